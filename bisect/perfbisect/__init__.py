@@ -1,0 +1,1 @@
+"""Bisection: find the commit that caused a regression."""

@@ -1,0 +1,626 @@
+"""The result contract: PyTorch-compatible result files, statuses and the run manifest.
+
+The runner writes with this module and the service reads with it, so there is one definition of the format. It must
+stay torch-free (the service installs without torch).
+
+Files of one run share a stem ``{backend}[_{variant}]_{suite}_{dtype}_{mode}_{device}``:
+
+- ``{stem}_performance.csv`` and ``{stem}_accuracy.csv``: the columns of PyTorch's ``benchmarks/dynamo`` harness;
+- ``{stem}_manifest.json``: what the CSVs lack (versions, machine, configuration, timing of the run);
+- ``{stem}_samples.jsonl``: one JSON object per model with the raw eager and compiled timings.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+SUITES: tuple[str, ...] = ("torchbench", "huggingface", "timm_models", "hf_vision")
+BACKENDS: tuple[str, ...] = ("eager", "aot_eager", "inductor", "aot_inductor", "onnxruntime", "tensorrt")
+DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16", "amp")
+MODES: tuple[str, ...] = ("inference", "training")
+DEVICES: tuple[str, ...] = ("cpu", "cuda")
+COMPILE_MODES: tuple[str, ...] = ("default", "reduce-overhead", "max-autotune")
+KINDS: tuple[str, ...] = ("performance", "accuracy")
+
+PERFORMANCE_COLUMNS: tuple[str, ...] = (
+    "dev",
+    "name",
+    "batch_size",
+    "speedup",
+    "abs_latency",
+    "compilation_latency",
+    "compression_ratio",
+    "eager_peak_mem",
+    "dynamo_peak_mem",
+)
+ACCURACY_COLUMNS: tuple[str, ...] = ("dev", "name", "batch_size", "accuracy")
+STAT_COLUMNS: tuple[str, ...] = ("calls_captured", "unique_graphs", "graph_breaks", "unique_graph_breaks")
+
+PASSING_STATUSES: frozenset[str] = frozenset({"pass", "pass_due_to_skip"})
+KNOWN_STATUSES: tuple[str, ...] = (
+    "pass",
+    "pass_due_to_skip",
+    "fail_accuracy",
+    "fail_to_run",
+    "OOM",
+    "eager_1st_run_fail",
+    "eager_1st_run_OOM",
+    "eager_2nd_run_fail",
+    "eager_2nd_run_OOM",
+    "eager_two_runs_differ",
+    "model_fail_to_load",
+    "eager_fail_to_run",
+    "timeout",
+    "infra_error",
+)
+# Unknown statuses are kept and counted as failures; only strings that cannot be a status at all (a number from a
+# shifted column, an empty cell, free text) are rejected as malformed.
+_STATUS_SHAPE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+def is_passing(status: str | None) -> bool:
+    return status in PASSING_STATUSES
+
+
+class ContractError(ValueError):
+    """A result file that does not follow the contract; names the file, line and column when they are known."""
+
+    def __init__(self, message: str, *, file: str | Path | None = None, line: int | None = None,
+                 column: str | None = None) -> None:
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.line = line
+        self.column = column
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(self.file)
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        if self.column is not None:
+            where.append(f"column {self.column!r}")
+        return f"{', '.join(where)}: {self.message}" if where else self.message
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# File names
+
+
+@dataclass(frozen=True, slots=True)
+class RunKey:
+    """The configuration a result file belongs to, as encoded in its name."""
+
+    backend: str
+    suite: str
+    dtype: str
+    mode: str
+    device: str
+    variant: str = ""
+
+    @property
+    def backend_variant(self) -> str:
+        return f"{self.backend}_{self.variant}" if self.variant else self.backend
+
+    @property
+    def stem(self) -> str:
+        return f"{self.backend_variant}_{self.suite}_{self.dtype}_{self.mode}_{self.device}"
+
+    def filename(self, kind: str) -> str:
+        suffix = {"performance": "_performance.csv", "accuracy": "_accuracy.csv", "manifest": "_manifest.json",
+                  "samples": "_samples.jsonl"}[kind]
+        return self.stem + suffix
+
+
+@dataclass(frozen=True, slots=True)
+class ResultFileName:
+    key: RunKey
+    kind: str  # performance | accuracy
+
+    @classmethod
+    def parse(cls, name: str | Path) -> ResultFileName:
+        """Parse ``{backend}[_{variant}]_{suite}_{dtype}_{mode}_{device}_{kind}.csv`` (PyTorch's naming)."""
+        base = Path(name).name
+        if not base.endswith(".csv"):
+            raise ContractError("not a CSV result file (expected a .csv name)", file=base)
+        parts = base[: -len(".csv")].split("_")
+        if len(parts) < 6:
+            raise ContractError(
+                "name does not follow {backend}_{suite}_{dtype}_{mode}_{device}_{performance|accuracy}.csv", file=base
+            )
+        kind, device, mode, dtype = parts[-1], parts[-2], parts[-3], parts[-4]
+        if kind not in KINDS:
+            raise ContractError(f"unknown result kind {kind!r}; expected performance or accuracy", file=base)
+        if mode not in MODES:
+            raise ContractError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", file=base)
+        head = "_".join(parts[:-4])
+        suite = next((s for s in sorted(SUITES, key=len, reverse=True) if head.endswith("_" + s)), None)
+        if suite is None:
+            raise ContractError(f"no known suite in the name; expected one of {', '.join(SUITES)}", file=base)
+        backend_variant = head[: -len(suite) - 1]
+        backend, variant = split_backend_variant(backend_variant)
+        return cls(RunKey(backend=backend, variant=variant, suite=suite, dtype=dtype, mode=mode, device=device), kind)
+
+
+def split_backend_variant(backend_variant: str) -> tuple[str, str]:
+    """``inductor_no_cudagraphs`` -> (``inductor``, ``no_cudagraphs``); unknown backends split at the first ``_``."""
+    for backend in sorted(BACKENDS, key=len, reverse=True):
+        if backend_variant == backend:
+            return backend, ""
+        if backend_variant.startswith(backend + "_"):
+            return backend, backend_variant[len(backend) + 1 :]
+    backend, _, variant = backend_variant.partition("_")
+    if not backend:
+        raise ContractError(f"empty backend in {backend_variant!r}")
+    return backend, variant
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Rows
+
+
+def _check_finite_non_negative(row: object, names: Iterable[str]) -> None:
+    for name in names:
+        value = getattr(row, name)
+        if value is None:
+            continue
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class GraphStats:
+    calls_captured: int | None = None
+    unique_graphs: int | None = None
+    graph_breaks: int | None = None
+    unique_graph_breaks: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PerformanceRow:
+    """One line of a ``*_performance.csv``. Latency in ms, compile latency in s, peak memory in GB (as PyTorch)."""
+
+    dev: str
+    name: str
+    batch_size: int
+    speedup: float
+    abs_latency: float
+    compilation_latency: float | None = None
+    compression_ratio: float | None = None
+    eager_peak_mem: float | None = None
+    dynamo_peak_mem: float | None = None
+    stats: GraphStats = field(default_factory=GraphStats)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("name must not be empty")
+        if self.batch_size < 0:
+            raise ValueError(f"batch_size must be >= 0, got {self.batch_size}")
+        _check_finite_non_negative(
+            self,
+            ("speedup", "abs_latency", "compilation_latency", "compression_ratio", "eager_peak_mem", "dynamo_peak_mem"),
+        )
+
+    @classmethod
+    def failure(cls, dev: str, name: str) -> PerformanceRow:
+        """PyTorch's failure row: ``dev,name,0,0.0,0.0``."""
+        return cls(dev=dev, name=name, batch_size=0, speedup=0.0, abs_latency=0.0)
+
+    @property
+    def is_failure(self) -> bool:
+        return self.speedup == 0.0 and self.compilation_latency is None
+
+    def to_csv_fields(self, with_stats: bool) -> list[str]:
+        if self.is_failure:
+            return [self.dev, self.name, "0", "0.0", "0.0"]
+        values: list[object] = [
+            self.dev,
+            self.name,
+            self.batch_size,
+            f"{self.speedup:.6f}",
+            f"{self.abs_latency:.6f}",
+            _fmt(self.compilation_latency),
+            _fmt(self.compression_ratio),
+            _fmt(self.eager_peak_mem),
+            _fmt(self.dynamo_peak_mem),
+        ]
+        if with_stats:
+            values += [_fmt_int(getattr(self.stats, c)) for c in STAT_COLUMNS]
+        return [str(v) for v in values]
+
+
+@dataclass(frozen=True, slots=True)
+class AccuracyRow:
+    dev: str
+    name: str
+    batch_size: int
+    accuracy: str
+    stats: GraphStats = field(default_factory=GraphStats)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("name must not be empty")
+        if self.batch_size < 0:
+            raise ValueError(f"batch_size must be >= 0, got {self.batch_size}")
+        if not _STATUS_SHAPE.match(self.accuracy):
+            raise ValueError(f"not a status: {self.accuracy!r}")
+
+    @property
+    def is_known_status(self) -> bool:
+        return self.accuracy in KNOWN_STATUSES
+
+    def to_csv_fields(self, with_stats: bool) -> list[str]:
+        values: list[object] = [self.dev, self.name, self.batch_size, self.accuracy]
+        if with_stats:
+            values += [_fmt_int(getattr(self.stats, c)) for c in STAT_COLUMNS]
+        return [str(v) for v in values]
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:.6f}"
+
+
+def _fmt_int(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# CSV reading and writing
+
+
+def header_for(kind: str, with_stats: bool = True) -> list[str]:
+    base = PERFORMANCE_COLUMNS if kind == "performance" else ACCURACY_COLUMNS
+    return list(base) + (list(STAT_COLUMNS) if with_stats else [])
+
+
+def append_row(path: Path, row: PerformanceRow | AccuracyRow, with_stats: bool = True) -> None:
+    """Append one row, writing the header first when the file is new; flushed so an interrupted run keeps it."""
+    kind = "performance" if isinstance(row, PerformanceRow) else "accuracy"
+    new = not path.exists() or path.stat().st_size == 0
+    with path.open("a", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        if new:
+            writer.writerow(header_for(kind, with_stats))
+        writer.writerow(row.to_csv_fields(with_stats))
+        handle.flush()
+
+
+def _decode(data: bytes, file: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ContractError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})", file=file,
+                            line=line) from None
+
+
+def _records(text: str, file: str, kind: str) -> Iterator[tuple[int, dict[str, str]]]:
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise ContractError("empty file: no header line", file=file, line=1) from None
+    header = [h.strip() for h in header]
+    required = PERFORMANCE_COLUMNS if kind == "performance" else ACCURACY_COLUMNS
+    for index, column in enumerate(required):
+        if index >= len(header) or header[index] != column:
+            found = header[index] if index < len(header) else "end of line"
+            raise ContractError(f"header: expected column {column!r} at position {index + 1}, found {found!r}",
+                                file=file, line=1, column=column)
+    # A failure row in a performance CSV carries only the first five fields.
+    minimum = 5 if kind == "performance" else len(required)
+    seen_data = False
+    for row in reader:
+        line = reader.line_num
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        seen_data = True
+        if len(row) < minimum:
+            missing = required[len(row)]
+            raise ContractError(f"row has {len(row)} fields, expected at least {minimum}", file=file, line=line,
+                                column=missing)
+        if len(row) > len(header):
+            raise ContractError(f"row has {len(row)} fields but the header has {len(header)}", file=file, line=line)
+        yield line, {header[i]: cell.strip() for i, cell in enumerate(row)}
+    if not seen_data:
+        raise ContractError("no result rows after the header", file=file, line=2)
+
+
+def _number(record: dict[str, str], column: str, file: str, line: int, *, integer: bool = False) -> float | int | None:
+    raw = record.get(column, "")
+    if raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ContractError(f"not a number: {raw!r}", file=file, line=line, column=column) from None
+    if not math.isfinite(value) or value < 0:
+        raise ContractError(f"must be a finite number >= 0: {raw!r}", file=file, line=line, column=column)
+    if integer:
+        if value != int(value):
+            raise ContractError(f"not a whole number: {raw!r}", file=file, line=line, column=column)
+        return int(value)
+    return value
+
+
+def _stats(record: dict[str, str], file: str, line: int) -> GraphStats:
+    return GraphStats(**{c: _number(record, c, file, line, integer=True) for c in STAT_COLUMNS})  # type: ignore[arg-type]
+
+
+def _required_text(record: dict[str, str], column: str, file: str, line: int) -> str:
+    value = record.get(column, "")
+    if not value:
+        raise ContractError("empty value", file=file, line=line, column=column)
+    return value
+
+
+def parse_performance_csv(data: bytes, file: str) -> list[PerformanceRow]:
+    rows: list[PerformanceRow] = []
+    for line, rec in _records(_decode(data, file), file, "performance"):
+        dev = _required_text(rec, "dev", file, line)
+        name = _required_text(rec, "name", file, line)
+        batch_size = _number(rec, "batch_size", file, line, integer=True)
+        speedup = _number(rec, "speedup", file, line)
+        abs_latency = _number(rec, "abs_latency", file, line)
+        for column, value in (("batch_size", batch_size), ("speedup", speedup), ("abs_latency", abs_latency)):
+            if value is None:
+                raise ContractError("empty value", file=file, line=line, column=column)
+        rows.append(
+            PerformanceRow(
+                dev=dev,
+                name=name,
+                batch_size=int(batch_size),  # type: ignore[arg-type]
+                speedup=float(speedup),  # type: ignore[arg-type]
+                abs_latency=float(abs_latency),  # type: ignore[arg-type]
+                compilation_latency=_number(rec, "compilation_latency", file, line),  # type: ignore[arg-type]
+                compression_ratio=_number(rec, "compression_ratio", file, line),  # type: ignore[arg-type]
+                eager_peak_mem=_number(rec, "eager_peak_mem", file, line),  # type: ignore[arg-type]
+                dynamo_peak_mem=_number(rec, "dynamo_peak_mem", file, line),  # type: ignore[arg-type]
+                stats=_stats(rec, file, line),
+            )
+        )
+    return rows
+
+
+def parse_accuracy_csv(data: bytes, file: str) -> list[AccuracyRow]:
+    rows: list[AccuracyRow] = []
+    for line, rec in _records(_decode(data, file), file, "accuracy"):
+        status = _required_text(rec, "accuracy", file, line)
+        if not _STATUS_SHAPE.match(status):
+            raise ContractError(f"not an accuracy status: {status!r}", file=file, line=line, column="accuracy")
+        batch_size = _number(rec, "batch_size", file, line, integer=True)
+        if batch_size is None:
+            raise ContractError("empty value", file=file, line=line, column="batch_size")
+        rows.append(
+            AccuracyRow(
+                dev=_required_text(rec, "dev", file, line),
+                name=_required_text(rec, "name", file, line),
+                batch_size=int(batch_size),
+                accuracy=status,
+                stats=_stats(rec, file, line),
+            )
+        )
+    return rows
+
+
+def read_performance_csv(path: Path) -> list[PerformanceRow]:
+    return parse_performance_csv(path.read_bytes(), str(path))
+
+
+def read_accuracy_csv(path: Path) -> list[AccuracyRow]:
+    return parse_accuracy_csv(path.read_bytes(), str(path))
+
+
+def completed_models(path: Path) -> set[str]:
+    """Names already written to a result CSV (for resuming an interrupted run); empty if the file does not exist."""
+    if not path.exists() or path.stat().st_size == 0:
+        return set()
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        next(reader, None)
+        return {row[1] for row in reader if len(row) > 1}
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Raw samples
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSamples:
+    """Raw per-iteration timings of one model, ms. Interleaved: eager_ms[i] and compiled_ms[i] ran back to back."""
+
+    name: str
+    batch_size: int
+    eager_ms: tuple[float, ...]
+    compiled_ms: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        for label, values in (("eager_ms", self.eager_ms), ("compiled_ms", self.compiled_ms)):
+            if any(not math.isfinite(v) or v <= 0 for v in values):
+                raise ValueError(f"{label} must hold finite positive timings")
+
+    def to_json(self) -> str:
+        return json.dumps({f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+                           for f in fields(self)})
+
+    @classmethod
+    def from_json(cls, text: str) -> ModelSamples:
+        data = json.loads(text)
+        return cls(name=data["name"], batch_size=int(data["batch_size"]), eager_ms=tuple(data["eager_ms"]),
+                   compiled_ms=tuple(data["compiled_ms"]))
+
+
+def append_samples(path: Path, samples: ModelSamples) -> None:
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(samples.to_json() + "\n")
+
+
+def read_samples(path: Path) -> list[ModelSamples]:
+    if not path.exists():
+        return []
+    out = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(ModelSamples.from_json(line))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ContractError(f"bad samples record: {exc}", file=path, line=number) from None
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Manifest
+
+
+class JenkinsInfo(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    build_url: str | None = None
+    job_name: str | None = None
+    build_number: str | None = None
+
+
+class MachineInfo(BaseModel):
+    """The machine a run ran on. The fingerprint uses only stable, explicitly chosen fields."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    host: str = "unknown"
+    device: Literal["cpu", "cuda"] | str = "cpu"
+    cpu_model: str = "unknown"
+    cpu_count: int | None = None
+    gpu_name: str | None = None
+    gpu_driver: str | None = None
+    cuda_version: str | None = None
+
+    def fingerprint(self) -> str:
+        if self.device == "cuda":
+            return " | ".join(x for x in (self.gpu_name or "unknown GPU", self.gpu_driver, self.cuda_version) if x)
+        cores = f"{self.cpu_count} cores" if self.cpu_count else None
+        return " | ".join(x for x in (self.cpu_model, cores) if x)
+
+
+class RunConfig(BaseModel):
+    """Every setting that makes two runs comparable; all of it is part of the series."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    suite: str
+    backend: str
+    variant: str = ""
+    compile_mode: str = "default"
+    dtype: str = "float32"
+    mode: str = "inference"
+    device: str = "cpu"
+    threads: int | None = None  # None: all cores of the socket; 1: single-core single-thread
+    dynamic_shapes: bool = False
+    cold_start: bool = False
+    batch_size: int | None = None  # an override; None means the suite's own batch sizes
+    repeat: int | None = None
+    total_partitions: int = 1
+    partition_id: int = 0
+    env: dict[str, str] = Field(default_factory=dict)  # settings such as TORCHINDUCTOR_FREEZING
+
+    @property
+    def thread_config(self) -> str:
+        return "single-thread" if self.threads == 1 else (f"{self.threads}-threads" if self.threads else "all-cores")
+
+    def key(self) -> RunKey:
+        return RunKey(backend=self.backend, variant=self.variant, suite=self.suite, dtype=self.dtype,
+                      mode=self.mode, device=self.device)
+
+
+class Manifest(BaseModel):
+    """What the CSVs of one run lack. Versioned: readers reject a schema newer than theirs."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    schema_version: int = SCHEMA_VERSION
+    source: Literal["perfdash", "pytorch"] = "perfdash"
+    config: RunConfig
+    machine: MachineInfo = Field(default_factory=MachineInfo)
+    torch_version: str | None = None
+    torch_git_commit: str | None = None
+    suite_versions: dict[str, str] = Field(default_factory=dict)
+    jenkins: JenkinsInfo = Field(default_factory=JenkinsInfo)
+    command: str | None = None
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    # model name -> why it could not be loaded or run (the CSV only holds the status)
+    model_errors: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def read(cls, path: Path) -> Manifest:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ContractError(f"unreadable manifest: {exc}", file=path) from None
+        version = data.get("schema_version", SCHEMA_VERSION) if isinstance(data, dict) else None
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise ContractError(f"manifest schema_version {version!r} is newer than this reader ({SCHEMA_VERSION})",
+                                file=path)
+        try:
+            return cls.model_validate(data)
+        except ValueError as exc:
+            raise ContractError(f"invalid manifest: {exc}", file=path) from None
+
+    def write(self, path: Path) -> None:
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(self.model_dump_json(indent=2), encoding="utf-8")
+        tmp.replace(path)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Joining one run's files
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResult:
+    """A model's performance and accuracy rows of one run joined; the accuracy status gates performance."""
+
+    name: str
+    batch_size: int
+    accuracy: str | None
+    performance: PerformanceRow | None
+
+    @property
+    def gated_speedup(self) -> float:
+        """The speedup that counts: 0 unless accuracy passed (when accuracy was measured at all)."""
+        if self.performance is None:
+            return 0.0
+        if self.accuracy is not None and not is_passing(self.accuracy):
+            return 0.0
+        return self.performance.speedup
+
+
+def join_results(performance: Sequence[PerformanceRow], accuracy: Sequence[AccuracyRow]) -> list[ModelResult]:
+    """One result per model name, in first-seen order; performance rows gated by the accuracy file when present.
+
+    With an accuracy file present, a model missing from it counts as not passing, as PyTorch's runner does.
+    """
+    has_accuracy = len(accuracy) > 0
+    acc = {row.name: row for row in accuracy}
+    perf = {row.name: row for row in performance}
+    names = list(dict.fromkeys([r.name for r in performance] + [r.name for r in accuracy]))
+    out = []
+    for name in names:
+        p, a = perf.get(name), acc.get(name)
+        status = a.accuracy if a is not None else ("missing" if has_accuracy else None)
+        batch = p.batch_size if p is not None and p.batch_size else (a.batch_size if a is not None else 0)
+        out.append(ModelResult(name=name, batch_size=batch, accuracy=status, performance=p))
+    return out

@@ -1,0 +1,135 @@
+"""Summary metrics exactly as PyTorch's compilers dashboard defines them (benchmarks/dynamo/runner.py).
+
+- passrate: models with (accuracy-gated) speedup > 0 over all models, shown ``91%, 49/54``;
+- geomean speedup: geometric mean of the passing speedups, each clipped up to 1.0 first, shown ``1.04x``
+  (the unclipped geomean is computed beside it);
+- compile time: arithmetic mean of compilation_latency over passing models, seconds, shown ``17.21``;
+- peak memory compression ratio: arithmetic mean of compression_ratio over passing models, shown ``1.23x``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy.stats import gmean
+
+from perfdash.contract import ModelResult
+
+# Warning thresholds of the dashboard (per model) and of the executive summary (per suite).
+SPEEDUP_WARNING = 0.95
+COMPILE_TIME_WARNING_S = 120.0
+COMPRESSION_WARNING = 0.9
+PASSRATE_TARGET = 0.90
+GEOMEAN_TARGET = 0.95
+MEMORY_TARGET = 0.9
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteSummary:
+    passed: int
+    total: int
+    geomean_speedup: float | None  # clipped; None when nothing passed
+    geomean_speedup_unclipped: float | None
+    mean_compile_time_s: float | None
+    mean_compression_ratio: float | None
+
+    @property
+    def passrate(self) -> float:
+        return self.passed / self.total if self.total else 0.0
+
+    @property
+    def passrate_text(self) -> str:
+        # PyTorch rounds the percentage to a whole number before printing it.
+        return f"{round(100 * self.passrate)}%, {self.passed}/{self.total}"
+
+    @property
+    def geomean_text(self) -> str:
+        return _times(self.geomean_speedup)
+
+    @property
+    def geomean_unclipped_text(self) -> str:
+        return _times(self.geomean_speedup_unclipped)
+
+    @property
+    def compile_time_text(self) -> str:
+        return "-" if self.mean_compile_time_s is None else f"{self.mean_compile_time_s:.2f}"
+
+    @property
+    def compression_text(self) -> str:
+        return _times(self.mean_compression_ratio)
+
+
+def _times(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The values of one model that the summary needs, after accuracy gating."""
+
+    name: str
+    speedup: float  # gated: 0 when the model failed
+    compilation_latency: float | None
+    compression_ratio: float | None
+
+    @classmethod
+    def from_result(cls, result: ModelResult) -> Outcome:
+        perf = result.performance
+        return cls(
+            name=result.name,
+            speedup=result.gated_speedup,
+            compilation_latency=perf.compilation_latency if perf else None,
+            compression_ratio=perf.compression_ratio if perf else None,
+        )
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def summarize(outcomes: Sequence[Outcome]) -> SuiteSummary:
+    passing = [o for o in outcomes if o.speedup > 0]
+    speedups = [o.speedup for o in passing]
+    compile_times = [o.compilation_latency for o in passing if o.compilation_latency is not None]
+    ratios = [o.compression_ratio for o in passing if o.compression_ratio is not None and o.compression_ratio > 0]
+    return SuiteSummary(
+        passed=len(passing),
+        total=len(outcomes),
+        geomean_speedup=float(gmean([max(s, 1.0) for s in speedups])) if speedups else None,
+        geomean_speedup_unclipped=float(gmean(speedups)) if speedups else None,
+        mean_compile_time_s=_mean(compile_times),
+        mean_compression_ratio=_mean(ratios),
+    )
+
+
+def summarize_results(results: Sequence[ModelResult]) -> SuiteSummary:
+    return summarize([Outcome.from_result(r) for r in results])
+
+
+@dataclass(frozen=True, slots=True)
+class ModelWarning:
+    name: str
+    reason: str
+
+
+def model_warnings(results: Sequence[ModelResult]) -> list[ModelWarning]:
+    """Per-model warnings of the dashboard: accuracy not passing, speedup < 0.95, compile > 120 s, memory < 0.9."""
+    out: list[ModelWarning] = []
+    for r in results:
+        if r.accuracy is not None and r.accuracy not in ("pass", "pass_due_to_skip"):
+            out.append(ModelWarning(r.name, f"accuracy {r.accuracy}"))
+            continue
+        perf = r.performance
+        if perf is None or perf.speedup == 0:
+            out.append(ModelWarning(r.name, "failed to run"))
+            continue
+        if perf.speedup < SPEEDUP_WARNING:
+            out.append(ModelWarning(r.name, f"speedup {perf.speedup:.2f}x < {SPEEDUP_WARNING}x"))
+        if perf.compilation_latency is not None and perf.compilation_latency > COMPILE_TIME_WARNING_S:
+            limit = COMPILE_TIME_WARNING_S
+            out.append(ModelWarning(r.name, f"compile {perf.compilation_latency:.0f} s > {limit:.0f} s"))
+        if perf.compression_ratio is not None and 0 < perf.compression_ratio < COMPRESSION_WARNING:
+            out.append(ModelWarning(r.name, f"memory ratio {perf.compression_ratio:.2f}x < {COMPRESSION_WARNING}x"))
+    return out

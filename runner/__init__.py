@@ -1,0 +1,1 @@
+"""The benchmark harness (imports torch only inside the worker and suites)."""

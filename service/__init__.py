@@ -1,0 +1,1 @@
+"""The FastAPI service (never imports torch)."""
