@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs the torch under test into the runner image: `install-torch SPEC VARIANT`.
+#   SPEC     a release (2.14.1), a nightly date (20261121 or 2026-11-21), or a pytorch commit (7 to 40 hex digits)
+#   VARIANT  the wheel flavour: cpu, or a CUDA tag such as cu130 (the index PyTorch publishes for that CUDA)
+# The series records the torch version, so a release is pinned exactly and a nightly is the wheel of that date, never
+# "whatever is newest". PIP overrides the pip command (the tests point it at a recorder).
+set -euo pipefail
+
+spec="${1:?usage: install-torch SPEC VARIANT}"
+variant="${2:-cpu}"
+pip_cmd="${PIP:-python -m pip}"
+read -r -a pip <<<"$pip_cmd"
+index_root="${TORCH_INDEX_ROOT:-https://download.pytorch.org/whl}"
+
+# torchvision's minor version is torch's plus 15 (torch 2.14.1 pairs with torchvision 0.29.1).
+vision_for() {
+    local major minor patch
+    IFS=. read -r major minor patch <<<"$1"
+    [ "$major" = 2 ] || { echo "install-torch: no torchvision pairing known for torch $1" >&2; exit 2; }
+    echo "0.$((minor + 15)).${patch}"
+}
+
+if [[ "$spec" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
+    "${pip[@]}" install "torch==${spec}" "torchvision==$(vision_for "$spec")" --index-url "${index_root}/${variant}"
+elif [[ "$spec" =~ ^([0-9]{4})-?([0-9]{2})-?([0-9]{2})$ ]]; then
+    date="${BASH_REMATCH[1]}${BASH_REMATCH[2]}${BASH_REMATCH[3]}"
+    index="${index_root}/nightly/${variant}"
+    # pip cannot select "the .dev build of date D" by itself: list the nightly versions and pick that date's.
+    versions="$("${pip[@]}" index versions torch --pre --index-url "$index" | sed -n 's/^Available versions: //p')"
+    torch_version="$(tr ',' '\n' <<<"$versions" | tr -d ' ' | grep -m1 "\.dev${date}$" || true)"
+    if [ -z "$torch_version" ]; then
+        echo "install-torch: no torch nightly for ${date} on ${index}" >&2
+        exit 3
+    fi
+    vision_versions="$("${pip[@]}" index versions torchvision --pre --index-url "$index" | sed -n 's/^Available versions: //p')"
+    vision_version="$(tr ',' '\n' <<<"$vision_versions" | tr -d ' ' | grep -m1 "\.dev${date}$" || true)"
+    "${pip[@]}" install --pre "torch==${torch_version}" ${vision_version:+"torchvision==${vision_version}"} \
+        --index-url "$index"
+elif [[ "$spec" =~ ^[0-9a-f]{7,40}$ ]]; then
+    # A commit between nightlies: build it from source (an hour on a big Xeon; perfbisect caches such builds per
+    # commit and tries the nightly of the commit's date first). torchvision comes from the nightly index without
+    # dependencies: its Python models are what the suites use.
+    src="${TORCH_SRC_DIR:-/tmp/pytorch}"
+    if [ ! -d "$src/.git" ]; then
+        git clone --filter=blob:none https://github.com/pytorch/pytorch "$src"
+    fi
+    git -C "$src" fetch origin "$spec"
+    git -C "$src" checkout --detach "$spec"
+    git -C "$src" submodule update --init --recursive --jobs 8
+    "${pip[@]}" install -r "$src/requirements.txt"
+    if [ "$variant" = cpu ]; then export USE_CUDA=0; fi
+    "${pip[@]}" install --no-build-isolation -v "$src"
+    "${pip[@]}" install --pre --no-deps torchvision --index-url "${index_root}/nightly/${variant}"
+else
+    echo "install-torch: '$spec' is neither a release (2.14.1), a nightly date (20261121) nor a commit sha" >&2
+    exit 2
+fi

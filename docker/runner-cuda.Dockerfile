@@ -1,0 +1,36 @@
+# perfdash runner for the GPU agents (label `gpu`): torch built for CUDA 13.0.
+#   docker build -f docker/runner-cuda.Dockerfile --build-arg TORCH_SPEC=2.14.1 -t perfdash-runner-cuda .
+#   docker run --gpus all ... (the NVIDIA container toolkit maps the host's driver into the container)
+# Same Python base as the CPU image: PyTorch's CUDA wheels carry the CUDA runtime, cuDNN and NCCL as pip packages,
+# so an nvidia/cuda base image would only add a second, unused CUDA. Triton compiles its launcher with gcc at run
+# time, hence build-essential; the driver version is part of the machine fingerprint the runner records.
+FROM python:3.11.11-slim-bookworm
+
+ARG TORCH_SPEC=2.14.1
+ARG CUDA_VARIANT=cu130
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONUNBUFFERED=1 \
+    NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility \
+    TORCHINDUCTOR_CACHE_DIR=/cache/inductor \
+    TRITON_CACHE_DIR=/cache/triton \
+    HF_HOME=/cache/huggingface \
+    TORCH_HOME=/cache/torch \
+    PERFDASH_CACHE_DIR=/cache/perfdash
+
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends build-essential git curl ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+
+COPY docker/install-torch.sh /usr/local/bin/install-torch
+RUN install-torch "${TORCH_SPEC}" "${CUDA_VARIANT}"
+
+WORKDIR /opt/perfdash
+COPY . .
+RUN python -m pip install -e ".[runner]"
+
+WORKDIR /workspace
+CMD ["perfdash", "--help"]

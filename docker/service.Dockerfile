@@ -1,0 +1,21 @@
+# perfdash service: FastAPI + SQLAlchemy + Postgres driver, no torch (the service never imports it).
+#   docker build -f docker/service.Dockerfile -t perfdash-service .
+# docker/compose.yaml runs it: `perfdash db upgrade` once, then `perfdash serve`.
+FROM python:3.11.11-slim-bookworm
+
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONUNBUFFERED=1 \
+    PERFDASH_SPOOL_DIR=/var/lib/perfdash/spool
+
+WORKDIR /opt/perfdash
+COPY . .
+# Editable install: the app reads templates/, static assets and migrations/ from this tree.
+RUN python -m pip install -e ".[service]" \
+    && useradd --system --uid 10001 --home-dir /var/lib/perfdash --create-home perfdash
+
+USER 10001
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/', timeout=4)"]
+CMD ["perfdash", "serve", "--host", "0.0.0.0", "--port", "8000"]
