@@ -472,14 +472,19 @@ def append_samples(path: Path, samples: ModelSamples) -> None:
 def read_samples(path: Path) -> list[ModelSamples]:
     if not path.exists():
         return []
+    return parse_samples(path.read_bytes(), str(path))
+
+
+def parse_samples(data: bytes, file: str) -> list[ModelSamples]:
+    """Samples from the bytes of a ``*_samples.jsonl`` (an upload); errors name the file and line."""
     out = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(_decode(data, file).splitlines(), start=1):
         if not line.strip():
             continue
         try:
             out.append(ModelSamples.from_json(line))
         except (ValueError, KeyError, TypeError) as exc:
-            raise ContractError(f"bad samples record: {exc}", file=path, line=number) from None
+            raise ContractError(f"bad samples record: {exc}", file=file, line=number) from None
     return out
 
 
@@ -567,8 +572,17 @@ class Manifest(BaseModel):
     @classmethod
     def read(cls, path: Path) -> Manifest:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise ContractError(f"unreadable manifest: {exc}", file=path) from None
+        return cls.parse(raw, str(path))
+
+    @classmethod
+    def parse(cls, raw: bytes, path: str) -> Manifest:
+        """A manifest from bytes (an upload); ``path`` names it in errors."""
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ContractError(f"unreadable manifest: {exc}", file=path) from None
         version = data.get("schema_version", SCHEMA_VERSION) if isinstance(data, dict) else None
         if not isinstance(version, int) or version > SCHEMA_VERSION:

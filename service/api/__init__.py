@@ -1,0 +1,1 @@
+"""The JSON API under /api/v1: one router per resource, thin over service.queries and service.ingest."""

@@ -1,0 +1,146 @@
+"""/api/v1/runs: list and filter runs, one run with its results, and ingest (POST, bearer token)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Request, Response, status
+from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from service.api.deps import IngestAuth
+from service.db import SessionDep
+from service.ingest import IngestDefaults, RunBundle, RunPayload, bundle_from_payload, bundles_from_files, ingest
+from service.queries.filters import ConfigFilter, RunFilter
+from service.queries.runs import get_run, list_runs
+from service.queries.schemas import RunDetail, RunOut
+
+router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
+
+MAX_FILES = 64
+
+
+class IngestedRunOut(BaseModel):
+    run_id: int
+    run_key: str
+    created: bool
+    suite: str
+    backend: str
+    models: int
+
+
+class IngestResponse(BaseModel):
+    runs: list[IngestedRunOut]
+    hook_errors: list[str]
+
+
+@router.get("", response_model=list[RunOut], summary="List runs, newest night first")
+def runs_list(
+    session: SessionDep,
+    suite: str | None = None,
+    backend: Annotated[str | None, Query(description="backend with variant, e.g. inductor_no_cudagraphs")] = None,
+    compile_mode: str | None = None,
+    dtype: str | None = None,
+    mode: str | None = None,
+    device: str | None = None,
+    thread_config: str | None = None,
+    machine: Annotated[str | None, Query(description="machine fingerprint")] = None,
+    configuration_id: int | None = None,
+    since: date | None = None,
+    until: date | None = None,
+    commit: Annotated[str | None, Query(description="torch git commit or a prefix of it")] = None,
+    source: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> list[RunOut]:
+    config = ConfigFilter(suite=suite, backend=backend, compile_mode=compile_mode, dtype=dtype, mode=mode,
+                          device=device, thread_config=thread_config, machine=machine,
+                          configuration_id=configuration_id)
+    filters = RunFilter(config=config, since=since, until=until, commit=commit, source=source)
+    return list_runs(session, filters, limit=limit, offset=offset)
+
+
+@router.get("/{run_id}", response_model=RunDetail, summary="One run with its per-model results")
+def runs_get(session: SessionDep, run_id: int, samples: bool = False) -> RunDetail:
+    run = get_run(session, run_id, with_samples=samples)
+    if run is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id}")
+    return run
+
+
+_INGEST_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": RunPayload.model_json_schema(ref_template="#/components/schemas/{model}")},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["files"],
+                    "properties": {
+                        "files": {"type": "array", "items": {"type": "string", "format": "binary"},
+                                  "description": "PyTorch-named CSVs, optional *_manifest.json and *_samples.jsonl"},
+                        "machine": {"type": "string", "description": "without a manifest: the machine's name"},
+                        "commit": {"type": "string", "description": "without a manifest: torch git commit"},
+                        "timestamp": {"type": "string", "format": "date-time",
+                                      "description": "without a manifest: when the run started (default: now)"},
+                        "torch_version": {"type": "string"},
+                        "host": {"type": "string"},
+                    },
+                }
+            },
+        },
+    }
+}
+
+
+async def _bundles_from_multipart(request: Request) -> list[RunBundle]:
+    form = await request.form(max_files=MAX_FILES, max_fields=16)
+    files: dict[str, bytes] = {}
+    for upload in form.getlist("files"):
+        if not isinstance(upload, UploadFile) or not upload.filename:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "'files' must be file parts with file names")
+        files[upload.filename] = await upload.read()
+    timestamp = form.get("timestamp")
+    try:
+        moment = datetime.fromisoformat(timestamp) if isinstance(timestamp, str) and timestamp else None
+    except ValueError:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, f"timestamp {timestamp!r} is not ISO 8601") from None
+
+    def text(name: str) -> str | None:
+        value = form.get(name)
+        return value if isinstance(value, str) and value else None
+
+    defaults = IngestDefaults(machine=text("machine"), commit=text("commit"), timestamp=moment,
+                              torch_version=text("torch_version"), host=text("host"))
+    return bundles_from_files(files, defaults)
+
+
+@router.post("", response_model=IngestResponse, openapi_extra=_INGEST_BODY, dependencies=[IngestAuth],
+             summary="Ingest runs: the runner's manifest + results as JSON, or the CSV files (multipart)",
+             responses={201: {"description": "stored"}, 200: {"description": "already stored, nothing changed"},
+                        401: {"description": "bad token"}, 409: {"description": "same run key, other content"},
+                        413: {"description": "upload too large"},
+                        422: {"description": "malformed input; names the file, line and column"}})
+async def runs_create(request: Request, response: Response, session: SessionDep) -> IngestResponse:
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith("multipart/form-data"):
+        bundles = await _bundles_from_multipart(request)
+    elif content_type.startswith("application/json"):
+        try:
+            payload = RunPayload.model_validate_json(await request.body())
+        except ValidationError as exc:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY,
+                                [{k: e[k] for k in ("loc", "msg", "type")} for e in exc.errors()]) from None
+        bundles = [bundle_from_payload(payload)]
+    else:
+        raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "send application/json or multipart/form-data")
+    hooks = request.app.state.post_ingest_hooks
+    report = await run_in_threadpool(ingest, session, bundles, hooks)
+    response.status_code = status.HTTP_201_CREATED if any(r.created for r in report.runs) else status.HTTP_200_OK
+    return IngestResponse(runs=[IngestedRunOut(run_id=r.run_id, run_key=r.run_key, created=r.created, suite=r.suite,
+                                               backend=r.backend, models=r.models) for r in report.runs],
+                          hook_errors=list(report.hook_errors))
+

@@ -1,0 +1,58 @@
+"""The FastAPI application factory. Settings, engine and hooks are made in the lifespan (startup), not at import."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, status
+from fastapi.responses import JSONResponse
+
+from perfdash.contract import ContractError
+from service.api import annotations, compare, configurations, history, runs, summary
+from service.api.limits import BodySizeLimit
+from service.db import make_engine, make_session_factory
+from service.ingest import IngestConflict, PostIngestHook
+from service.settings import Settings
+
+
+def create_app(settings: Settings | None = None, post_ingest_hooks: Sequence[PostIngestHook] | None = None) -> FastAPI:
+    """Build the app. ``settings`` default to the environment (read at startup); ``post_ingest_hooks`` default to
+    :func:`service.hooks.post_ingest_hooks`."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from service.hooks import post_ingest_hooks as default_hooks
+
+        resolved = settings or Settings()
+        engine = make_engine(resolved.database_url, echo=resolved.sql_echo)
+        app.state.settings = resolved
+        app.state.engine = engine
+        app.state.session_factory = make_session_factory(engine)
+        app.state.post_ingest_hooks = list(post_ingest_hooks if post_ingest_hooks is not None
+                                           else default_hooks(resolved))
+        try:
+            yield
+        finally:
+            engine.dispose()
+
+    app = FastAPI(title="perfdash", version="1", lifespan=lifespan,
+                  description="Nightly performance of torch.compile: runs, summaries, history, comparisons.")
+    app.add_middleware(BodySizeLimit)
+    for module in (runs, summary, history, compare, configurations, annotations):
+        app.include_router(module.router)
+
+    @app.exception_handler(ContractError)
+    async def contract_error(_request: Request, exc: ContractError) -> JSONResponse:
+        return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_ENTITY, content={"detail": {
+            "message": exc.message, "file": exc.file, "line": exc.line, "column": exc.column, "error": str(exc)}})
+
+    @app.exception_handler(IngestConflict)
+    async def conflict(_request: Request, exc: IngestConflict) -> JSONResponse:
+        return JSONResponse(status_code=status.HTTP_409_CONFLICT, content={"detail": str(exc)})
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app

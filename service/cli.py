@@ -1,0 +1,98 @@
+"""`perfdash db|ingest|summary|serve`: the service's subcommands. Registration imports nothing heavy."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    db = subparsers.add_parser("db", help="database schema (Alembic migrations)")
+    db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    upgrade = db_sub.add_parser("upgrade", help="migrate DATABASE_URL to a revision (default: head)")
+    upgrade.add_argument("revision", nargs="?", default="head")
+    upgrade.set_defaults(handler=_db_upgrade)
+    downgrade = db_sub.add_parser("downgrade", help="migrate DATABASE_URL down to a revision (e.g. base)")
+    downgrade.add_argument("revision")
+    downgrade.set_defaults(handler=_db_downgrade)
+    current = db_sub.add_parser("current", help="print the revision(s) DATABASE_URL is at")
+    current.set_defaults(handler=_db_current)
+
+    ingest = subparsers.add_parser(
+        "ingest", help="store result CSVs (PyTorch's or perfdash's) in DATABASE_URL, or post them to a service",
+        description="Without --url the files go straight into DATABASE_URL; with --url they are posted to the "
+                    "service (retried; spooled to PERFDASH_SPOOL_DIR when the service is down and posted first on "
+                    "the next invocation).")
+    ingest.add_argument("paths", nargs="+", metavar="PATH", help="CSV files or directories holding them")
+    ingest.add_argument("--url", help="service base URL, e.g. http://perfdash:8000")
+    ingest.add_argument("--token", help="ingest token (default: the first of PERFDASH_INGEST_TOKENS)")
+    ingest.add_argument("--machine", help="without a manifest: the machine (CPU model or GPU name)")
+    ingest.add_argument("--commit", help="without a manifest: the torch git commit")
+    ingest.add_argument("--timestamp", type=datetime.fromisoformat,
+                        help="without a manifest: when the run started, ISO 8601 (default: the CSVs' mtime)")
+    ingest.add_argument("--torch-version", help="without a manifest: torch version")
+    ingest.set_defaults(handler=_ingest)
+
+    summary = subparsers.add_parser("summary", help="print a night's summary (PyTorch executive-summary tables)")
+    summary.add_argument("--run", type=int, help="one run (default: the latest night)")
+    summary.add_argument("--night", type=lambda s: datetime.fromisoformat(s).date(), help="YYYY-MM-DD")
+    for axis in ("suite", "backend", "dtype", "mode", "device"):
+        summary.add_argument(f"--{axis}")
+    summary.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    summary.set_defaults(handler=_summary)
+
+    serve = subparsers.add_parser("serve", help="run the service (uvicorn)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument("--no-upgrade", action="store_true", help="do not migrate DATABASE_URL to head first")
+    serve.set_defaults(handler=_serve)
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    from service.migrate import upgrade
+    from service.settings import Settings
+
+    upgrade(Settings().database_url, args.revision)
+    return 0
+
+
+def _db_downgrade(args: argparse.Namespace) -> int:
+    from service.migrate import downgrade
+    from service.settings import Settings
+
+    downgrade(Settings().database_url, args.revision)
+    return 0
+
+
+def _db_current(_args: argparse.Namespace) -> int:
+    from service.migrate import current_heads
+    from service.settings import Settings
+
+    print(" ".join(sorted(current_heads(Settings().database_url))) or "(empty: run `perfdash db upgrade`)")
+    return 0
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from service.ingest_cli import run_ingest
+
+    return run_ingest(args)
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from service.summary_cli import run_summary
+
+    return run_summary(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from service.migrate import upgrade
+    from service.settings import Settings
+
+    settings = Settings()
+    if not args.no_upgrade:
+        upgrade(settings.database_url)
+    uvicorn.run("service.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
+    return 0

@@ -1,0 +1,387 @@
+"""Ingest: result files (or the same data as JSON) -> one transaction of machine, configuration, run, results,
+summary. The API and `perfdash ingest` both call :func:`ingest`.
+
+Files are read only through perfdash.contract; a ContractError names the file, line and column and nothing is stored.
+Idempotent: a run's key is a hash of its configuration, start time, commit and partition; uploading the same run again
+returns the stored run unchanged, and the same key with other content is a conflict (:class:`IngestConflict`).
+
+Post-ingest hooks (detection, reports) are callables ``hook(session, run_id)`` that run after the run has committed,
+each in its own transaction; a failing hook is reported, it never undoes the ingest. The app factory and the CLI take
+their list from :func:`service.hooks.post_ingest_hooks`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import PurePath
+from typing import Any
+
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
+
+from perfdash.contract import (
+    AccuracyRow,
+    ContractError,
+    GraphStats,
+    MachineInfo,
+    Manifest,
+    ModelResult,
+    ModelSamples,
+    PerformanceRow,
+    ResultFileName,
+    RunConfig,
+    RunKey,
+    join_results,
+    parse_accuracy_csv,
+    parse_performance_csv,
+    parse_samples,
+)
+from perfdash.metrics import model_warnings, summarize_results
+from service.models import Configuration, Machine, Result, Run, RunSummary, Series
+
+logger = logging.getLogger(__name__)
+
+PostIngestHook = Callable[[Session, int], None]
+
+
+class IngestConflict(Exception):
+    """A run with this key is stored with different content."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunBundle:
+    """One run, validated and joined, ready to store."""
+
+    manifest: Manifest
+    results: tuple[ModelResult, ...]
+    samples: Mapping[str, ModelSamples]
+
+    @property
+    def content_sha256(self) -> str:
+        # Normalised content, so the same run posted as CSVs or as JSON hashes the same.
+        body = {
+            "manifest": self.manifest.model_dump(mode="json"),
+            "results": [dataclasses.asdict(r) for r in self.results],
+            "samples": {k: dataclasses.asdict(v) for k, v in sorted(self.samples.items())},
+        }
+        return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class IngestDefaults:
+    """Metadata for PyTorch CSVs that come without a manifest (``--machine``, ``--commit``, ``--timestamp``)."""
+
+    machine: str | None = None
+    commit: str | None = None
+    timestamp: datetime | None = None
+    torch_version: str | None = None
+    host: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IngestedRun:
+    run_id: int
+    run_key: str
+    created: bool  # False: the same run was already stored, nothing changed
+    suite: str
+    backend: str
+    models: int
+
+
+@dataclass(frozen=True, slots=True)
+class IngestReport:
+    runs: tuple[IngestedRun, ...]
+    hook_errors: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Files -> bundles
+
+_MANIFEST_SUFFIX = "_manifest.json"
+_SAMPLES_SUFFIX = "_samples.jsonl"
+
+
+def _as_utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def default_manifest(key: RunKey, defaults: IngestDefaults) -> Manifest:
+    """The manifest of a PyTorch run that came without one: the file name and the caller's flags."""
+    machine_name = defaults.machine or "unknown"
+    machine = (MachineInfo(host=defaults.host or "unknown", device=key.device, gpu_name=machine_name)
+               if key.device == "cuda" else
+               MachineInfo(host=defaults.host or "unknown", device=key.device, cpu_model=machine_name))
+    config = RunConfig(suite=key.suite, backend=key.backend, variant=key.variant, dtype=key.dtype, mode=key.mode,
+                       device=key.device)
+    return Manifest(source="pytorch", config=config, machine=machine, torch_git_commit=defaults.commit,
+                    torch_version=defaults.torch_version,
+                    start_time=_as_utc(defaults.timestamp) if defaults.timestamp else datetime.now(UTC))
+
+
+def bundles_from_files(files: Mapping[str, bytes], defaults: IngestDefaults = IngestDefaults()) -> list[RunBundle]:
+    """Group uploaded files by run (their common stem), parse them through the contract and join them.
+
+    ``files`` maps a file name (its directory is ignored) to its bytes. Accepted: ``*_performance.csv``,
+    ``*_accuracy.csv`` (PyTorch's naming, variants included), ``*_manifest.json``, ``*_samples.jsonl``.
+    """
+    if not files:
+        raise ContractError("no result files in the upload")
+    stems: dict[str, dict[str, tuple[str, bytes]]] = {}
+    keys: dict[str, RunKey] = {}
+    for raw_name, data in files.items():
+        name = PurePath(raw_name).name
+        if name.endswith(_MANIFEST_SUFFIX):
+            stems.setdefault(name[: -len(_MANIFEST_SUFFIX)], {})["manifest"] = (name, data)
+        elif name.endswith(_SAMPLES_SUFFIX):
+            stems.setdefault(name[: -len(_SAMPLES_SUFFIX)], {})["samples"] = (name, data)
+        else:
+            parsed = ResultFileName.parse(name)
+            stems.setdefault(parsed.key.stem, {})[parsed.kind] = (name, data)
+            keys[parsed.key.stem] = parsed.key
+    bundles = []
+    for stem, parts in sorted(stems.items()):
+        if stem not in keys:
+            orphan = next(iter(parts.values()))[0]
+            raise ContractError("no performance or accuracy CSV of this run in the upload", file=orphan)
+        bundles.append(_bundle(keys[stem], parts, defaults))
+    return bundles
+
+
+def _bundle(key: RunKey, parts: Mapping[str, tuple[str, bytes]], defaults: IngestDefaults) -> RunBundle:
+    performance = parse_performance_csv(parts["performance"][1], parts["performance"][0]) \
+        if "performance" in parts else []
+    accuracy = parse_accuracy_csv(parts["accuracy"][1], parts["accuracy"][0]) if "accuracy" in parts else []
+    if "manifest" in parts:
+        name, data = parts["manifest"]
+        manifest = Manifest.parse(data, name)
+        if manifest.config.key() != key:
+            raise ContractError(f"manifest describes {manifest.config.key().stem}, the CSVs are {key.stem}", file=name)
+    else:
+        manifest = default_manifest(key, defaults)
+    samples = parse_samples(parts["samples"][1], parts["samples"][0]) if "samples" in parts else []
+    return RunBundle(manifest=manifest, results=tuple(join_results(performance, accuracy)),
+                     samples={s.name: s for s in samples})
+
+
+class ResultPayload(BaseModel):
+    """One model of a JSON upload: the columns of both CSVs, and optionally the raw samples."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    batch_size: int = Field(0, ge=0)
+    accuracy: str | None = None
+    dev: str = "cpu"
+    speedup: float | None = None
+    abs_latency: float | None = None
+    compilation_latency: float | None = None
+    compression_ratio: float | None = None
+    eager_peak_mem: float | None = None
+    dynamo_peak_mem: float | None = None
+    calls_captured: int | None = None
+    unique_graphs: int | None = None
+    graph_breaks: int | None = None
+    unique_graph_breaks: int | None = None
+    eager_ms: list[float] | None = None
+    compiled_ms: list[float] | None = None
+
+
+class RunPayload(BaseModel):
+    """The JSON form of one run: the runner's manifest and its per-model results."""
+
+    manifest: Manifest
+    results: list[ResultPayload] = Field(min_length=1)
+
+
+def bundle_from_payload(payload: RunPayload) -> RunBundle:
+    """Validate a JSON upload with the same row types the CSV parser produces."""
+    if payload.manifest.schema_version > Manifest.model_fields["schema_version"].default:
+        raise ContractError(f"manifest schema_version {payload.manifest.schema_version} is newer than this reader",
+                            file="manifest")
+    performance, accuracy, samples = [], [], []
+    for index, item in enumerate(payload.results):
+        where = f"results[{index}]"
+        stats = GraphStats(item.calls_captured, item.unique_graphs, item.graph_breaks, item.unique_graph_breaks)
+        try:
+            if item.speedup is not None:
+                performance.append(PerformanceRow(
+                    dev=item.dev, name=item.name, batch_size=item.batch_size, speedup=item.speedup,
+                    abs_latency=item.abs_latency or 0.0, compilation_latency=item.compilation_latency,
+                    compression_ratio=item.compression_ratio, eager_peak_mem=item.eager_peak_mem,
+                    dynamo_peak_mem=item.dynamo_peak_mem, stats=stats))
+            if item.accuracy is not None:
+                accuracy.append(AccuracyRow(dev=item.dev, name=item.name, batch_size=item.batch_size,
+                                            accuracy=item.accuracy, stats=stats))
+            if item.eager_ms is not None and item.compiled_ms is not None:
+                samples.append(ModelSamples(item.name, item.batch_size, tuple(item.eager_ms),
+                                            tuple(item.compiled_ms)))
+        except ValueError as exc:
+            raise ContractError(str(exc), file=where) from None
+        if item.speedup is None and item.accuracy is None:
+            raise ContractError("a result needs a speedup, an accuracy status or both", file=where)
+    return RunBundle(manifest=payload.manifest, results=tuple(join_results(performance, accuracy)),
+                     samples={s.name: s for s in samples})
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Keys
+
+
+def _digest(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def configuration_key(config: RunConfig, fingerprint: str) -> str:
+    """Hash of everything that makes two runs of a suite comparable (the series axes minus model and batch size)."""
+    return _digest({
+        "suite": config.suite, "backend": config.backend, "variant": config.variant,
+        "compile_mode": config.compile_mode, "dtype": config.dtype, "mode": config.mode, "device": config.device,
+        "thread_config": config.thread_config, "batch_size": config.batch_size,
+        "dynamic_shapes": config.dynamic_shapes, "env": dict(sorted(config.env.items())), "machine": fingerprint,
+    })
+
+
+def night_of(manifest: Manifest) -> date:
+    return _as_utc(manifest.start_time).date() if manifest.start_time else datetime.now(UTC).date()
+
+
+def run_key(manifest: Manifest) -> str:
+    config = manifest.config
+    return _digest({
+        "configuration": configuration_key(config, manifest.machine.fingerprint()),
+        "start": _as_utc(manifest.start_time).isoformat() if manifest.start_time else night_of(manifest).isoformat(),
+        "commit": manifest.torch_git_commit or "",
+        "partition": [config.partition_id, config.total_partitions],
+    })
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Storing
+
+
+def _machine(session: Session, info: MachineInfo) -> Machine:
+    fingerprint = info.fingerprint()
+    found = session.scalar(sa.select(Machine).where(Machine.fingerprint == fingerprint))
+    if found is not None:
+        return found
+    machine = Machine(fingerprint=fingerprint, device=info.device, cpu_model=info.cpu_model, cpu_count=info.cpu_count,
+                      gpu_name=info.gpu_name, gpu_driver=info.gpu_driver, cuda_version=info.cuda_version)
+    session.add(machine)
+    session.flush()
+    return machine
+
+
+def _configuration(session: Session, config: RunConfig, machine: Machine) -> Configuration:
+    key = configuration_key(config, machine.fingerprint)
+    found = session.scalar(sa.select(Configuration).where(Configuration.key == key))
+    if found is not None:
+        return found
+    configuration = Configuration(
+        key=key, machine_id=machine.id, suite=config.suite, backend=config.backend, variant=config.variant,
+        compile_mode=config.compile_mode, dtype=config.dtype, mode=config.mode, device=config.device,
+        threads=config.threads, thread_config=config.thread_config, batch_size_override=config.batch_size,
+        dynamic_shapes=config.dynamic_shapes, env=dict(config.env))
+    session.add(configuration)
+    session.flush()
+    return configuration
+
+
+def _series_ids(session: Session, configuration_id: int,
+                wanted: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    rows = session.execute(sa.select(Series.name, Series.batch_size, Series.id)
+                           .where(Series.configuration_id == configuration_id)).all()
+    ids = {(name, batch): sid for name, batch, sid in rows}
+    missing = [w for w in dict.fromkeys(wanted) if w not in ids]
+    if missing:
+        session.execute(sa.insert(Series), [{"configuration_id": configuration_id, "name": n, "batch_size": b}
+                                            for n, b in missing])
+        rows = session.execute(sa.select(Series.name, Series.batch_size, Series.id)
+                               .where(Series.configuration_id == configuration_id)).all()
+        ids = {(name, batch): sid for name, batch, sid in rows}
+    return ids
+
+
+def _result_row(run_id: int, series_id: int, result: ModelResult, samples: ModelSamples | None,
+                error: str | None) -> dict[str, Any]:
+    perf = result.performance
+    stats = perf.stats if perf is not None else GraphStats()
+    return {
+        "run_id": run_id, "series_id": series_id, "name": result.name, "batch_size": result.batch_size,
+        "accuracy": result.accuracy, "passed": result.gated_speedup > 0,
+        "speedup": perf.speedup if perf else None, "abs_latency": perf.abs_latency if perf else None,
+        "compilation_latency": perf.compilation_latency if perf else None,
+        "compression_ratio": perf.compression_ratio if perf else None,
+        "eager_peak_mem": perf.eager_peak_mem if perf else None,
+        "dynamo_peak_mem": perf.dynamo_peak_mem if perf else None,
+        "calls_captured": stats.calls_captured, "unique_graphs": stats.unique_graphs,
+        "graph_breaks": stats.graph_breaks, "unique_graph_breaks": stats.unique_graph_breaks,
+        "samples": {"eager_ms": list(samples.eager_ms), "compiled_ms": list(samples.compiled_ms)} if samples else None,
+        "error": error,
+    }
+
+
+def store_run(session: Session, bundle: RunBundle) -> IngestedRun:
+    """Add one run in the session's transaction (flushed, not committed); an identical stored run is returned as is."""
+    manifest = bundle.manifest
+    key = run_key(manifest)
+    content = bundle.content_sha256
+    existing = session.scalar(sa.select(Run).where(Run.run_key == key))
+    config = manifest.config
+    if existing is not None:
+        if existing.content_sha256 != content:
+            raise IngestConflict(f"run {existing.id} ({config.key().stem}, started {manifest.start_time}) is already "
+                                 "stored with different results; a re-run needs its own start time")
+        return IngestedRun(existing.id, key, False, config.suite, config.key().backend_variant, len(bundle.results))
+    machine = _machine(session, manifest.machine)
+    configuration = _configuration(session, config, machine)
+    run = Run(
+        run_key=key, content_sha256=content, configuration_id=configuration.id, night=night_of(manifest),
+        started_at=manifest.start_time, ended_at=manifest.end_time, torch_version=manifest.torch_version,
+        torch_git_commit=manifest.torch_git_commit, suite_versions=dict(manifest.suite_versions),
+        host=manifest.machine.host, jenkins_url=manifest.jenkins.build_url, source=manifest.source,
+        command=manifest.command, partition_id=config.partition_id, total_partitions=config.total_partitions)
+    session.add(run)
+    session.flush()
+    series = _series_ids(session, configuration.id, ((r.name, r.batch_size) for r in bundle.results))
+    rows = [_result_row(run.id, series[(r.name, r.batch_size)], r, bundle.samples.get(r.name),
+                        manifest.model_errors.get(r.name)) for r in bundle.results]
+    if rows:
+        session.execute(sa.insert(Result), rows)
+    summary = summarize_results(bundle.results)
+    session.add(RunSummary(
+        run_id=run.id, passed=summary.passed, total=summary.total, geomean_speedup=summary.geomean_speedup,
+        geomean_speedup_unclipped=summary.geomean_speedup_unclipped,
+        mean_compile_time_s=summary.mean_compile_time_s, mean_compression_ratio=summary.mean_compression_ratio,
+        warnings=[{"name": w.name, "reason": w.reason} for w in model_warnings(bundle.results)]))
+    session.flush()
+    return IngestedRun(run.id, key, True, config.suite, config.key().backend_variant, len(bundle.results))
+
+
+def ingest(session: Session, bundles: Sequence[RunBundle], hooks: Sequence[PostIngestHook] = ()) -> IngestReport:
+    """Store every run of an upload in one transaction (all or nothing), commit, then run the post-ingest hooks."""
+    try:
+        stored = tuple(store_run(session, b) for b in bundles)
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    errors = []
+    for run in stored:
+        if not run.created:
+            continue
+        for hook in hooks:
+            try:
+                hook(session, run.run_id)
+                session.commit()
+            except Exception as exc:  # a hook never undoes an ingest; its failure is reported to the client
+                session.rollback()
+                logger.exception("post-ingest hook %s failed for run %s", getattr(hook, "__name__", hook), run.run_id)
+                errors.append(f"{getattr(hook, '__name__', hook)} on run {run.run_id}: {exc}")
+    return IngestReport(runs=stored, hook_errors=tuple(errors))

@@ -1,0 +1,39 @@
+"""Alembic, configured in code so `perfdash db upgrade` works from any directory (alembic.ini is for the CLI)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def alembic_config(database_url: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    # '%' is ConfigParser interpolation syntax; URLs may contain it (escaped passwords).
+    config.set_main_option("sqlalchemy.url", database_url.replace("%", "%%"))
+    return config
+
+
+def upgrade(database_url: str, revision: str = "head") -> None:
+    command.upgrade(alembic_config(database_url), revision)
+
+
+def downgrade(database_url: str, revision: str) -> None:
+    command.downgrade(alembic_config(database_url), revision)
+
+
+def current_heads(database_url: str) -> set[str]:
+    """Revisions the database is at (empty before the first upgrade)."""
+    import sqlalchemy as sa
+    from alembic.runtime.migration import MigrationContext
+
+    engine = sa.create_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            return set(MigrationContext.configure(connection).get_current_heads())
+    finally:
+        engine.dispose()

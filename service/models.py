@@ -1,0 +1,180 @@
+"""The database schema as typed SQLAlchemy 2 models. The tables exist only through Alembic (migrations/).
+
+Shape of the data (years of nightly runs, ~3M result rows):
+
+- ``Machine``: one row per fingerprint (CPU model + cores, or GPU name + driver + CUDA), never per host.
+- ``Configuration``: everything that makes two runs of one suite comparable — suite, backend + variant, compile
+  mode, dtype, mode, device, thread config, batch-size override, dynamic shapes, env settings, machine. Its ``key``
+  is a hash of those fields. "The previous night" of a run is the previous run of the same configuration.
+- ``Run``: one execution of a configuration (one night), with versions, commit, timing and provenance.
+- ``Series``: (configuration, model name, batch size) — the unit history, comparison and detection work on.
+- ``Result``: one model in one run, accuracy status and performance values (raw, not gated; ``passed`` says
+  whether the accuracy gate let the speedup count).
+- ``RunSummary``: the suite summary of a run computed once at ingest with perfdash.metrics, so pages never
+  aggregate result rows.
+- ``Annotation``: a note on a configuration, a series or a night.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {dict[str, Any]: sa.JSON, datetime: sa.DateTime(timezone=True)}
+
+
+class Machine(Base):
+    __tablename__ = "machines"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(sa.String(300), unique=True)
+    device: Mapped[str] = mapped_column(sa.String(16))
+    cpu_model: Mapped[str | None] = mapped_column(sa.String(200))
+    cpu_count: Mapped[int | None]
+    gpu_name: Mapped[str | None] = mapped_column(sa.String(200))
+    gpu_driver: Mapped[str | None] = mapped_column(sa.String(64))
+    cuda_version: Mapped[str | None] = mapped_column(sa.String(64))
+    created_at: Mapped[datetime] = mapped_column(server_default=sa.func.now())
+
+
+class Configuration(Base):
+    __tablename__ = "configurations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    machine_id: Mapped[int] = mapped_column(sa.ForeignKey("machines.id"), index=True)
+    suite: Mapped[str] = mapped_column(sa.String(32))
+    backend: Mapped[str] = mapped_column(sa.String(32))
+    variant: Mapped[str] = mapped_column(sa.String(64), default="")
+    compile_mode: Mapped[str] = mapped_column(sa.String(32), default="default")
+    dtype: Mapped[str] = mapped_column(sa.String(16))
+    mode: Mapped[str] = mapped_column(sa.String(16))
+    device: Mapped[str] = mapped_column(sa.String(16))
+    threads: Mapped[int | None]
+    thread_config: Mapped[str] = mapped_column(sa.String(32))
+    batch_size_override: Mapped[int | None]
+    dynamic_shapes: Mapped[bool] = mapped_column(default=False)
+    env: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+    machine: Mapped[Machine] = relationship(lazy="joined")
+
+    @property
+    def backend_variant(self) -> str:
+        return f"{self.backend}_{self.variant}" if self.variant else self.backend
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    __table_args__ = (
+        # previous night of a configuration; suite-summary history over a date range
+        sa.Index("ix_runs_configuration_night", "configuration_id", "night"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_key: Mapped[str] = mapped_column(sa.String(64), unique=True)  # idempotency: hash of the run's metadata
+    content_sha256: Mapped[str] = mapped_column(sa.String(64))  # the same key with other content is a conflict
+    configuration_id: Mapped[int] = mapped_column(sa.ForeignKey("configurations.id"))
+    night: Mapped[date] = mapped_column(index=True)
+    started_at: Mapped[datetime | None]
+    ended_at: Mapped[datetime | None]
+    torch_version: Mapped[str | None] = mapped_column(sa.String(64))
+    torch_git_commit: Mapped[str | None] = mapped_column(sa.String(64), index=True)
+    suite_versions: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    host: Mapped[str | None] = mapped_column(sa.String(200))
+    jenkins_url: Mapped[str | None] = mapped_column(sa.String(500))
+    source: Mapped[str] = mapped_column(sa.String(16))  # perfdash | pytorch
+    command: Mapped[str | None] = mapped_column(sa.Text)
+    partition_id: Mapped[int] = mapped_column(default=0)
+    total_partitions: Mapped[int] = mapped_column(default=1)
+    ingested_at: Mapped[datetime] = mapped_column(server_default=sa.func.now())
+
+    configuration: Mapped[Configuration] = relationship(lazy="joined")
+    summary: Mapped[RunSummary | None] = relationship(back_populates="run", lazy="joined")
+    results: Mapped[list[Result]] = relationship(back_populates="run", order_by="Result.name", lazy="raise_on_sql")
+
+
+class Series(Base):
+    __tablename__ = "series"
+    __table_args__ = (sa.UniqueConstraint("configuration_id", "name", "batch_size", name="uq_series_identity"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    configuration_id: Mapped[int] = mapped_column(sa.ForeignKey("configurations.id"))
+    name: Mapped[str] = mapped_column(sa.String(200))
+    batch_size: Mapped[int]
+
+    configuration: Mapped[Configuration] = relationship(lazy="joined")
+
+
+class Result(Base):
+    __tablename__ = "results"
+    __table_args__ = (
+        sa.UniqueConstraint("run_id", "name", name="uq_results_run_name"),  # also the index of "one run's results"
+        sa.Index("ix_results_series_run", "series_id", "run_id"),  # a model's history
+    )
+
+    id: Mapped[int] = mapped_column(sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(sa.ForeignKey("runs.id", ondelete="CASCADE"))
+    series_id: Mapped[int] = mapped_column(sa.ForeignKey("series.id"))
+    name: Mapped[str] = mapped_column(sa.String(200))
+    batch_size: Mapped[int]
+    accuracy: Mapped[str | None] = mapped_column(sa.String(64))  # None: no accuracy file in the run
+    passed: Mapped[bool]  # the accuracy gate: the speedup counts (gated speedup > 0)
+    speedup: Mapped[float | None]  # as measured; None when the run had no performance row for the model
+    abs_latency: Mapped[float | None]
+    compilation_latency: Mapped[float | None]
+    compression_ratio: Mapped[float | None]
+    eager_peak_mem: Mapped[float | None]
+    dynamo_peak_mem: Mapped[float | None]
+    calls_captured: Mapped[int | None]
+    unique_graphs: Mapped[int | None]
+    graph_breaks: Mapped[int | None]
+    unique_graph_breaks: Mapped[int | None]
+    samples: Mapped[dict[str, Any] | None]  # {"eager_ms": [...], "compiled_ms": [...]}
+    error: Mapped[str | None] = mapped_column(sa.Text)  # why it failed, from the manifest
+
+    run: Mapped[Run] = relationship(back_populates="results")
+
+    @property
+    def gated_speedup(self) -> float:
+        return (self.speedup or 0.0) if self.passed else 0.0
+
+
+class RunSummary(Base):
+    __tablename__ = "run_summaries"
+
+    run_id: Mapped[int] = mapped_column(sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    passed: Mapped[int]
+    total: Mapped[int]
+    geomean_speedup: Mapped[float | None]
+    geomean_speedup_unclipped: Mapped[float | None]
+    mean_compile_time_s: Mapped[float | None]
+    mean_compression_ratio: Mapped[float | None]
+    warnings: Mapped[list[dict[str, str]]] = mapped_column(sa.JSON, default=list)  # [{"name", "reason"}]
+
+    run: Mapped[Run] = relationship(back_populates="summary")
+
+
+class Annotation(Base):
+    __tablename__ = "annotations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    configuration_id: Mapped[int | None] = mapped_column(sa.ForeignKey("configurations.id"), index=True)
+    series_id: Mapped[int | None] = mapped_column(sa.ForeignKey("series.id"), index=True)
+    night: Mapped[date | None] = mapped_column(index=True)
+    text: Mapped[str] = mapped_column(sa.Text)
+    author: Mapped[str | None] = mapped_column(sa.String(200))
+    created_at: Mapped[datetime] = mapped_column(server_default=sa.func.now())

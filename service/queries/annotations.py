@@ -1,0 +1,67 @@
+"""Annotations: notes on a configuration, a series or a night (e.g. "expected: new suite pin")."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from sqlalchemy.orm import Session
+
+from service.models import Annotation, Configuration, Series
+
+
+class AnnotationIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=10_000)
+    author: str | None = Field(None, max_length=200)
+    configuration_id: int | None = None
+    series_id: int | None = None
+    night: date | None = None
+
+    @model_validator(mode="after")
+    def _targets_something(self) -> AnnotationIn:
+        if self.configuration_id is None and self.series_id is None and self.night is None:
+            raise ValueError("an annotation needs a configuration_id, a series_id or a night")
+        return self
+
+
+class AnnotationOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    text: str
+    author: str | None
+    configuration_id: int | None
+    series_id: int | None
+    night: date | None
+    created_at: datetime
+
+
+def add_annotation(session: Session, note: AnnotationIn) -> AnnotationOut:
+    """Adds (flushes, does not commit); LookupError if the configuration or series does not exist."""
+    if note.configuration_id is not None and session.get(Configuration, note.configuration_id) is None:
+        raise LookupError(f"no configuration {note.configuration_id}")
+    if note.series_id is not None and session.get(Series, note.series_id) is None:
+        raise LookupError(f"no series {note.series_id}")
+    row = Annotation(**note.model_dump())
+    session.add(row)
+    session.flush()
+    session.refresh(row)
+    return AnnotationOut.model_validate(row)
+
+
+def list_annotations(session: Session, *, configuration_id: int | None = None, series_id: int | None = None,
+                     since: date | None = None, until: date | None = None, limit: int = 500) -> list[AnnotationOut]:
+    """Annotations on the given configuration or series (or any), with notes on nights in the range."""
+    query = sa.select(Annotation).order_by(Annotation.night.desc().nulls_last(), Annotation.id.desc()).limit(limit)
+    if configuration_id is not None:
+        query = query.where(Annotation.configuration_id == configuration_id)
+    if series_id is not None:
+        query = query.where(Annotation.series_id == series_id)
+    if since is not None:
+        query = query.where(Annotation.night >= since)
+    if until is not None:
+        query = query.where(Annotation.night <= until)
+    return [AnnotationOut.model_validate(a) for a in session.scalars(query)]

@@ -1,0 +1,126 @@
+"""Compare two runs of one configuration (or two commits across configurations): per-model deltas and verdicts.
+
+Verdicts per model, in order: ``new_failure`` (passed before, not now), ``fixed`` (the reverse), ``still_failing``,
+``added`` / ``removed`` (in one run only), ``regression`` / ``improvement`` (both passed and the speedup changed by
+more than ``threshold``, relative), else ``unchanged``. Speedups compared are the measured ones of passing models.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import sqlalchemy as sa
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
+
+from service.models import Result, Run
+from service.queries.filters import ConfigFilter, RunFilter
+from service.queries.schemas import ResultOut, RunOut
+
+Verdict = Literal["new_failure", "fixed", "still_failing", "added", "removed", "regression", "improvement",
+                  "unchanged"]
+DEFAULT_THRESHOLD = 0.05  # DESIGN.md: speedup and memory effects under 5 % are noise
+
+
+class ModelDelta(BaseModel):
+    name: str
+    base: ResultOut | None
+    new: ResultOut | None
+    verdict: Verdict
+    status_changed: bool
+    speedup_change: float | None  # new / base - 1, both passing
+    compile_time_change: float | None
+    memory_ratio_change: float | None
+
+
+class RunComparison(BaseModel):
+    base: RunOut
+    new: RunOut
+    threshold: float
+    models: list[ModelDelta]
+    new_failures: list[str]
+    fixed: list[str]
+    regressions: list[str]
+    improvements: list[str]
+
+
+class NotComparable(ValueError):
+    """The two runs belong to different configurations."""
+
+
+def _change(new: float | None, base: float | None) -> float | None:
+    if new is None or base is None or base <= 0:
+        return None
+    return new / base - 1.0
+
+
+def _delta(name: str, base: ResultOut | None, new: ResultOut | None, threshold: float) -> ModelDelta:
+    speedup = compile_time = memory = None
+    if base is None or new is None:
+        verdict: Verdict = "added" if base is None else "removed"
+    elif base.passed and not new.passed:
+        verdict = "new_failure"
+    elif new.passed and not base.passed:
+        verdict = "fixed"
+    elif not new.passed:
+        verdict = "still_failing"
+    else:
+        speedup = _change(new.speedup, base.speedup)
+        compile_time = _change(new.compilation_latency, base.compilation_latency)
+        memory = _change(new.compression_ratio, base.compression_ratio)
+        if speedup is not None and speedup < -threshold:
+            verdict = "regression"
+        elif speedup is not None and speedup > threshold:
+            verdict = "improvement"
+        else:
+            verdict = "unchanged"
+    changed = base is not None and new is not None and base.accuracy != new.accuracy
+    return ModelDelta(name=name, base=base, new=new, verdict=verdict, status_changed=changed,
+                      speedup_change=speedup, compile_time_change=compile_time, memory_ratio_change=memory)
+
+
+def _results(session: Session, run_id: int) -> dict[str, ResultOut]:
+    rows = session.scalars(sa.select(Result).where(Result.run_id == run_id))
+    return {r.name: ResultOut.from_row(r) for r in rows}
+
+
+def compare_runs(session: Session, base_run_id: int, new_run_id: int,
+                 threshold: float = DEFAULT_THRESHOLD) -> RunComparison | None:
+    """None if either run does not exist; :class:`NotComparable` if they are of different configurations."""
+    base, new = session.get(Run, base_run_id), session.get(Run, new_run_id)
+    if base is None or new is None:
+        return None
+    if base.configuration_id != new.configuration_id:
+        raise NotComparable(f"runs {base_run_id} and {new_run_id} are of different configurations "
+                            f"({base.configuration_id} and {new.configuration_id})")
+    before, after = _results(session, base.id), _results(session, new.id)
+    names = sorted(set(before) | set(after))
+    models = [_delta(n, before.get(n), after.get(n), threshold) for n in names]
+
+    def named(verdict: str) -> list[str]:
+        return [m.name for m in models if m.verdict == verdict]
+
+    return RunComparison(base=RunOut.from_row(base), new=RunOut.from_row(new), threshold=threshold, models=models,
+                         new_failures=named("new_failure"), fixed=named("fixed"), regressions=named("regression"),
+                         improvements=named("improvement"))
+
+
+def _latest_by_configuration(session: Session, commit: str, filters: ConfigFilter) -> dict[int, int]:
+    query = (sa.select(Run.configuration_id, Run.id).join(Run.configuration)
+             .where(*RunFilter(config=filters, commit=commit).clauses()).order_by(Run.night, Run.id))
+    return {configuration_id: run_id for configuration_id, run_id in session.execute(query)}
+
+
+def compare_commits(session: Session, base_commit: str, new_commit: str, filters: ConfigFilter = ConfigFilter(),
+                    threshold: float = DEFAULT_THRESHOLD) -> list[RunComparison]:
+    """One comparison per configuration that has runs at both commits (a commit may be given by a prefix; the
+    latest run at each commit counts)."""
+    before = _latest_by_configuration(session, base_commit, filters)
+    after = _latest_by_configuration(session, new_commit, filters)
+    out = []
+    for configuration_id in sorted(set(before) & set(after)):
+        comparison = compare_runs(session, before[configuration_id], after[configuration_id], threshold)
+        if comparison is not None:
+            out.append(comparison)
+    out.sort(key=lambda c: (c.new.configuration.suite, c.new.configuration.backend_variant, c.new.configuration.id))
+    return out

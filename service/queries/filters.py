@@ -1,0 +1,68 @@
+"""Filters shared by the run, summary and comparison queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+import sqlalchemy as sa
+
+from perfdash.contract import split_backend_variant
+from service.models import Configuration, Machine, Run
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigFilter:
+    """Selects configurations; every field left None matches everything.
+
+    ``backend`` is the backend with its variant as in file names (``inductor``, ``inductor_no_cudagraphs``) and
+    matches exactly. ``machine`` matches a fingerprint exactly.
+    """
+
+    suite: str | None = None
+    backend: str | None = None
+    compile_mode: str | None = None
+    dtype: str | None = None
+    mode: str | None = None
+    device: str | None = None
+    thread_config: str | None = None
+    machine: str | None = None
+    configuration_id: int | None = None
+
+    def clauses(self) -> list[sa.ColumnElement[bool]]:
+        c = Configuration
+        out: list[sa.ColumnElement[bool]] = []
+        for column, value in ((c.suite, self.suite), (c.compile_mode, self.compile_mode), (c.dtype, self.dtype),
+                              (c.mode, self.mode), (c.device, self.device), (c.thread_config, self.thread_config),
+                              (c.id, self.configuration_id)):
+            if value is not None:
+                out.append(column == value)
+        if self.backend is not None:
+            backend, variant = split_backend_variant(self.backend)
+            out.append(sa.and_(c.backend == backend, c.variant == variant))
+        if self.machine is not None:
+            out.append(c.machine_id.in_(sa.select(Machine.id).where(Machine.fingerprint == self.machine)))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class RunFilter:
+    """Selects runs: a configuration filter plus nights (inclusive), a commit (prefix) and a source."""
+
+    config: ConfigFilter = ConfigFilter()
+    since: date | None = None
+    until: date | None = None
+    commit: str | None = None
+    source: str | None = None
+
+    def clauses(self) -> list[sa.ColumnElement[bool]]:
+        out = self.config.clauses()
+        if self.since is not None:
+            out.append(Run.night >= self.since)
+        if self.until is not None:
+            out.append(Run.night <= self.until)
+        if self.commit:
+            out.append(Run.torch_git_commit.startswith(self.commit, autoescape=True))
+        if self.source is not None:
+            out.append(Run.source == self.source)
+        return out

@@ -1,0 +1,112 @@
+"""History: one model's series over nights, and a configuration's suite summary over nights.
+
+A series is (configuration, model name, batch size) — the configuration holds suite, backend + variant, compile
+mode, dtype, mode, device, threads, batch-size override, env settings and machine fingerprint.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+import sqlalchemy as sa
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
+
+from service.models import Configuration, Result, Run, RunSummary, Series
+from service.queries.filters import ConfigFilter
+from service.queries.schemas import ConfigurationOut, SummaryOut
+
+
+class SeriesOut(BaseModel):
+    id: int
+    name: str
+    batch_size: int
+    configuration: ConfigurationOut
+
+
+class ModelPoint(BaseModel):
+    run_id: int
+    night: date
+    started_at: datetime | None
+    torch_git_commit: str | None
+    accuracy: str | None
+    passed: bool
+    speedup: float | None
+    gated_speedup: float
+    abs_latency: float | None
+    compilation_latency: float | None
+    compression_ratio: float | None
+    eager_peak_mem: float | None
+    dynamo_peak_mem: float | None
+    graph_breaks: int | None
+
+
+class ModelHistory(BaseModel):
+    series: SeriesOut
+    points: list[ModelPoint]  # oldest night first
+
+
+class SuitePoint(BaseModel):
+    run_id: int
+    night: date
+    torch_git_commit: str | None
+    summary: SummaryOut
+
+
+class SuiteHistory(BaseModel):
+    configuration: ConfigurationOut
+    points: list[SuitePoint]  # oldest night first
+
+
+def find_series(session: Session, name: str | None = None, filters: ConfigFilter = ConfigFilter(),
+                *, limit: int = 200) -> list[SeriesOut]:
+    query = (sa.select(Series).join(Series.configuration).where(*filters.clauses())
+             .order_by(Series.name, Series.configuration_id, Series.batch_size).limit(limit))
+    if name is not None:
+        query = query.where(Series.name == name)
+    return [SeriesOut(id=s.id, name=s.name, batch_size=s.batch_size,
+                      configuration=ConfigurationOut.from_row(s.configuration))
+            for s in session.scalars(query).unique()]
+
+
+def _night_range(query: sa.Select, since: date | None, until: date | None) -> sa.Select:
+    if since is not None:
+        query = query.where(Run.night >= since)
+    if until is not None:
+        query = query.where(Run.night <= until)
+    return query
+
+
+def model_history(session: Session, series_id: int, since: date | None = None,
+                  until: date | None = None) -> ModelHistory | None:
+    """Every point of one series between two nights (inclusive), oldest first; None if there is no such series."""
+    series = session.get(Series, series_id)
+    if series is None:
+        return None
+    r = Result
+    query = (sa.select(Run.id, Run.night, Run.started_at, Run.torch_git_commit, r.accuracy, r.passed, r.speedup,
+                       r.abs_latency, r.compilation_latency, r.compression_ratio, r.eager_peak_mem,
+                       r.dynamo_peak_mem, r.graph_breaks)
+             .join(Run, Run.id == r.run_id).where(r.series_id == series_id).order_by(Run.night, Run.id))
+    points = [ModelPoint(run_id=row[0], night=row[1], started_at=row[2], torch_git_commit=row[3], accuracy=row[4],
+                         passed=row[5], speedup=row[6], gated_speedup=(row[6] or 0.0) if row[5] else 0.0,
+                         abs_latency=row[7], compilation_latency=row[8], compression_ratio=row[9],
+                         eager_peak_mem=row[10], dynamo_peak_mem=row[11], graph_breaks=row[12])
+              for row in session.execute(_night_range(query, since, until))]
+    out = SeriesOut(id=series.id, name=series.name, batch_size=series.batch_size,
+                    configuration=ConfigurationOut.from_row(series.configuration))
+    return ModelHistory(series=out, points=points)
+
+
+def suite_history(session: Session, configuration_id: int, since: date | None = None,
+                  until: date | None = None) -> SuiteHistory | None:
+    """The stored summary of every run of one configuration between two nights, oldest first."""
+    configuration = session.get(Configuration, configuration_id)
+    if configuration is None:
+        return None
+    query = (sa.select(Run.id, Run.night, Run.torch_git_commit, RunSummary)
+             .join(RunSummary, RunSummary.run_id == Run.id)
+             .where(Run.configuration_id == configuration_id).order_by(Run.night, Run.id))
+    points = [SuitePoint(run_id=run_id, night=night, torch_git_commit=commit, summary=SummaryOut.from_row(summary))
+              for run_id, night, commit, summary in session.execute(_night_range(query, since, until))]
+    return SuiteHistory(configuration=ConfigurationOut.from_row(configuration), points=points)

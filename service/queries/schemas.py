@@ -1,0 +1,155 @@
+"""The shapes query functions return (and the JSON API serves). Built from ORM rows with ``from_row``."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from perfdash.metrics import SuiteSummary
+from service.models import Configuration, Machine, Result, Run, RunSummary
+
+
+class MachineOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    fingerprint: str
+    device: str
+    cpu_model: str | None
+    cpu_count: int | None
+    gpu_name: str | None
+    gpu_driver: str | None
+    cuda_version: str | None
+
+    @classmethod
+    def from_row(cls, row: Machine) -> MachineOut:
+        return cls.model_validate(row)
+
+
+class ConfigurationOut(BaseModel):
+    """What makes runs of one suite comparable; ``id`` is the handle for history and annotations."""
+
+    id: int
+    suite: str
+    backend: str
+    variant: str
+    backend_variant: str
+    compile_mode: str
+    dtype: str
+    mode: str
+    device: str
+    threads: int | None
+    thread_config: str
+    batch_size_override: int | None
+    dynamic_shapes: bool
+    env: dict[str, Any]
+    machine: MachineOut
+
+    @classmethod
+    def from_row(cls, row: Configuration) -> ConfigurationOut:
+        return cls(id=row.id, suite=row.suite, backend=row.backend, variant=row.variant,
+                   backend_variant=row.backend_variant, compile_mode=row.compile_mode, dtype=row.dtype, mode=row.mode,
+                   device=row.device, threads=row.threads, thread_config=row.thread_config,
+                   batch_size_override=row.batch_size_override, dynamic_shapes=row.dynamic_shapes, env=row.env,
+                   machine=MachineOut.from_row(row.machine))
+
+
+class WarningOut(BaseModel):
+    name: str
+    reason: str
+
+
+class SummaryOut(BaseModel):
+    """A suite summary with the dashboard's texts (``91%, 49/54``, ``1.04x``, ``17.21``, ``1.23x``)."""
+
+    passed: int
+    total: int
+    passrate: float
+    passrate_text: str
+    geomean_speedup: float | None
+    geomean_speedup_text: str
+    geomean_speedup_unclipped: float | None
+    geomean_speedup_unclipped_text: str
+    mean_compile_time_s: float | None
+    compile_time_text: str
+    mean_compression_ratio: float | None
+    compression_text: str
+    warnings: list[WarningOut]
+
+    @classmethod
+    def from_row(cls, row: RunSummary) -> SummaryOut:
+        metrics = SuiteSummary(passed=row.passed, total=row.total, geomean_speedup=row.geomean_speedup,
+                               geomean_speedup_unclipped=row.geomean_speedup_unclipped,
+                               mean_compile_time_s=row.mean_compile_time_s,
+                               mean_compression_ratio=row.mean_compression_ratio)
+        return cls(passed=row.passed, total=row.total, passrate=metrics.passrate, passrate_text=metrics.passrate_text,
+                   geomean_speedup=row.geomean_speedup, geomean_speedup_text=metrics.geomean_text,
+                   geomean_speedup_unclipped=row.geomean_speedup_unclipped,
+                   geomean_speedup_unclipped_text=metrics.geomean_unclipped_text,
+                   mean_compile_time_s=row.mean_compile_time_s, compile_time_text=metrics.compile_time_text,
+                   mean_compression_ratio=row.mean_compression_ratio, compression_text=metrics.compression_text,
+                   warnings=[WarningOut(**w) for w in row.warnings])
+
+
+class RunOut(BaseModel):
+    id: int
+    run_key: str
+    night: date
+    started_at: datetime | None
+    ended_at: datetime | None
+    torch_version: str | None
+    torch_git_commit: str | None
+    suite_versions: dict[str, Any]
+    host: str | None
+    jenkins_url: str | None
+    source: str
+    partition_id: int
+    total_partitions: int
+    ingested_at: datetime
+    configuration: ConfigurationOut
+    summary: SummaryOut | None
+
+    @classmethod
+    def from_row(cls, row: Run) -> RunOut:
+        return cls(id=row.id, run_key=row.run_key, night=row.night, started_at=row.started_at, ended_at=row.ended_at,
+                   torch_version=row.torch_version, torch_git_commit=row.torch_git_commit,
+                   suite_versions=row.suite_versions, host=row.host, jenkins_url=row.jenkins_url, source=row.source,
+                   partition_id=row.partition_id, total_partitions=row.total_partitions, ingested_at=row.ingested_at,
+                   configuration=ConfigurationOut.from_row(row.configuration),
+                   summary=SummaryOut.from_row(row.summary) if row.summary is not None else None)
+
+
+class ResultOut(BaseModel):
+    """One model of one run. ``speedup`` as measured; ``gated_speedup`` is what the summary counts."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    series_id: int
+    name: str
+    batch_size: int
+    accuracy: str | None
+    passed: bool
+    speedup: float | None
+    gated_speedup: float
+    abs_latency: float | None
+    compilation_latency: float | None
+    compression_ratio: float | None
+    eager_peak_mem: float | None
+    dynamo_peak_mem: float | None
+    calls_captured: int | None
+    unique_graphs: int | None
+    graph_breaks: int | None
+    unique_graph_breaks: int | None
+    error: str | None
+    samples: dict[str, Any] | None = None
+
+    @classmethod
+    def from_row(cls, row: Result, *, with_samples: bool = False) -> ResultOut:
+        out = cls.model_validate(row)
+        return out if with_samples else out.model_copy(update={"samples": None})
+
+
+class RunDetail(RunOut):
+    results: list[ResultOut]
