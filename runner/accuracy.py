@@ -1,0 +1,98 @@
+"""Accuracy: compare a compiled model's results to eager ones against an fp64 reference, PyTorch's way.
+
+The rule (that of ``torch._dynamo.utils.same`` as PyTorch's harness calls it), per floating-point tensor:
+pass when ``allclose(ref, res, atol=tol, rtol=tol)``; otherwise, with an fp64 reference, pass when
+``rmse(fp64, res) <= multiplier * rmse(fp64, ref) + tol / 10`` — the compiled result may not be much further from
+the exact answer than eager is. The multiplier is 2 (3 for half precision, for tensors under 1000 elements, or when
+the suite's tolerance is already wide, >= 2e-2). Integer and boolean tensors must match exactly. With ``cosine``,
+float tensors pass on cosine similarity >= 0.99.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+
+def flatten(value: Any) -> list[Any]:
+    """Leaves of a model's output (tensors and plain numbers), in a stable order."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, Mapping):
+        return [leaf for key in value for leaf in flatten(value[key])]
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in flatten(item)]
+    if hasattr(value, "to_tuple"):  # transformers ModelOutput
+        return flatten(value.to_tuple())
+    if value is None:
+        return []
+    return [value]
+
+
+def scalar_loss(output: Any) -> torch.Tensor:
+    """A scalar to backpropagate when the model has no loss of its own: the mean of every float output."""
+    tensors = [t for t in flatten(output) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    if not tensors:
+        raise ValueError("the model's output has no floating-point tensor to derive a loss from")
+    return sum(t.float().mean() for t in tensors) / len(tensors)
+
+
+def _rmse(a: torch.Tensor, b: torch.Tensor) -> float:
+    return torch.sqrt(torch.mean(torch.square(a.double() - b.double()))).item()
+
+
+def _multiplier(res: torch.Tensor, fp64: torch.Tensor, tol: float) -> float:
+    if fp64.numel() < 1000 or tol >= 2e-2 or (res.ndim == 4 and res.shape[-1] == res.shape[-2] == 1):
+        return 3.0
+    return 3.0 if res.dtype in (torch.float16, torch.bfloat16) else 2.0
+
+
+def tensors_agree(ref: torch.Tensor, res: torch.Tensor, fp64: torch.Tensor | None, tol: float,
+                  cosine: bool = False) -> bool:
+    if ref.shape != res.shape:
+        return False
+    if not ref.is_floating_point():
+        return bool(torch.equal(ref, res.to(ref.dtype)))
+    ref = ref.detach().cpu()
+    res = res.detach().cpu().to(ref.dtype)
+    if torch.allclose(ref, res, atol=tol, rtol=tol, equal_nan=True):
+        return True
+    if cosine:
+        similarity = torch.nn.functional.cosine_similarity(ref.flatten().float(), res.flatten().float(), dim=0,
+                                                           eps=1e-6)
+        return bool(similarity >= 0.99)
+    if fp64 is None:
+        return False
+    fp64 = fp64.detach().cpu()
+    ref_error = _rmse(fp64, ref)
+    res_error = _rmse(fp64, res)
+    if math.isnan(ref_error) and math.isnan(res_error):
+        return True
+    return res_error <= _multiplier(res, fp64, tol) * ref_error + tol / 10.0
+
+
+def same(ref: Any, res: Any, fp64_ref: Any = None, tol: float = 1e-4, cosine: bool = False) -> bool:
+    """True when two model results agree leaf by leaf (see the module docstring)."""
+    ref_leaves, res_leaves = flatten(ref), flatten(res)
+    fp64_leaves = flatten(fp64_ref) if fp64_ref is not None else [None] * len(ref_leaves)
+    if len(ref_leaves) != len(res_leaves) or len(fp64_leaves) != len(ref_leaves):
+        return False
+    for a, b, f in zip(ref_leaves, res_leaves, fp64_leaves, strict=True):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            f = f if isinstance(f, torch.Tensor) and f.shape == a.shape else None
+            if not tensors_agree(a, b, f, tol, cosine):
+                return False
+        elif isinstance(a, float) and isinstance(b, float):
+            if not math.isclose(a, b, rel_tol=tol, abs_tol=tol):
+                return False
+        elif a != b:
+            return False
+    return True
+
+
+def exactly_same(a: Any, b: Any) -> bool:
+    """Eager run twice must give bit-identical results (PyTorch compares them with tolerance 0)."""
+    return same(a, b, fp64_ref=None, tol=0.0)

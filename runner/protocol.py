@@ -1,0 +1,126 @@
+"""The parent <-> worker protocol (torch-free), in the manner of pyperf.
+
+The parent starts ``python -m runner.worker`` once per model, writes one ``Job`` as JSON to its stdin and reads JSON
+lines from its stdout: ``{"event": "phase", "phase": P}`` before each phase (so a crash or a hang can be attributed to
+the phase it happened in), then one ``{"event": "result", ...}`` line carrying a ``WorkerResult``. The worker moves
+everything else the model prints to stderr, which the parent keeps in a log.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from runner.suites.base import ModelSpec, Tolerance
+
+PROTOCOL_VERSION = 1
+
+# Phases in the order the worker runs them.
+PHASE_LOAD = "load"
+PHASE_EAGER_1ST = "eager_1st_run"  # accuracy: first eager run
+PHASE_EAGER_2ND = "eager_2nd_run"  # accuracy: second eager run (must agree with the first)
+PHASE_FP64 = "fp64_reference"  # accuracy: fp64 reference (its failure is tolerated, as in PyTorch)
+PHASE_EAGER_WARMUP = "eager_warmup"  # performance
+PHASE_COMPILE = "compile"  # performance: the compiled warm-up (compilation happens here)
+PHASE_MEASURE = "measure"  # performance: interleaved timing and peak memory
+PHASE_ACCURACY_COMPILED = "compiled_run"  # accuracy: the compiled model's output
+PHASES = (PHASE_LOAD, PHASE_EAGER_1ST, PHASE_EAGER_2ND, PHASE_FP64, PHASE_EAGER_WARMUP, PHASE_COMPILE,
+          PHASE_MEASURE, PHASE_ACCURACY_COMPILED)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    suite: str
+    spec: ModelSpec
+    batch_size: int
+    device: str
+    dtype: str
+    mode: str
+    backend: str
+    compile_mode: str
+    dynamic_shapes: bool
+    repeat: int
+    warmup: int
+    accuracy: bool
+    performance: bool
+    threads: int | None
+    tolerance: Tolerance
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["spec"] = self.spec.to_json()
+        data["protocol"] = PROTOCOL_VERSION
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> Job:
+        data = json.loads(text)
+        if data.pop("protocol", None) != PROTOCOL_VERSION:
+            raise ValueError(f"worker protocol mismatch: expected version {PROTOCOL_VERSION}")
+        data["spec"] = ModelSpec.from_json(data["spec"])
+        data["tolerance"] = Tolerance(**data["tolerance"])
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class Performance:
+    """Timings in ms, compile latency in s, peak memory in GB (PyTorch's units)."""
+
+    eager_ms: tuple[float, ...]
+    compiled_ms: tuple[float, ...]
+    compilation_latency: float
+    eager_peak_mem: float | None
+    dynamo_peak_mem: float | None
+    calls_captured: int | None = None
+    unique_graphs: int | None = None
+    graph_breaks: int | None = None
+    unique_graph_breaks: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.eager_ms or len(self.eager_ms) != len(self.compiled_ms):
+            raise ValueError("eager and compiled samples must be non-empty and of equal length")
+        if any(not math.isfinite(v) or v <= 0 for v in (*self.eager_ms, *self.compiled_ms)):
+            raise ValueError("timings must be finite and positive")
+        if not math.isfinite(self.compilation_latency):
+            raise ValueError("compilation_latency must be finite")
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    phase: str
+    kind: str  # "error" | "oom"
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerResult:
+    name: str
+    batch_size: int
+    performance: Performance | None = None
+    accuracy: str | None = None  # pass | fail_accuracy | eager_two_runs_differ (failures come from ``failure``)
+    failure: Failure | None = None
+    # Seconds spent per part of the worker (process start excluded), for bench/harness.py.
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps({"event": "result", **asdict(self)})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WorkerResult:
+        perf = data.get("performance")
+        failure = data.get("failure")
+        return cls(
+            name=data["name"],
+            batch_size=int(data["batch_size"]),
+            performance=Performance(**{**perf, "eager_ms": tuple(perf["eager_ms"]),
+                                       "compiled_ms": tuple(perf["compiled_ms"])}) if perf else None,
+            accuracy=data.get("accuracy"),
+            failure=Failure(**failure) if failure else None,
+            timings={k: float(v) for k, v in (data.get("timings") or {}).items()},
+        )
+
+
+def phase_event(phase: str) -> str:
+    return json.dumps({"event": "phase", "phase": phase})

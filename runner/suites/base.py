@@ -1,0 +1,180 @@
+"""The suite interface: what a suite is, how its model list is read, and how a model entry names its builder.
+
+A suite is a module in ``runner/suites/`` that defines ``SUITE = Suite(...)``; the registry (``runner.suites``) finds it
+by scanning the package, so a new suite needs no change to the core:
+
+1. a data file ``runner/suites/data/<suite>.toml`` with one ``[[model]]`` table per model (see ``ModelSpec``);
+2. a module ``runner/suites/<suite>.py`` defining ``SUITE = Suite(name=..., data_file=..., default_builder=...,
+   tolerance=..., versions=...)``. ``default_builder`` says how an entry without a ``builder`` is built (for example
+   ``"timm"``: ``timm.create_model(name)``); new builder kinds are plain functions registered in
+   ``runner.suites.builders.BUILDERS``.
+
+Model entries (data file, or a ``--models-file`` in the same format)::
+
+    [[model]]
+    name = "BertForMaskedLM"          # the name written to the CSVs (PyTorch's names)
+    batch_size = 8                    # the suite's batch size for this model (``--batch-size`` overrides it)
+    builder = "hf:BertForMaskedLM"    # optional: kind:target, e.g. timm:resnet18, torchvision:resnet18,
+                                      # hf:BertForMaskedLM, module:package.mod:function, py:relative/file.py:function
+    options = { config = { hidden_size = 32 }, seq_len = 16 }   # optional, passed to the builder
+
+This module is torch-free: the parent process reads model lists without importing torch.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DATA_DIR = Path(__file__).parent / "data"
+
+
+class SuiteError(ValueError):
+    """A suite or model list that cannot be used; the message says what to fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """One model entry of a suite's list."""
+
+    name: str
+    batch_size: int
+    builder: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    base_dir: str = ""  # the directory of the list it came from, to resolve ``py:`` paths
+
+    def __post_init__(self) -> None:
+        if not self.name or any(c in self.name for c in ",\n\r\""):
+            raise SuiteError(f"model name {self.name!r} is empty or holds a character a CSV cell cannot")
+        if self.batch_size <= 0:
+            raise SuiteError(f"{self.name}: batch_size must be > 0, got {self.batch_size}")
+        kind, sep, target = self.builder.partition(":")
+        if not sep or not kind or not target:
+            raise SuiteError(f"{self.name}: builder {self.builder!r} is not 'kind:target'")
+
+    @property
+    def builder_kind(self) -> str:
+        return self.builder.partition(":")[0]
+
+    @property
+    def builder_target(self) -> str:
+        return self.builder.partition(":")[2]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "batch_size": self.batch_size, "builder": self.builder,
+                "options": dict(self.options), "base_dir": self.base_dir}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ModelSpec:
+        return cls(name=data["name"], batch_size=int(data["batch_size"]), builder=data["builder"],
+                   options=dict(data.get("options") or {}), base_dir=data.get("base_dir", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class Tolerance:
+    tol: float
+    cosine: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToleranceQuery:
+    """What PyTorch's per-suite tolerance rules look at."""
+
+    name: str
+    mode: str  # inference | training
+    device: str
+    dtype: str  # float32 | bfloat16 | float16 | amp
+    freezing: bool = False
+    max_autotune: bool = False
+
+
+# (query, the suite's named model lists from the data file's [tolerance] table) -> tolerance
+ToleranceFn = Callable[[ToleranceQuery, Mapping[str, frozenset[str]]], Tolerance]
+
+
+def _no_versions() -> dict[str, str]:
+    return {}
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    name: str
+    data_file: Path
+    default_builder: str  # builder kind for entries without ``builder``; the model name becomes the target
+    tolerance: ToleranceFn
+    versions: Callable[[], dict[str, str]] = _no_versions  # library versions for the manifest (may import them)
+    # Optional hook: rewrite an entry's builder at run time (torchbench uses torchbenchmark when it is installed).
+    resolve_builder: Callable[[str], str] | None = None
+
+    def tolerance_for(self, query: ToleranceQuery) -> Tolerance:
+        return self.tolerance(query, load_tolerance_lists(self.data_file))
+
+    def models(self, models_file: Path | None = None) -> list[ModelSpec]:
+        """The suite's model list, or a list in the same format given with ``--models-file``."""
+        path = models_file if models_file is not None else self.data_file
+        specs = load_model_list(path, self.default_builder)
+        if self.resolve_builder is not None and models_file is None:
+            specs = [ModelSpec(s.name, s.batch_size, self.resolve_builder(s.builder), s.options, s.base_dir)
+                     for s in specs]
+        return specs
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SuiteError(f"{path}: cannot read model list: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SuiteError(f"{path}: not valid TOML: {exc}") from None
+    unknown = set(data) - {"model", "tolerance"}
+    if unknown:
+        raise SuiteError(f"{path}: unknown top-level keys {sorted(unknown)}; expected [[model]] and [tolerance]")
+    return data
+
+
+def load_tolerance_lists(path: Path) -> dict[str, frozenset[str]]:
+    """The ``[tolerance]`` table: list name -> model names (e.g. ``higher = ["inception_v3"]``)."""
+    table = _read_toml(path).get("tolerance", {})
+    if not isinstance(table, dict) or not all(isinstance(v, list) for v in table.values()):
+        raise SuiteError(f"{path}: [tolerance] must map list names to lists of model names")
+    return {key: frozenset(map(str, value)) for key, value in table.items()}
+
+
+def load_model_list(path: Path, default_builder: str) -> list[ModelSpec]:
+    """Read a TOML model list; names must be unique. Raises SuiteError with the file and entry on any mistake."""
+    data = _read_toml(path)
+    entries = data.get("model")
+    if not isinstance(entries, list) or not entries:
+        raise SuiteError(f"{path}: expected one or more [[model]] tables")
+    specs: list[ModelSpec] = []
+    seen: set[str] = set()
+    allowed = {"name", "batch_size", "builder", "options"}
+    for index, entry in enumerate(entries, start=1):
+        where = f"{path}: model #{index}"
+        if not isinstance(entry, dict):
+            raise SuiteError(f"{where}: not a table")
+        unknown = set(entry) - allowed
+        if unknown:
+            raise SuiteError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}")
+        name = entry.get("name")
+        batch_size = entry.get("batch_size")
+        if not isinstance(name, str):
+            raise SuiteError(f"{where}: 'name' (a string) is required")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool):
+            raise SuiteError(f"{where} ({name}): 'batch_size' (an integer) is required")
+        if name in seen:
+            raise SuiteError(f"{where}: duplicate model name {name!r}")
+        seen.add(name)
+        builder = entry.get("builder", f"{default_builder}:{name}")
+        options = entry.get("options", {})
+        if not isinstance(builder, str) or not isinstance(options, dict):
+            raise SuiteError(f"{where} ({name}): 'builder' must be a string and 'options' a table")
+        try:
+            specs.append(ModelSpec(name=name, batch_size=batch_size, builder=builder, options=options,
+                                   base_dir=str(path.resolve().parent)))
+        except SuiteError as exc:
+            raise SuiteError(f"{where}: {exc}") from None
+    return specs
