@@ -14,6 +14,7 @@ from service.api.limits import BodySizeLimit
 from service.db import make_engine, make_session_factory
 from service.ingest import IngestConflict, PostIngestHook
 from service.settings import Settings
+from service.web import install as install_web
 
 
 def create_app(settings: Settings | None = None, post_ingest_hooks: Sequence[PostIngestHook] | None = None) -> FastAPI:
@@ -41,6 +42,7 @@ def create_app(settings: Settings | None = None, post_ingest_hooks: Sequence[Pos
     app.add_middleware(BodySizeLimit)
     for module in (runs, summary, history, compare, configurations, annotations):
         app.include_router(module.router)
+    install_web(app)  # HTML pages and /static (service/web)
 
     @app.exception_handler(ContractError)
     async def contract_error(_request: Request, exc: ContractError) -> JSONResponse:

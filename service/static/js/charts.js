@@ -1,0 +1,113 @@
+// Draws the history charts of the Model and Trends pages with the vendored ECharts. The data is embedded in the
+// page as JSON (<script type="application/json">), never as executable script; every string put into tooltip HTML
+// goes through esc(). Clicking a point opens that night's suite page.
+"use strict";
+
+(function () {
+  const PALETTE = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bc4c00", "#0a3069", "#bf3989", "#4d2d00",
+    "#116329", "#6e7781", "#953800", "#218bff"];
+
+  function esc(value) {
+    return String(value === null || value === undefined ? "" : value).replace(/[&<>"']/g, function (c) {
+      return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c];
+    });
+  }
+
+  function fmt(value) {
+    return value === null || value === undefined ? "-" : Number(value).toFixed(3);
+  }
+
+  function readJson(id) {
+    const node = document.getElementById(id);
+    return node ? JSON.parse(node.textContent) : null;
+  }
+
+  function baseOption(title, nights) {
+    return {
+      animation: false,
+      color: PALETTE,
+      title: { text: title, left: 8, top: 4, textStyle: { fontSize: 13, fontWeight: 600 } },
+      grid: { left: 56, right: 20, top: 40, bottom: 56 },
+      xAxis: { type: "category", data: nights, boundaryGap: false, axisLabel: { fontSize: 10 } },
+      yAxis: { type: "value", scale: true, axisLabel: { fontSize: 10 } },
+      dataZoom: [{ type: "inside" }, { type: "slider", height: 16, bottom: 8 }],
+      tooltip: { trigger: "axis", confine: true },
+    };
+  }
+
+  function drawModel(data) {
+    const lines = [];
+    data.statusChanges.forEach(function (c) {
+      lines.push({ xAxis: c.night, name: c.from + " → " + c.to,
+        lineStyle: { color: c.passed ? "#1a7f37" : "#cf222e", type: "solid", width: 2 },
+        label: { formatter: c.passed ? "fixed" : "fail", color: c.passed ? "#1a7f37" : "#cf222e" } });
+    });
+    data.annotations.forEach(function (a) {
+      if (!a.night) return;
+      lines.push({ xAxis: a.night, name: a.text, lineStyle: { color: "#8250df", type: "dashed" },
+        label: { formatter: "note", color: "#8250df" } });
+    });
+    data.findings.forEach(function (f) {
+      lines.push({ xAxis: f.night, name: f.text || "change point", lineStyle: { color: "#bc4c00", type: "dotted", width: 2 },
+        label: { formatter: "change", color: "#bc4c00" } });
+    });
+    document.querySelectorAll(".chart[data-metric]").forEach(function (node) {
+      const metric = node.dataset.metric;
+      const values = data.series[metric];
+      if (!values) return;
+      const chart = echarts.init(node, null, { renderer: "canvas" });
+      const option = baseOption(node.dataset.title, data.nights);
+      option.tooltip.formatter = function (params) {
+        const i = params[0].dataIndex;
+        return esc(data.nights[i]) + "<br>" + esc(node.dataset.title) + ": <b>" + esc(fmt(values[i])) + "</b>" +
+          "<br>status: " + esc(data.status[i]) + "<br>commit: " + esc((data.commits[i] || "-").slice(0, 12));
+      };
+      option.series = [{
+        type: "line", name: node.dataset.title, data: values, showSymbol: values.length < 120, symbolSize: 4,
+        connectNulls: false, lineStyle: { width: 1.5 },
+        markLine: lines.length ? { symbol: "none", silent: false, data: lines, label: { fontSize: 9 } } : undefined,
+      }];
+      chart.setOption(option);
+      chart.on("click", function (p) {
+        if (p.componentType === "series" && data.runs[p.dataIndex]) {
+          window.location.href = "/suite/" + encodeURIComponent(data.runs[p.dataIndex]);
+        }
+      });
+      window.addEventListener("resize", function () { chart.resize(); });
+    });
+  }
+
+  function drawTrends(data) {
+    document.querySelectorAll(".chart[data-metric]").forEach(function (node) {
+      const metric = node.dataset.metric;
+      const chart = echarts.init(node, null, { renderer: "canvas" });
+      const option = baseOption(node.dataset.title, data.nights);
+      option.grid.top = data.lines.length > 1 ? 64 : 40;
+      option.legend = { type: "scroll", top: 24, left: 8, right: 8, textStyle: { fontSize: 10 } };
+      option.tooltip.formatter = function (params) {
+        const i = params[0].dataIndex;
+        const rows = params.map(function (p) {
+          const line = data.lines[p.seriesIndex];
+          return p.marker + esc(line.label) + ": <b>" + esc(fmt(p.value)) + "</b> " +
+            esc((line.commits[i] || "").slice(0, 10));
+        });
+        return esc(data.nights[i]) + "<br>" + rows.join("<br>");
+      };
+      option.series = data.lines.map(function (line) {
+        return { type: "line", name: line.label, data: line[metric], connectNulls: true,
+          showSymbol: data.nights.length < 120, symbolSize: 4, lineStyle: { width: 1.5 } };
+      });
+      chart.setOption(option);
+      chart.on("click", function (p) {
+        const run = p.componentType === "series" ? data.lines[p.seriesIndex].runs[p.dataIndex] : null;
+        if (run) window.location.href = "/suite/" + encodeURIComponent(run);
+      });
+      window.addEventListener("resize", function () { chart.resize(); });
+    });
+  }
+
+  const model = readJson("chart-data");
+  if (model) drawModel(model);
+  const trends = readJson("trend-data");
+  if (trends) drawTrends(trends);
+})();

@@ -1,0 +1,20 @@
+"""The dashboard's navigation: the one list of top-level pages. A new page (e.g. Vision) adds one NavItem here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class NavItem:
+    key: str  # templates mark the current page with it (``active`` in the page's context)
+    label: str
+    path: str
+
+
+NAV: tuple[NavItem, ...] = (
+    NavItem("home", "Summary", "/"),
+    NavItem("trends", "Trends", "/trends"),
+    NavItem("compare", "Compare", "/compare"),
+    NavItem("runs", "Runs", "/runs"),
+)

@@ -1,0 +1,222 @@
+"""HTML pages of the dashboard. Thin: parse the URL, call queries, build view models, render a template."""
+
+from __future__ import annotations
+
+import shlex
+from datetime import date, timedelta
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, Response
+from starlette.templating import Jinja2Templates
+
+from service.db import SessionDep
+from service.models import Configuration, Run, Series
+from service.queries.filters import ConfigFilter, RunFilter
+from service.queries.runs import list_runs
+from service.queries.summary import previous_run
+from service.web import queries as q
+from service.web import views
+
+router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
+
+RUNS_PER_PAGE = 100
+TRENDS_DEFAULT_DAYS = 90
+MODEL_DEFAULT_DAYS = 365
+
+
+def _templates(request: Request) -> Jinja2Templates:
+    return request.app.state.web_templates
+
+
+def render(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
+    return _templates(request).TemplateResponse(request, name, context, status_code=status_code)
+
+
+def _empty(request: Request, active: str) -> Response:
+    return render(request, "pages/empty.html", active=active, title="No data yet")
+
+
+def _not_found(request: Request, what: str) -> Response:
+    return render(request, "pages/error.html", status_code=404, active="", title="Not found", message=what)
+
+
+def _blank(value: str | None) -> str | None:
+    return value or None
+
+
+def _date_range(since: date | None, until: date | None, days: int, latest: date | None) -> tuple[date, date]:
+    # Ranges default to the last `days` nights that have data (not today: a stopped machine still shows history).
+    end = until or latest or date.today()
+    return since or end - timedelta(days=days), end
+
+
+def _config_filter(suite: str | None, backend: str | None, device: str | None, dtype: str | None, mode: str | None,
+                   thread_config: str | None) -> ConfigFilter:
+    return ConfigFilter(suite=_blank(suite), backend=_blank(backend), device=_blank(device), dtype=_blank(dtype),
+                        mode=_blank(mode), thread_config=_blank(thread_config))
+
+
+FilterParam = Annotated[str | None, Query()]
+
+
+def repro_command(config: Configuration, name: str, batch_size: int) -> str:
+    """The `perfdash run` command that measures one model of a series again, on the same settings."""
+    args = ["perfdash", "run", "--suite", config.suite, "--backend", config.backend_variant, "--dtype", config.dtype,
+            "--mode", config.mode, "--device", config.device]
+    if config.compile_mode != "default":
+        args += ["--compile-mode", config.compile_mode]
+    if config.threads:
+        args += ["--threads", str(config.threads)]
+    if config.dynamic_shapes:
+        args.append("--dynamic-shapes")
+    if batch_size:
+        args += ["--batch-size", str(batch_size)]
+    args += ["--only", name]
+    env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(config.env.items()))
+    return (env + " " if env else "") + shlex.join(args)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@router.get("/")
+def home(request: Request, session: SessionDep) -> Response:
+    latest = q.latest_runs_with_base(session)
+    if not latest:
+        return _empty(request, "home")
+    groups = views.home_groups(latest)
+    return render(request, "pages/home.html", active="home", title="Summary", groups=groups)
+
+
+@router.get("/suite/{run_id}")
+def suite(request: Request, session: SessionDep, run_id: int, base: int | None = None) -> Response:
+    run = q.get_run(session, run_id)
+    if run is None:
+        return _not_found(request, f"There is no run {run_id}.")
+    base_run = _base_run(session, run, base)
+    if isinstance(base_run, str):
+        return _not_found(request, base_run)
+    results = q.run_results(session, run.id)
+    base_results = q.run_results(session, base_run.id) if base_run else None
+    rows = views.model_rows(results, base_results, run.summary.warnings if run.summary else [])
+    return render(request, "pages/suite.html", active="home", title=f"{run.configuration.suite} {run.night}",
+                  run=run, base_run=base_run, rows=rows, summary=views.suite_summary(run.summary),
+                  base_summary=views.suite_summary(base_run.summary) if base_run else None,
+                  label=views.config_label(run.configuration), group=views.group_title(run.configuration))
+
+
+def _base_run(session: SessionDep, run: Run, base_id: int | None) -> Run | str | None:
+    """The base of a comparison: the given run (same configuration only) or the previous night."""
+    if base_id is None:
+        return previous_run(session, run)
+    base = q.get_run(session, base_id)
+    if base is None:
+        return f"There is no run {base_id}."
+    if base.configuration_id != run.configuration_id:
+        return (f"Runs {base.id} and {run.id} belong to different configurations; "
+                "only runs of one configuration compare.")
+    return base
+
+
+@router.get("/model/{series_id}")
+def model(request: Request, session: SessionDep, series_id: int,
+          since: Annotated[date | None, Query(alias="from")] = None,
+          until: Annotated[date | None, Query(alias="to")] = None) -> Response:
+    series: Series | None = q.get_series(session, series_id)
+    if series is None:
+        return _not_found(request, f"There is no series {series_id}.")
+    config = series.configuration
+    latest = q.latest_night(session)
+    since, until = _date_range(since, until, MODEL_DEFAULT_DAYS, latest)
+    points = q.series_history(session, series_id, since, until)
+    notes = [{"night": a.night.isoformat() if a.night else "", "text": a.text, "author": a.author or ""}
+             for a in q.annotations(session, config.id, series_id, since, until)]
+    chart = views.model_chart_data(points, notes, [])
+    last = points[-1] if points else None
+    return render(request, "pages/model.html", active="home", title=series.name, series=series, config=config,
+                  label=views.config_label(config), group=views.group_title(config), points=points, last=last,
+                  chart=chart, since=since, until=until, notes=notes,
+                  repro=repro_command(config, series.name, series.batch_size))
+
+
+@router.get("/trends")
+def trends(request: Request, session: SessionDep, suite: FilterParam = None, backend: FilterParam = None,
+           device: FilterParam = None, dtype: FilterParam = None, mode: FilterParam = None,
+           thread_config: FilterParam = None, since: Annotated[date | None, Query(alias="from")] = None,
+           until: Annotated[date | None, Query(alias="to")] = None) -> Response:
+    if not q.has_runs(session):
+        return _empty(request, "trends")
+    config_filter = _config_filter(suite, backend, device, dtype, mode, thread_config)
+    since, until = _date_range(since, until, TRENDS_DEFAULT_DAYS, q.latest_night(session))
+    points = q.summary_history(session, config_filter, since, until)
+    configs = {c.id: c for c in q.configurations(session)}
+    return render(request, "pages/trends.html", active="trends", title="Trends",
+                  chart=views.trend_chart_data(points, configs), rows=views.trend_rows(points, configs),
+                  choices=q.distinct_values(session), selected=config_filter, since=since, until=until, views=views)
+
+
+@router.get("/compare")
+def compare(request: Request, session: SessionDep, base: int | None = None, new: int | None = None,
+            config: int | None = None, base_commit: FilterParam = None, new_commit: FilterParam = None) -> Response:
+    if not q.has_runs(session):
+        return _empty(request, "compare")
+    configs = q.configurations(session)
+    context: dict[str, Any] = {"configs": configs, "config_id": config, "base_commit": base_commit or "",
+                               "new_commit": new_commit or "", "views": views, "error": None}
+    new_run: Run | None = None
+    base_run: Run | None = None
+    if new is not None:
+        new_run = q.get_run(session, new)
+        if new_run is None:
+            context["error"] = f"There is no run {new}."
+    elif config is not None:
+        if new_commit:
+            new_run = q.run_by_commit(session, config, new_commit)
+            if new_run is None:
+                context["error"] = f"No run of configuration {config} at commit {new_commit}."
+        else:
+            runs = q.runs_of_configuration(session, config, limit=1)
+            new_run = runs[0] if runs else None
+    if new_run is not None:
+        context["config_id"] = new_run.configuration_id
+        if base is not None or not base_commit:
+            found = _base_run(session, new_run, base)
+            if isinstance(found, str):
+                context["error"] = found
+            else:
+                base_run = found
+        else:
+            base_run = q.run_by_commit(session, new_run.configuration_id, base_commit)
+            if base_run is None:
+                context["error"] = f"No run of this configuration at commit {base_commit}."
+    if new_run is not None and base_run is not None:
+        results = q.run_results(session, new_run.id)
+        base_results = q.run_results(session, base_run.id)
+        rows = views.model_rows(results, base_results, new_run.summary.warnings if new_run.summary else [])
+        context.update(rows=rows, sections=views.comparison_sections(rows, base_results))
+    context.update(new_run=new_run, base_run=base_run,
+                   choices=q.runs_of_configuration(session, context["config_id"]) if context["config_id"] else [])
+    return render(request, "pages/compare.html", active="compare", title="Compare",
+                  status_code=400 if context["error"] else 200, **context)
+
+
+@router.get("/runs")
+def runs(request: Request, session: SessionDep, suite: FilterParam = None, backend: FilterParam = None,
+         device: FilterParam = None, dtype: FilterParam = None, mode: FilterParam = None,
+         thread_config: FilterParam = None, commit: FilterParam = None,
+         page: Annotated[int, Query(ge=1)] = 1) -> Response:
+    if not q.has_runs(session):
+        return _empty(request, "runs")
+    config_filter = _config_filter(suite, backend, device, dtype, mode, thread_config)
+    rows = list_runs(session, RunFilter(config=config_filter, commit=_blank(commit)), limit=RUNS_PER_PAGE + 1,
+                     offset=(page - 1) * RUNS_PER_PAGE)
+    kept = [(k, v) for k, v in request.query_params.multi_items() if k != "page" and v]
+
+    def pager_query(number: int) -> str:
+        return urlencode([*kept, ("page", str(number))])
+
+    return render(request, "pages/runs.html", active="runs", title="Runs", runs=rows[:RUNS_PER_PAGE],
+                  has_next=len(rows) > RUNS_PER_PAGE, page=page, choices=q.distinct_values(session),
+                  selected=config_filter, commit=commit or "", pager_query=pager_query)

@@ -1,0 +1,194 @@
+"""Read-only queries the pages need, each one or two indexed SQL statements (pages stay fast on years of history).
+
+Every query returns ORM rows or small frozen dataclasses; nothing here formats or colours (see format.py / views.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from service.models import Annotation, Configuration, Result, Run, RunSummary, Series
+from service.queries.filters import ConfigFilter
+
+
+def has_runs(session: Session) -> bool:
+    return session.scalar(sa.select(Run.id).limit(1)) is not None
+
+
+def latest_runs_with_base(session: Session) -> list[tuple[Run, Run | None]]:
+    """For every configuration: its latest run and its previous night's run, or None.
+
+    Same semantics as service.queries.summary: the previous night is the latest run of the same configuration on an
+    earlier night; when a configuration ran twice in one night, the later run counts. One statement for all
+    configurations (window functions), instead of a query per configuration.
+    """
+    ranked = (
+        sa.select(
+            Run.id.label("run_id"),
+            Run.configuration_id.label("configuration_id"),
+            sa.func.dense_rank()
+            .over(partition_by=Run.configuration_id, order_by=Run.night.desc())
+            .label("rank"),
+            sa.func.row_number()
+            .over(partition_by=(Run.configuration_id, Run.night), order_by=Run.id.desc())
+            .label("latest_of_night"),
+        )
+    ).subquery()
+    rows = session.execute(
+        sa.select(ranked.c.configuration_id, ranked.c.run_id, ranked.c.rank)
+        .where(ranked.c.rank <= 2, ranked.c.latest_of_night == 1)
+    ).all()
+    runs = {r.id: r for r in session.scalars(sa.select(Run).where(Run.id.in_([row.run_id for row in rows])))}
+    latest: dict[int, Run] = {}
+    base: dict[int, Run] = {}
+    for row in rows:
+        (latest if row.rank == 1 else base)[row.configuration_id] = runs[row.run_id]
+    return [(run, base.get(config_id)) for config_id, run in latest.items()]
+
+
+def get_run(session: Session, run_id: int) -> Run | None:
+    return session.get(Run, run_id)
+
+
+def run_results(session: Session, run_id: int) -> list[Result]:
+    return list(session.scalars(sa.select(Result).where(Result.run_id == run_id).order_by(Result.name)))
+
+
+def run_by_commit(session: Session, configuration_id: int, commit: str) -> Run | None:
+    """The latest run of a configuration whose torch commit starts with ``commit`` (a short hash works)."""
+    commit = commit.strip().lower()
+    if not commit:
+        return None
+    return session.scalars(
+        sa.select(Run)
+        .where(Run.configuration_id == configuration_id, Run.torch_git_commit.startswith(commit, autoescape=True))
+        .order_by(Run.night.desc(), Run.id.desc())
+        .limit(1)
+    ).first()
+
+
+def runs_of_configuration(session: Session, configuration_id: int, limit: int = 400) -> list[Run]:
+    return list(
+        session.scalars(
+            sa.select(Run)
+            .where(Run.configuration_id == configuration_id)
+            .order_by(Run.night.desc(), Run.id.desc())
+            .limit(limit)
+        )
+    )
+
+
+def get_series(session: Session, series_id: int) -> Series | None:
+    return session.get(Series, series_id)
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesPoint:
+    run_id: int
+    night: date
+    commit: str | None
+    torch_version: str | None
+    accuracy: str | None
+    passed: bool
+    speedup: float | None
+    abs_latency: float | None
+    compilation_latency: float | None
+    compression_ratio: float | None
+    graph_breaks: int | None
+
+
+def series_history(session: Session, series_id: int, since: date | None, until: date | None) -> list[SeriesPoint]:
+    query = (
+        sa.select(
+            Run.id, Run.night, Run.torch_git_commit, Run.torch_version, Result.accuracy, Result.passed,
+            Result.speedup, Result.abs_latency, Result.compilation_latency, Result.compression_ratio,
+            Result.graph_breaks,
+        )
+        .join(Run, Run.id == Result.run_id)
+        .where(Result.series_id == series_id)
+        .order_by(Run.night, Run.id)
+    )
+    if since is not None:
+        query = query.where(Run.night >= since)
+    if until is not None:
+        query = query.where(Run.night <= until)
+    return [SeriesPoint(*row) for row in session.execute(query)]
+
+
+def series_of_run(session: Session, run_id: int) -> dict[str, int]:
+    """Model name -> series id for the results of one run (links from a suite table to model pages)."""
+    return dict(session.execute(sa.select(Result.name, Result.series_id).where(Result.run_id == run_id)).tuples())
+
+
+def annotations(session: Session, configuration_id: int, series_id: int | None, since: date | None,
+                until: date | None) -> list[Annotation]:
+    scope = [Annotation.configuration_id == configuration_id]
+    if series_id is not None:
+        scope.append(Annotation.series_id == series_id)
+    query = sa.select(Annotation).where(sa.or_(*scope)).order_by(Annotation.night, Annotation.id)
+    if since is not None:
+        query = query.where(sa.or_(Annotation.night.is_(None), Annotation.night >= since))
+    if until is not None:
+        query = query.where(sa.or_(Annotation.night.is_(None), Annotation.night <= until))
+    return list(session.scalars(query))
+
+
+def configurations(session: Session) -> list[Configuration]:
+    return list(session.scalars(sa.select(Configuration).order_by(Configuration.id)))
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryPoint:
+    configuration_id: int
+    run_id: int
+    night: date
+    commit: str | None
+    passed: int
+    total: int
+    geomean_speedup: float | None
+    geomean_speedup_unclipped: float | None
+    mean_compile_time_s: float | None
+    mean_compression_ratio: float | None
+
+
+def summary_history(session: Session, config_filter: ConfigFilter, since: date | None,
+                    until: date | None) -> list[SummaryPoint]:
+    """Suite summaries of every matching configuration over a range of nights, oldest first."""
+    query = (
+        sa.select(
+            Run.configuration_id, Run.id, Run.night, Run.torch_git_commit, RunSummary.passed, RunSummary.total,
+            RunSummary.geomean_speedup, RunSummary.geomean_speedup_unclipped, RunSummary.mean_compile_time_s,
+            RunSummary.mean_compression_ratio,
+        )
+        .join(RunSummary, RunSummary.run_id == Run.id)
+        .join(Configuration, Configuration.id == Run.configuration_id)
+        .where(*config_filter.clauses())
+        .order_by(Run.night, Run.id)
+    )
+    if since is not None:
+        query = query.where(Run.night >= since)
+    if until is not None:
+        query = query.where(Run.night <= until)
+    return [SummaryPoint(*row) for row in session.execute(query)]
+
+
+def latest_night(session: Session) -> date | None:
+    return session.scalar(sa.select(sa.func.max(Run.night)))
+
+
+def distinct_values(session: Session) -> dict[str, list[str]]:
+    """The values each filter can take, for the filter forms."""
+    rows: Sequence[Configuration] = configurations(session)
+    return {
+        "suite": sorted({c.suite for c in rows}),
+        "backend": sorted({c.backend_variant for c in rows}),
+        "device": sorted({c.device for c in rows}),
+        "dtype": sorted({c.dtype for c in rows}),
+        "mode": sorted({c.mode for c in rows}),
+        "thread_config": sorted({c.thread_config for c in rows}),
+    }

@@ -1,0 +1,29 @@
+"""The Jinja2 environment of the pages: autoescaping on for everything, the formatting filters, the nav list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+from starlette.templating import Jinja2Templates
+
+from service.web import format as fmt
+from service.web.nav import NAV
+
+TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
+STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
+
+
+def build_templates(directory: Path = TEMPLATES_DIR) -> Jinja2Templates:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(directory),
+        # Every stored string (model names, hosts, commands, annotations) is untrusted: escape all of it, always.
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(times=fmt.times, number=fmt.number, percent=fmt.percent, short_commit=fmt.short_commit,
+                       web_url=fmt.web_url)
+    env.globals.update(nav=NAV)
+    return Jinja2Templates(env=env)

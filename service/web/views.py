@@ -1,0 +1,312 @@
+"""View models: what each page shows, built from query rows. No SQL, no HTML here; templates only lay these out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+
+from perfdash.contract import SUITES
+from perfdash.metrics import SuiteSummary
+from service.models import Configuration, Result, Run, RunSummary
+from service.web.format import CHANGE_THRESHOLD, Metric, SummaryCell, change_class, relative_change
+from service.web.queries import SeriesPoint, SummaryPoint
+
+
+def suite_summary(summary: RunSummary | None) -> SuiteSummary | None:
+    """The stored summary of a run as perfdash.metrics' SuiteSummary (its text formats are the dashboard's)."""
+    if summary is None:
+        return None
+    return SuiteSummary(
+        passed=summary.passed,
+        total=summary.total,
+        geomean_speedup=summary.geomean_speedup,
+        geomean_speedup_unclipped=summary.geomean_speedup_unclipped,
+        mean_compile_time_s=summary.mean_compile_time_s,
+        mean_compression_ratio=summary.mean_compression_ratio,
+    )
+
+
+def config_label(config: Configuration) -> str:
+    """The row label of a configuration inside its group: backend, variant, and what differs from the default."""
+    parts = [config.backend_variant]
+    if config.compile_mode != "default":
+        parts.append(config.compile_mode)
+    if config.dynamic_shapes:
+        parts.append("dynamic")
+    if config.batch_size_override:
+        parts.append(f"bs{config.batch_size_override}")
+    return " ".join(parts)
+
+
+def group_title(config: Configuration) -> str:
+    return f"{config.device} · {config.dtype} · {config.mode} · {config.thread_config}"
+
+
+def suite_order(suites: Iterable[str]) -> list[str]:
+    known = [s for s in SUITES if s in suites]
+    return known + sorted(set(suites) - set(known))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Home
+
+
+@dataclass(frozen=True, slots=True)
+class HomeCell:
+    cell: SummaryCell
+    run_id: int
+    night: date
+    stale: bool  # the configuration's latest night is older than its group's
+
+
+@dataclass(frozen=True, slots=True)
+class HomeRow:
+    label: str
+    cells: list[HomeCell | None]
+
+
+@dataclass(frozen=True, slots=True)
+class HomeTable:
+    metric: Metric
+    rows: list[HomeRow]
+
+
+@dataclass(frozen=True, slots=True)
+class HomeGroup:
+    title: str
+    machine: str
+    night: date
+    commit: str | None
+    suites: list[str]
+    tables: list[HomeTable]
+    trends_query: dict[str, str]
+
+
+def home_groups(latest: Sequence[tuple[Run, Run | None]]) -> list[HomeGroup]:
+    """The executive summary: one group per (device, dtype, mode, threads, machine), rows backend, columns suite."""
+    grouped: dict[tuple[str, ...], list[tuple[Run, Run | None]]] = {}
+    for run, base in latest:
+        c = run.configuration
+        grouped.setdefault((c.device, c.dtype, c.mode, c.thread_config, c.machine.fingerprint), []).append((run, base))
+    groups = []
+    for key in sorted(grouped, key=lambda k: (k[0] != "cuda", k[2], k[1], k[3], k[4])):
+        pairs = grouped[key]
+        night = max(run.night for run, _ in pairs)
+        latest_run = max((run for run, _ in pairs), key=lambda r: (r.night, r.id))
+        suites = suite_order({run.configuration.suite for run, _ in pairs})
+        labels = sorted({config_label(run.configuration) for run, _ in pairs})
+        by_cell = {(config_label(run.configuration), run.configuration.suite): (run, base) for run, base in pairs}
+        tables = []
+        for metric in Metric:
+            rows = []
+            for label in labels:
+                cells: list[HomeCell | None] = []
+                for suite in suites:
+                    pair = by_cell.get((label, suite))
+                    new = suite_summary(pair[0].summary) if pair else None
+                    if pair is None or new is None:
+                        cells.append(None)
+                        continue
+                    run, base = pair
+                    cell = SummaryCell.build(metric, new, suite_summary(base.summary) if base else None)
+                    cells.append(HomeCell(cell=cell, run_id=run.id, night=run.night, stale=run.night < night))
+                rows.append(HomeRow(label=label, cells=cells))
+            tables.append(HomeTable(metric=metric, rows=rows))
+        first = pairs[0][0].configuration
+        groups.append(HomeGroup(
+            title=group_title(first), machine=key[4], night=night, commit=latest_run.torch_git_commit,
+            suites=suites, tables=tables,
+            trends_query={"device": first.device, "dtype": first.dtype, "mode": first.mode,
+                          "thread_config": first.thread_config},
+        ))
+    return groups
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Suite and Compare: one run's models against a base run
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRow:
+    name: str
+    series_id: int
+    batch_size: int
+    status: str
+    passed: bool
+    speedup: float | None  # gated: None when the model did not pass
+    abs_latency: float | None
+    compilation_latency: float | None
+    compression_ratio: float | None
+    graph_breaks: int | None
+    warnings: tuple[str, ...]
+    error: str | None
+    is_new: bool  # not in the base run
+    base_status: str | None
+    base_speedup: float | None
+    delta: float | None  # relative speedup change against the base
+    delta_class: str  # better | worse | ""
+    tags: tuple[str, ...] = field(default=())  # fail warn new regressed improved newfail fixed: the filter keys
+
+
+def _status(result: Result) -> str:
+    if result.accuracy is not None:
+        return result.accuracy
+    return "pass" if result.passed else "fail_to_run"
+
+
+def _gated(result: Result) -> float | None:
+    return result.speedup if result.passed and result.speedup else None
+
+
+def model_rows(results: Sequence[Result], base_results: Sequence[Result] | None,
+               warnings: Sequence[dict[str, str]]) -> list[ModelRow]:
+    """Join a run's results with its base run's by model name; tag what changed."""
+    base = {r.name: r for r in base_results or ()}
+    reasons: dict[str, list[str]] = {}
+    for warning in warnings:
+        reasons.setdefault(warning.get("name", ""), []).append(warning.get("reason", ""))
+    rows = []
+    for r in results:
+        b = base.get(r.name)
+        speedup = _gated(r)
+        base_speedup = _gated(b) if b is not None else None
+        delta = relative_change(base_speedup, speedup)
+        delta_class = change_class(base_speedup, speedup)
+        tags = []
+        if not r.passed:
+            tags.append("fail")
+        if reasons.get(r.name) and r.passed:
+            tags.append("warn")
+        if base_results is not None and b is None:
+            tags.append("new")
+        if b is not None and b.passed and not r.passed:
+            tags.append("newfail")
+        if b is not None and not b.passed and r.passed:
+            tags.append("fixed")
+        if delta is not None and delta < -CHANGE_THRESHOLD:
+            tags.append("regressed")
+        if delta is not None and delta > CHANGE_THRESHOLD:
+            tags.append("improved")
+        rows.append(ModelRow(
+            name=r.name, series_id=r.series_id, batch_size=r.batch_size, status=_status(r), passed=r.passed,
+            speedup=speedup, abs_latency=r.abs_latency if r.passed else None,
+            compilation_latency=r.compilation_latency if r.passed else None,
+            compression_ratio=r.compression_ratio if r.passed else None, graph_breaks=r.graph_breaks,
+            warnings=tuple(reasons.get(r.name, ())), error=r.error, is_new="new" in tags,
+            base_status=_status(b) if b is not None else None, base_speedup=base_speedup, delta=delta,
+            delta_class=delta_class, tags=tuple(tags),
+        ))
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonSections:
+    regressions: list[ModelRow]
+    improvements: list[ModelRow]
+    new_failures: list[ModelRow]
+    fixed: list[ModelRow]
+    new_models: list[ModelRow]
+    missing: list[str]  # in the base run, not in the new one
+
+
+def comparison_sections(rows: Sequence[ModelRow], base_results: Sequence[Result]) -> ComparisonSections:
+    names = {r.name for r in rows}
+    return ComparisonSections(
+        regressions=sorted((r for r in rows if "regressed" in r.tags), key=lambda r: r.delta or 0.0),
+        improvements=sorted((r for r in rows if "improved" in r.tags), key=lambda r: -(r.delta or 0.0)),
+        new_failures=[r for r in rows if "newfail" in r.tags],
+        fixed=[r for r in rows if "fixed" in r.tags],
+        new_models=[r for r in rows if "new" in r.tags],
+        missing=sorted(b.name for b in base_results if b.name not in names),
+    )
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Model history and trends: chart data (serialised into the page as JSON, drawn by static/js/charts.js)
+
+
+def model_chart_data(points: Sequence[SeriesPoint], annotations: Sequence[dict[str, str]],
+                     findings: Sequence[dict[str, object]]) -> dict[str, object]:
+    status_changes = []
+    previous: SeriesPoint | None = None
+    for p in points:
+        if previous is not None and previous.passed != p.passed:
+            status_changes.append({"night": p.night.isoformat(), "from": _point_status(previous),
+                                   "to": _point_status(p), "passed": p.passed})
+        previous = p
+    return {
+        "nights": [p.night.isoformat() for p in points],
+        "commits": [p.commit or "" for p in points],
+        "runs": [p.run_id for p in points],
+        "status": [_point_status(p) for p in points],
+        "series": {
+            "speedup": [p.speedup if p.passed else None for p in points],
+            "abs_latency": [p.abs_latency if p.passed else None for p in points],
+            "compilation_latency": [p.compilation_latency if p.passed else None for p in points],
+            "compression_ratio": [p.compression_ratio if p.passed else None for p in points],
+        },
+        "statusChanges": status_changes,
+        "annotations": list(annotations),
+        "findings": list(findings),
+    }
+
+
+def _point_status(p: SeriesPoint) -> str:
+    return p.accuracy or ("pass" if p.passed else "fail_to_run")
+
+
+def trend_chart_data(points: Sequence[SummaryPoint], configs: dict[int, Configuration]) -> dict[str, object]:
+    """One line per configuration on a shared axis of nights."""
+    nights = sorted({p.night for p in points})
+    index = {n: i for i, n in enumerate(nights)}
+    lines: dict[int, dict[str, list[object]]] = {}
+    for p in points:
+        line = lines.setdefault(p.configuration_id, {
+            "passrate": [None] * len(nights), "geomean": [None] * len(nights), "compile": [None] * len(nights),
+            "memory": [None] * len(nights), "commits": [None] * len(nights), "runs": [None] * len(nights)})
+        i = index[p.night]
+        line["passrate"][i] = round(100 * p.passed / p.total, 2) if p.total else None
+        line["geomean"][i] = p.geomean_speedup
+        line["compile"][i] = p.mean_compile_time_s
+        line["memory"][i] = p.mean_compression_ratio
+        line["commits"][i] = p.commit
+        line["runs"][i] = p.run_id
+    return {
+        "nights": [n.isoformat() for n in nights],
+        "lines": [{"label": f"{configs[cid].suite} · {config_label(configs[cid])} · {group_title(configs[cid])}",
+                   **line} for cid, line in lines.items()],
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class TrendRow:
+    """First and last summary of one configuration in the chosen range."""
+
+    configuration: Configuration
+    first: SummaryPoint
+    last: SummaryPoint
+    first_summary: SuiteSummary
+    last_summary: SuiteSummary
+    cells: list[SummaryCell]
+
+
+def trend_rows(points: Sequence[SummaryPoint], configs: dict[int, Configuration]) -> list[TrendRow]:
+    first: dict[int, SummaryPoint] = {}
+    last: dict[int, SummaryPoint] = {}
+    for p in points:
+        first.setdefault(p.configuration_id, p)
+        last[p.configuration_id] = p
+    rows = []
+    for cid, f in first.items():
+        fs, ls = _summary_of_point(f), _summary_of_point(last[cid])
+        rows.append(TrendRow(configuration=configs[cid], first=f, last=last[cid], first_summary=fs,
+                             last_summary=ls, cells=[SummaryCell.build(m, ls, fs) for m in Metric]))
+    return sorted(rows, key=lambda r: (suite_order(SUITES).index(r.configuration.suite)
+                                       if r.configuration.suite in SUITES else 99, config_label(r.configuration)))
+
+
+def _summary_of_point(p: SummaryPoint) -> SuiteSummary:
+    return SuiteSummary(passed=p.passed, total=p.total, geomean_speedup=p.geomean_speedup,
+                        geomean_speedup_unclipped=p.geomean_speedup_unclipped,
+                        mean_compile_time_s=p.mean_compile_time_s, mean_compression_ratio=p.mean_compression_ratio)

@@ -1,0 +1,133 @@
+"""The real thing for page tests: the app under uvicorn on 127.0.0.1, a fresh Postgres database migrated with
+Alembic, result files ingested through service.ingest, and Debian's Chromium driven by Playwright.
+
+Every page a test opens collects console errors, page errors and failed requests; any of them fails the test.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+DATA = Path(__file__).parent / "data"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fresh_database(server_url: str) -> str:
+    """A new, empty database on the session's Postgres server, migrated to head; returns its URL."""
+    from service.migrate import upgrade
+
+    name = f"web_{uuid.uuid4().hex[:12]}"
+    engine = sa.create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    url = sa.make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    upgrade(url)
+    return url
+
+
+def ingest_dir(database_url: str, directory: Path) -> list[int]:
+    """Ingest a directory of result files exactly as `perfdash ingest` does; returns the stored run ids."""
+    from service.db import make_engine, make_session_factory
+    from service.ingest import bundles_from_files, ingest
+
+    files = {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
+    engine = make_engine(database_url)
+    try:
+        with make_session_factory(engine)() as session:
+            report = ingest(session, bundles_from_files(files))
+    finally:
+        engine.dispose()
+    return [r.run_id for r in report.runs]
+
+
+@dataclass
+class LiveServer:
+    url: str
+    database_url: str
+    _server: object = field(repr=False)
+    _thread: threading.Thread = field(repr=False)
+
+    def stop(self) -> None:
+        self._server.should_exit = True  # type: ignore[attr-defined]
+        self._thread.join(timeout=10)
+
+
+def start_server(database_url: str) -> LiveServer:
+    import uvicorn
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    app = create_app(Settings(database_url=database_url), post_ingest_hooks=[])
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the app did not start")
+        time.sleep(0.05)
+    return LiveServer(url=f"http://127.0.0.1:{port}", database_url=database_url, _server=server, _thread=thread)
+
+
+@pytest.fixture(scope="session")
+def populated(postgres_url: str) -> Iterator[LiveServer]:
+    """The app on a database holding two nights (tests/web/data/night1, night2) of three configurations."""
+    url = fresh_database(postgres_url)
+    ingest_dir(url, DATA / "night1")
+    ingest_dir(url, DATA / "night2")
+    server = start_server(url)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def empty(postgres_url: str) -> Iterator[LiveServer]:
+    server = start_server(fresh_database(postgres_url))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser) -> Iterator[object]:  # type: ignore[no-untyped-def]
+    """A fresh browser page; the test fails if the page logged a console error, threw, or a request failed."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} {r.failure}"))
+    page.on("dialog", lambda d: (problems.append(f"dialog opened: {d.message}"), d.dismiss()))
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+    assert not problems, "\n".join(problems)
