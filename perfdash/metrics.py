@@ -73,6 +73,13 @@ class Outcome:
     speedup: float  # gated: 0 when the model failed
     compilation_latency: float | None
     compression_ratio: float | None
+    # The accuracy gate alone (None: unknown, then speedup > 0 stands in). runner.py gates compile time and memory
+    # by accuracy, not by speedup: a model whose accuracy passed counts with any compile time / ratio > 0.
+    accuracy_passed: bool | None = None
+
+    @property
+    def gate(self) -> bool:
+        return self.accuracy_passed if self.accuracy_passed is not None else self.speedup > 0
 
     @classmethod
     def from_result(cls, result: ModelResult) -> Outcome:
@@ -82,6 +89,7 @@ class Outcome:
             speedup=result.gated_speedup,
             compilation_latency=perf.compilation_latency if perf else None,
             compression_ratio=perf.compression_ratio if perf else None,
+            accuracy_passed=result.accuracy is None or result.accuracy in ("pass", "pass_due_to_skip"),
         )
 
 
@@ -90,10 +98,15 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def summarize(outcomes: Sequence[Outcome]) -> SuiteSummary:
+    """As runner.py's passrate/geomean/comp_time/memory: speedup means over gated speedups > 0; compile time and
+    memory over the accuracy-passing models whose value is > 0 (runner.py's ``get_passing_entries`` on the gated
+    compilation_latency / compression_ratio columns)."""
     passing = [o for o in outcomes if o.speedup > 0]
     speedups = [o.speedup for o in passing]
-    compile_times = [o.compilation_latency for o in passing if o.compilation_latency is not None]
-    ratios = [o.compression_ratio for o in passing if o.compression_ratio is not None and o.compression_ratio > 0]
+    compile_times = [o.compilation_latency for o in outcomes
+                     if o.gate and o.compilation_latency is not None and o.compilation_latency > 0]
+    ratios = [o.compression_ratio for o in outcomes
+              if o.gate and o.compression_ratio is not None and o.compression_ratio > 0]
     return SuiteSummary(
         passed=len(passing),
         total=len(outcomes),
@@ -105,6 +118,9 @@ def summarize(outcomes: Sequence[Outcome]) -> SuiteSummary:
 
 
 def summarize_results(results: Sequence[ModelResult]) -> SuiteSummary:
+    # runner.py iterates the performance CSV's models: a model only in the accuracy CSV is not in the total.
+    if any(r.performance is not None for r in results):
+        results = [r for r in results if r.performance is not None]
     return summarize([Outcome.from_result(r) for r in results])
 
 

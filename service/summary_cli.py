@@ -1,0 +1,123 @@
+"""`perfdash summary`: a night's summary from DATABASE_URL as a table, PyTorch-style markdown, or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+
+from service.queries.summary import NightSummary, SummaryRow
+
+# (title, attribute of SummaryOut) in the order of PyTorch's executive summary
+METRICS: tuple[tuple[str, str], ...] = (
+    ("Passrate", "passrate_text"),
+    ("Geometric mean speedup", "geomean_speedup_text"),
+    ("Geometric mean speedup, unclipped", "geomean_speedup_unclipped_text"),
+    ("Mean compilation time (seconds)", "compile_time_text"),
+    ("Peak memory footprint compression ratio (higher is better)", "compression_text"),
+)
+
+
+def _section(row: SummaryRow) -> str:
+    c = row.run.configuration
+    parts = [c.device, c.dtype, c.mode, c.thread_config, f"compile mode {c.compile_mode}", c.machine.fingerprint]
+    if c.batch_size_override is not None:
+        parts.append(f"batch size {c.batch_size_override}")
+    if c.dynamic_shapes:
+        parts.append("dynamic shapes")
+    return ", ".join(parts)
+
+
+def tables(summary: NightSummary) -> list[tuple[str, list[tuple[str, list[str], list[list[str]]]]]]:
+    """[(section, [(metric title, header, rows)])]: per configuration group, one table per metric with compilers as
+    rows and suites as columns, as PyTorch's executive summary."""
+    groups: dict[str, list[SummaryRow]] = defaultdict(list)
+    for row in summary.rows:
+        groups[_section(row)].append(row)
+    out = []
+    for section, rows in groups.items():
+        suites = list(dict.fromkeys(r.run.configuration.suite for r in rows))
+        compilers = list(dict.fromkeys(r.run.configuration.backend_variant for r in rows))
+        cell = {(r.run.configuration.backend_variant, r.run.configuration.suite): r for r in rows}
+        metric_tables = []
+        for title, attribute in METRICS:
+            body = []
+            for compiler in compilers:
+                values = []
+                for suite in suites:
+                    found = cell.get((compiler, suite))
+                    summary_out = found.run.summary if found else None
+                    values.append(getattr(summary_out, attribute) if summary_out else "")
+                body.append([compiler, *values])
+            metric_tables.append((title, ["Compiler", *suites], body))
+        out.append((section, metric_tables))
+    return out
+
+
+def markdown(summary: NightSummary) -> str:
+    if summary.night is None:
+        return "No runs.\n"
+    lines = [f"## Executive Summary — {summary.night.isoformat()} ##", ""]
+    for section, metric_tables in tables(summary):
+        lines += [f"### {section}", ""]
+        for title, header, body in metric_tables:
+            lines += [title, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            lines += ["| " + " | ".join(row) + " |" for row in body]
+            lines.append("")
+    return "\n".join(lines)
+
+
+def _print_table(summary: NightSummary) -> None:
+    """One compact table per configuration group: a row per suite x compiler, the previous night beside."""
+    from rich.console import Console
+    from rich.table import Table
+
+    # Piped output (a log, a CI step) gets the full width instead of an 80-column squeeze.
+    console = Console() if sys.stdout.isatty() else Console(width=160)
+    if summary.night is None:
+        console.print("No runs.")
+        return
+    groups: dict[str, list[SummaryRow]] = defaultdict(list)
+    for row in summary.rows:
+        groups[_section(row)].append(row)
+    for section, rows in groups.items():
+        table = Table(title=f"{summary.night.isoformat()}: {section}", title_justify="left")
+        for name in ("Suite", "Compiler", "Run", "Passrate", "Geomean", "Unclipped", "Compile s", "Memory",
+                     "Previous passrate", "Previous geomean"):
+            table.add_column(name, justify="left" if name in ("Suite", "Compiler") else "right")
+        for row in rows:
+            now, before = row.run.summary, row.previous.summary if row.previous else None
+            table.add_row(row.run.configuration.suite, row.run.configuration.backend_variant, str(row.run.id),
+                          *((now.passrate_text, now.geomean_speedup_text, now.geomean_speedup_unclipped_text,
+                             now.compile_time_text, now.compression_text) if now else ("",) * 5),
+                          before.passrate_text if before else "-", before.geomean_speedup_text if before else "-")
+        console.print(table)
+
+
+def run_summary(args: argparse.Namespace) -> int:
+    from service.db import make_engine, make_session_factory
+    from service.queries.filters import ConfigFilter
+    from service.queries.summary import night_summary, run_summary
+    from service.settings import Settings
+
+    engine = make_engine(Settings().database_url)
+    try:
+        with make_session_factory(engine)() as session:
+            if args.run is not None:
+                summary = run_summary(session, args.run)
+                if summary is None:
+                    print(f"error: no run {args.run}", file=sys.stderr)
+                    return 1
+            else:
+                filters = ConfigFilter(suite=args.suite, backend=args.backend, dtype=args.dtype, mode=args.mode,
+                                       device=args.device)
+                summary = night_summary(session, filters, args.night)
+    finally:
+        engine.dispose()
+    if args.format == "json":
+        print(summary.model_dump_json(indent=2))
+    elif args.format == "markdown":
+        print(markdown(summary))
+    else:
+        _print_table(summary)
+    return 0
