@@ -1,0 +1,198 @@
+"""Benchmark perfdash's regression detection against two common baselines on synthetic nightly series.
+
+Each synthetic series is one metric of one model, one value a night, with multiplicative noise (2 % or 5 % coefficient
+of variation), occasional single-night spikes (+-15..50 %, about one night in 60), and either no change, one step of
+3/5/10/30 %, or several steps. Every method is replayed night by night, exactly as it would run in production (it sees
+only the nights so far; perfdash stores what it found and starts from there the next night), and its alerts are scored:
+
+- an alert raised within ``MATCH_NIGHTS`` nights after a real change (and before the next one) finds that change; the
+  first one counts for recall and delay (nights after the night it landed; 0 = that very night, which no
+  method that waits for a second point can reach),
+  later ones for the same change are duplicates (alert noise, but not false);
+- every other alert is false; an alert on a spike's night or the night after it is counted again as "spike alerts".
+
+Baselines: a fixed 10 % threshold against one reference run (the previous night, as Intel's inductor-tools compare a
+target build to a reference build) and z >= 5 over a 100-point lookback (conbench's default).
+
+Run: ``.venv/bin/python bench/detection.py [--series N] [--nights N] [--seed S]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from service.detection.changepoint import DetectionConfig, detect_change_points
+
+MATCH_NIGHTS = 10
+WARMUP = 10  # nights of history before any method may alert
+STEP_SIZES = (0.03, 0.05, 0.10, 0.30)
+NOISE_LEVELS = (0.02, 0.05)
+SPIKE_RATE = 1 / 60
+
+
+@dataclass
+class Series:
+    values: np.ndarray
+    changes: list[int]  # first night of each new level
+    steps: list[float]  # relative size of each change
+    spikes: set[int]
+    noise: float
+
+
+@dataclass
+class Score:
+    found: dict[float, list[int]] = field(default_factory=dict)  # step size -> delays of the changes found
+    total: dict[float, int] = field(default_factory=dict)
+    false_alerts: int = 0
+    duplicates: int = 0
+    spike_alerts: int = 0
+    nights: int = 0
+
+
+def make_series(rng: np.random.Generator, nights: int, noise: float, steps: Sequence[float]) -> Series:
+    level = np.ones(nights)
+    changes = []
+    if steps:
+        # Changes land after the warm-up with room for MATCH_NIGHTS after each, at least 15 nights apart.
+        slots = np.sort(rng.choice(np.arange(WARMUP + 15, nights - MATCH_NIGHTS, 15), size=len(steps), replace=False))
+        for night, step in zip(slots, steps, strict=True):
+            sign = rng.choice((-1.0, 1.0))
+            level[night:] *= 1.0 + sign * step
+            changes.append(int(night))
+    values = level * np.exp(rng.normal(0.0, noise, nights))
+    spikes = {int(i) for i in np.flatnonzero(rng.random(nights) < SPIKE_RATE)}
+    for i in spikes:
+        values[i] *= 1.0 + rng.choice((-1.0, 1.0)) * rng.uniform(0.15, 0.5)
+    return Series(values=values, changes=changes, steps=list(steps), spikes=spikes, noise=noise)
+
+
+# A method sees the series so far and returns how many alerts it raises tonight (one per change it reports).
+Method = Callable[[np.ndarray], int]
+
+
+def perfdash_method(**overrides: float) -> Callable[[], Method]:
+    def factory() -> Method:
+        state = {"baseline": 0}
+        config = DetectionConfig(**{"min_effect": 0.05, **overrides})  # type: ignore[arg-type]
+
+        def tonight(history: np.ndarray) -> int:
+            found = detect_change_points(history, baseline_start=state["baseline"], config=config)
+            if found:
+                state["baseline"] = found[-1].index
+            return len(found)
+
+        return tonight
+
+    return factory
+
+
+def fixed_threshold_method(threshold: float = 0.10) -> Callable[[], Method]:
+    def factory() -> Method:
+        def tonight(history: np.ndarray) -> int:
+            return int(abs(history[-1] / history[-2] - 1.0) >= threshold)
+
+        return tonight
+
+    return factory
+
+
+def zscore_method(z: float = 5.0, lookback: int = 100) -> Callable[[], Method]:
+    def factory() -> Method:
+        def tonight(history: np.ndarray) -> int:
+            past = history[-lookback - 1 : -1]
+            sd = past.std(ddof=1)
+            return int(sd > 0 and abs(history[-1] - past.mean()) / sd >= z)
+
+        return tonight
+
+    return factory
+
+
+def score(series_list: Sequence[Series], factory: Callable[[], Method]) -> Score:
+    result = Score()
+    for series in series_list:
+        method = factory()
+        matched: set[int] = set()
+        for step in series.steps:
+            result.total[step] = result.total.get(step, 0) + 1
+        for night in range(WARMUP, len(series.values)):
+            result.nights += 1
+            alerts = method(series.values[: night + 1])
+            for _ in range(alerts):
+                change = next((i for i, c in enumerate(series.changes)
+                               if c <= night < c + MATCH_NIGHTS
+                               and (i + 1 == len(series.changes) or night < series.changes[i + 1])), None)
+                if change is None:
+                    result.false_alerts += 1
+                    if night in series.spikes or night - 1 in series.spikes:
+                        result.spike_alerts += 1
+                elif change in matched:
+                    result.duplicates += 1
+                else:
+                    matched.add(change)
+                    step = series.steps[change]
+                    result.found.setdefault(step, []).append(night - series.changes[change])
+    return result
+
+
+def build_corpus(rng: np.random.Generator, per_kind: int, nights: int, noise: float) -> list[Series]:
+    corpus = [make_series(rng, nights, noise, ()) for _ in range(per_kind)]
+    for step in STEP_SIZES:
+        corpus += [make_series(rng, nights, noise, (step,)) for _ in range(per_kind)]
+    multi = (0.05, 0.10, 0.30)
+    corpus += [make_series(rng, nights, noise, tuple(rng.choice(multi, size=3))) for _ in range(per_kind)]
+    return corpus
+
+
+def _recall_cell(s: Score, step: float, within: int) -> str:
+    delays = s.found.get(step, [])
+    total = s.total.get(step, 0)
+    if not total:
+        return "-"
+    in_time = sum(d <= within for d in delays)
+    median = f"{statistics.median(delays):.0f}" if delays else "-"
+    return f"{100 * in_time / total:5.1f}% / {100 * len(delays) / total:5.1f}% d={median}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--series", type=int, default=100, help="series per kind (flat, each step size, multi-change)")
+    parser.add_argument("--nights", type=int, default=90)
+    parser.add_argument("--seed", type=int, default=20261122)
+    args = parser.parse_args()
+
+    methods = {
+        "perfdash (E-divisive + t-test)": perfdash_method(),
+        "fixed 10% vs reference run": fixed_threshold_method(),
+        "z >= 5, 100-point lookback": zscore_method(),
+    }
+    print(f"{args.series} series per kind x 6 kinds x {len(NOISE_LEVELS)} noise levels, {args.nights} nights each; "
+          f"alerts matched to a change within {MATCH_NIGHTS} nights")
+    print("recall cells: found within 3 nights / found within the match window, d = median delay (nights)")
+    for noise in NOISE_LEVELS:
+        corpus = build_corpus(np.random.default_rng([args.seed, round(noise * 1000)]), args.series, args.nights, noise)
+        spikes = sum(len(s.spikes) for s in corpus)
+        print(f"\n== noise CV {100 * noise:.0f}% ({len(corpus)} series, {spikes} single-night spikes) ==")
+        header = f"{'method':32} " + " ".join(f"{f'step {100 * s:.0f}%':>24}" for s in STEP_SIZES)
+        header += f" {'false/1k':>9} {'dup/1k':>7} {'spike':>6} {'s':>5}"
+        print(header)
+        for name, factory in methods.items():
+            started = time.perf_counter()
+            s = score(corpus, factory)
+            elapsed = time.perf_counter() - started
+            cells = " ".join(f"{_recall_cell(s, step, 3):>24}" for step in STEP_SIZES)
+            per_k = 1000 * s.false_alerts / s.nights
+            dup_k = 1000 * s.duplicates / s.nights
+            print(f"{name:32} {cells} {per_k:9.2f} {dup_k:7.2f} {s.spike_alerts:6d} {elapsed:5.1f}")
+        print(f"   series-nights scored per method: {s.nights}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

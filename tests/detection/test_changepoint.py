@@ -1,0 +1,128 @@
+"""Change-point statistics, driven by the data files in tests/detection/data (one JSON file per case)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from service.detection.changepoint import (
+    MIN_EFFECT,
+    ChangePoint,
+    DetectionConfig,
+    detect_change_points,
+    energy_statistic,
+    pooled_t_test,
+)
+
+DATA = Path(__file__).parent / "data"
+CASES = sorted(DATA.glob("*.json"))
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_data_file_cases(path: Path) -> None:
+    case = _load(path)
+    config = DetectionConfig.for_metric(case["metric"])
+    found = detect_change_points(case["values"], baseline_start=case["baseline_start"], config=config)
+    indices = [cp.index for cp in found]
+    assert len(indices) == len(case["expected"]), f"{case['description']}: found {indices}"
+    for got, want in zip(indices, case["expected"], strict=True):
+        assert abs(got - want) <= case["tolerance"], f"{case['description']}: found {indices}"
+    for cp in found:
+        assert cp.n_after >= 2
+        assert cp.p_value <= config.p_value_max
+
+
+def test_there_are_enough_data_cases() -> None:
+    assert len(CASES) >= 10
+
+
+def test_change_point_numbers_describe_the_step() -> None:
+    case = _load(DATA / "step_down_10pct.json")
+    values = np.asarray(case["values"])
+    (cp,) = detect_change_points(values, config=DetectionConfig.for_metric("speedup"))
+    assert cp.before_mean == pytest.approx(values[: cp.index].mean(), rel=0.02)
+    assert cp.after_mean == pytest.approx(values[cp.index :].mean(), rel=0.02)
+    assert -13 < cp.change_pct < -7  # a 10 % drop under 2 % noise
+    assert cp.is_regression(higher_is_better=True)
+    assert not cp.is_regression(higher_is_better=False)
+    assert cp.p_value < 1e-6
+
+
+def test_stored_change_point_is_the_new_baseline() -> None:
+    case = _load(DATA / "two_changes.json")
+    config = DetectionConfig.for_metric(case["metric"])
+    first, second = detect_change_points(case["values"], config=config)
+    after_first = detect_change_points(case["values"], baseline_start=first.index, config=config)
+    assert [cp.index for cp in after_first] == [second.index]
+    assert detect_change_points(case["values"], baseline_start=second.index, config=config) == []
+
+
+def test_a_spike_never_alerts_night_by_night() -> None:
+    # Replayed as production runs it: each night sees the history so far and starts at the last stored change.
+    rng = np.random.default_rng(3)
+    for trial in range(30):
+        values = np.exp(rng.normal(0, 0.02, 40))
+        spike_night = 30 + trial % 8
+        values[spike_night] *= 1.0 + (0.15 + 0.35 * rng.random()) * (1 if trial % 2 else -1)
+        baseline = 0
+        for night in range(12, 40):
+            found = detect_change_points(values[: night + 1], baseline_start=baseline)
+            assert all(abs(cp.index - spike_night) > 1 for cp in found), (trial, night, found)
+            baseline = found[-1].index if found else baseline
+
+
+def test_two_nights_are_needed_then_found() -> None:
+    rng = np.random.default_rng(11)
+    values = np.exp(rng.normal(0, 0.02, 32))
+    values[30:] *= 0.75
+    assert detect_change_points(values[:31]) == []
+    assert [cp.index for cp in detect_change_points(values)] == [30]
+
+
+def test_energy_statistic_peaks_at_the_step() -> None:
+    z = np.concatenate([np.zeros(20), np.ones(10)]) + np.random.default_rng(0).normal(0, 0.05, 30)
+    q = energy_statistic(z)
+    assert int(np.argmax(q)) == 20
+    assert np.isneginf(q[:2]).all() and np.isneginf(q[-1])
+
+
+def test_pooled_t_test_agrees_with_scipy() -> None:
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(0.1, 1, 3), rng.normal(0, 1, 25)
+    t_stat, p_value = pooled_t_test(a, b)
+    expected = stats.ttest_ind(a, b, equal_var=True)
+    assert t_stat == pytest.approx(expected.statistic)
+    assert p_value == pytest.approx(expected.pvalue)
+
+
+def test_minimum_effects_per_metric() -> None:
+    assert MIN_EFFECT["compilation_latency"] == 0.10
+    assert {MIN_EFFECT[m] for m in ("speedup", "abs_latency", "compression_ratio")} == {0.05}
+    assert DetectionConfig.for_metric("compilation_latency").min_effect == 0.10
+
+
+@pytest.mark.parametrize("bad", [[1.0, 0.0, 1.0], [1.0, float("nan")], [-1.0, 1.0]])
+def test_rejects_values_that_are_not_levels(bad: list[float]) -> None:
+    with pytest.raises(ValueError, match="> 0"):
+        detect_change_points(bad * 10)
+
+
+def test_config_validation() -> None:
+    with pytest.raises(ValueError):
+        DetectionConfig(min_after=1)
+    with pytest.raises(ValueError):
+        DetectionConfig(min_effect=0)
+
+
+def test_change_point_is_frozen() -> None:
+    cp = ChangePoint(index=3, before_mean=1, after_mean=2, change_pct=100, p_value=0.001, n_before=8, n_after=2)
+    with pytest.raises(AttributeError):
+        cp.index = 4  # type: ignore[misc]
