@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, status
 from fastapi.responses import JSONResponse
+from sqlalchemy import exc as sa_exc
 
 from perfdash.contract import ContractError
 from service.api import annotations, compare, configurations, history, runs, summary
@@ -46,12 +47,26 @@ def create_app(settings: Settings | None = None, post_ingest_hooks: Sequence[Pos
 
     @app.exception_handler(ContractError)
     async def contract_error(_request: Request, exc: ContractError) -> JSONResponse:
-        return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_ENTITY, content={"detail": {
+        return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, content={"detail": {
             "message": exc.message, "file": exc.file, "line": exc.line, "column": exc.column, "error": str(exc)}})
 
     @app.exception_handler(IngestConflict)
     async def conflict(_request: Request, exc: IngestConflict) -> JSONResponse:
         return JSONResponse(status_code=status.HTTP_409_CONFLICT, content={"detail": str(exc)})
+
+    @app.exception_handler(sa_exc.DataError)
+    async def data_error(_request: Request, exc: sa_exc.DataError) -> JSONResponse:
+        # e.g. a model name longer than its column: the input is at fault, and the transaction was rolled back
+        reason = str(exc.orig).splitlines()[0] if exc.orig else "invalid value"
+        return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT,
+                            content={"detail": {"message": f"value rejected by the database: {reason}",
+                                                "file": None, "line": None, "column": None}})
+
+    @app.exception_handler(sa_exc.IntegrityError)
+    async def integrity_error(_request: Request, _exc: sa_exc.IntegrityError) -> JSONResponse:
+        # two uploads of the same run (or new machine) at once: the loser rolled back and may simply retry
+        return JSONResponse(status_code=status.HTTP_409_CONFLICT,
+                            content={"detail": "a concurrent upload stored the same rows; retry"})
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:

@@ -21,7 +21,7 @@ def compare_two_runs(session: SessionDep, base: int, new: int, threshold: Thresh
     try:
         found = compare_runs(session, base, new, threshold)
     except NotComparable as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from None
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {base} or {new} does not exist")
     return found

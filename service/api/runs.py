@@ -101,13 +101,13 @@ async def _bundles_from_multipart(request: Request) -> list[RunBundle]:
     files: dict[str, bytes] = {}
     for upload in form.getlist("files"):
         if not isinstance(upload, UploadFile) or not upload.filename:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "'files' must be file parts with file names")
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "'files' must be file parts with file names")
         files[upload.filename] = await upload.read()
     timestamp = form.get("timestamp")
     try:
         moment = datetime.fromisoformat(timestamp) if isinstance(timestamp, str) and timestamp else None
     except ValueError:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, f"timestamp {timestamp!r} is not ISO 8601") from None
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"timestamp {timestamp!r} is not ISO 8601") from None
 
     def text(name: str) -> str | None:
         value = form.get(name)
@@ -132,7 +132,7 @@ async def runs_create(request: Request, response: Response, session: SessionDep)
         try:
             payload = RunPayload.model_validate_json(await request.body())
         except ValidationError as exc:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY,
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
                                 [{k: e[k] for k in ("loc", "msg", "type")} for e in exc.errors()]) from None
         bundles = [bundle_from_payload(payload)]
     else:

@@ -1,0 +1,151 @@
+"""Service fixtures: the schema made by `alembic upgrade head` on the real Postgres, each test in a transaction that
+is rolled back (the session commits to savepoints inside it), and an app wired to that session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
+
+DATA = Path(__file__).parent / "data"
+TOKENS = ("token-one", "token-two")
+
+
+@pytest.fixture(scope="session")
+def migrated_url(postgres_url: str) -> str:
+    from service.migrate import upgrade
+
+    upgrade(postgres_url)
+    return postgres_url
+
+
+@pytest.fixture(scope="session")
+def engine(migrated_url: str) -> Iterator[sa.Engine]:
+    from service.db import make_engine
+
+    engine = make_engine(migrated_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def session(engine: sa.Engine) -> Iterator[Session]:
+    connection = engine.connect()
+    transaction = connection.begin()
+    session = Session(bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False)
+    try:
+        yield session
+    finally:
+        session.close()
+        transaction.rollback()
+        connection.close()
+
+
+@pytest.fixture
+def settings(migrated_url: str, tmp_path: Path):
+    from service.settings import Settings
+
+    return Settings(database_url=migrated_url, ingest_tokens=",".join(TOKENS), max_upload_bytes=256 * 1024,
+                    spool_dir=tmp_path / "spool")
+
+
+@pytest.fixture
+def hook_calls() -> list[int]:
+    return []
+
+
+@pytest.fixture
+def client(settings, session: Session, hook_calls: list[int]) -> Iterator[TestClient]:
+    from service.app import create_app
+    from service.db import get_session
+
+    def record(_session: Session, run_id: int) -> None:
+        hook_calls.append(run_id)
+
+    app = create_app(settings, post_ingest_hooks=[record])
+    app.dependency_overrides[get_session] = lambda: session
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def auth() -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKENS[1]}"}
+
+
+def _csv(kind: str, rows: list) -> bytes:
+    import csv
+    import io
+
+    from perfdash.contract import header_for
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header_for(kind))
+    for row in rows:
+        writer.writerow(row.to_csv_fields(with_stats=True))
+    return out.getvalue().encode()
+
+
+@pytest.fixture
+def run_files():
+    """make(speedups={model: speedup or None for a failure}, statuses={model: status}, stem=..., manifest=...)
+    -> {file name: bytes}, written with the contract's own row types (what the runner writes)."""
+    from perfdash.contract import AccuracyRow, PerformanceRow
+
+    def make(speedups: dict[str, float | None], statuses: dict[str, str] | None = None,
+             stem: str = "inductor_timm_models_float32_inference_cpu", manifest=None,
+             compile_s: float = 10.0, ratio: float = 1.2) -> dict[str, bytes]:
+        statuses = statuses or {}
+        if manifest is not None:
+            stem = manifest.config.key().stem
+        perf, acc = [], []
+        for name, speedup in speedups.items():
+            perf.append(PerformanceRow.failure("cpu", name) if speedup is None else PerformanceRow(
+                dev="cpu", name=name, batch_size=8, speedup=speedup, abs_latency=5.0, compilation_latency=compile_s,
+                compression_ratio=ratio, eager_peak_mem=0.2, dynamo_peak_mem=0.2 / ratio))
+            acc.append(AccuracyRow(dev="cpu", name=name, batch_size=8,
+                                   accuracy=statuses.get(name, "pass" if speedup is not None else "fail_to_run")))
+        files = {f"{stem}_performance.csv": _csv("performance", perf), f"{stem}_accuracy.csv": _csv("accuracy", acc)}
+        if manifest is not None:
+            files[f"{stem}_manifest.json"] = manifest.model_dump_json().encode()
+        return files
+
+    return make
+
+
+@pytest.fixture
+def manifest():
+    """make(night="2026-01-02", commit="abc", **config) -> a perfdash Manifest for a CPU run."""
+    from datetime import datetime, timedelta
+
+    from perfdash.contract import MachineInfo, Manifest, RunConfig
+
+    def make(night: str = "2026-01-02", commit: str = "c0ffee", suite: str = "timm_models",
+             backend: str = "inductor", **config) -> Manifest:
+        start = datetime.fromisoformat(night + "T01:00:00+00:00")
+        return Manifest(
+            source="perfdash", config=RunConfig(suite=suite, backend=backend, **config),
+            machine=MachineInfo(host="agent-1", device="cpu", cpu_model="Test Xeon", cpu_count=2),
+            torch_version="2.14.1", torch_git_commit=commit, suite_versions={"timm": "1.0.31"},
+            start_time=start, end_time=start + timedelta(hours=1))
+
+    return make
+
+
+def multipart(files: dict[str, bytes]) -> list[tuple[str, tuple[str, bytes, str]]]:
+    return [("files", (name, data, "text/csv")) for name, data in files.items()]
+
+
+@pytest.fixture
+def upload(client, auth):
+    """upload(files, **form) -> response of a multipart POST /api/v1/runs with a valid token."""
+
+    def post(files: dict[str, bytes], **form: str):
+        return client.post("/api/v1/runs", files=multipart(files), data=form, headers=auth)
+
+    return post
