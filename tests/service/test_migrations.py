@@ -1,0 +1,103 @@
+"""The schema exists only through Alembic: up, down and up again on Postgres and SQLite; models match 0001."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from service.migrate import current_heads, downgrade, upgrade
+from service.models import Base
+
+OWN_TABLES = {"machines", "configurations", "runs", "series", "results", "run_summaries", "annotations"}
+
+
+@pytest.fixture
+def fresh_postgres(postgres_url: str) -> Iterator[str]:
+    """An empty database on the session's server, dropped afterwards."""
+    name = f"migrations_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = sa.make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def _tables(url: str) -> set[str]:
+    engine = sa.create_engine(url)
+    try:
+        return set(sa.inspect(engine).get_table_names()) - {"alembic_version"}
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(params=["postgres", "sqlite"])
+def empty_database(request, tmp_path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'perfdash.db'}"
+    return request.getfixturevalue("fresh_postgres")
+
+
+def test_upgrade_downgrade_upgrade(empty_database: str):
+    assert _tables(empty_database) == set()
+    upgrade(empty_database)
+    assert OWN_TABLES <= _tables(empty_database)
+    downgrade(empty_database, "base")
+    assert _tables(empty_database) == set()
+    assert current_heads(empty_database) == set()
+    upgrade(empty_database, "0001")
+    assert _tables(empty_database) == OWN_TABLES
+    assert current_heads(empty_database) == {"0001"}
+    upgrade(empty_database)  # and on to whatever later revisions exist
+
+
+def test_models_match_the_migrations(fresh_postgres: str):
+    """Autogenerate finds nothing to add for our tables: the models and revision 0001 describe the same schema."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    upgrade(fresh_postgres, "0001")
+    engine = sa.create_engine(fresh_postgres)
+    try:
+        with engine.connect() as connection:
+            diffs = compare_metadata(MigrationContext.configure(connection, opts={"compare_type": True}),
+                                     Base.metadata)
+    finally:
+        engine.dispose()
+
+    def table_of(diff) -> str | None:
+        item = diff[0] if isinstance(diff, list) else diff
+        for part in item[1:]:
+            table = getattr(part, "table", None)
+            if table is not None:
+                return table.name
+            if isinstance(part, sa.Table):
+                return part.name
+            if isinstance(part, str) and part in OWN_TABLES:
+                return part
+        return None
+
+    ours = [d for d in diffs if table_of(d) in OWN_TABLES]
+    assert ours == []
+
+
+def test_indexes_for_the_queries_exist(migrated_url: str):
+    engine = sa.create_engine(migrated_url)
+    try:
+        inspector = sa.inspect(engine)
+        run_indexes = {tuple(i["column_names"]) for i in inspector.get_indexes("runs")}
+        result_indexes = {tuple(i["column_names"]) for i in inspector.get_indexes("results")}
+        result_uniques = {tuple(u["column_names"]) for u in inspector.get_unique_constraints("results")}
+    finally:
+        engine.dispose()
+    assert ("configuration_id", "night") in run_indexes  # previous night, suite history
+    assert ("night",) in run_indexes  # a night's summary
+    assert ("series_id", "run_id") in result_indexes  # a model's history
+    assert ("run_id", "name") in result_uniques  # one run's results
