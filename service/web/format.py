@@ -63,7 +63,8 @@ def change_class(base: float | None, new: float | None, higher_is_better: bool =
                  threshold: float = CHANGE_THRESHOLD) -> str:
     """``better`` / ``worse`` when the change exceeds the threshold, else ``""``."""
     change = relative_change(base, new)
-    if change is None or abs(change) <= threshold:
+    # The epsilon keeps an exact 5 % (1.05 / 1.0 - 1 = 0.05000000000000004 in floating point) uncoloured.
+    if change is None or abs(change) <= threshold + 1e-9:
         return ""
     return "better" if (change > 0) == higher_is_better else "worse"
 

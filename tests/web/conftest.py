@@ -131,3 +131,34 @@ def page(browser) -> Iterator[object]:  # type: ignore[no-untyped-def]
     yield page
     context.close()
     assert not problems, "\n".join(problems)
+
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """Ids of stored rows, read from the database the app serves (tests never guess ids)."""
+
+    database_url: str
+
+    def _one(self, sql: str, **params: str) -> int:
+        engine = sa.create_engine(self.database_url)
+        try:
+            with engine.connect() as connection:
+                return connection.execute(sa.text(sql), params).scalar_one()
+        finally:
+            engine.dispose()
+
+    def run_id(self, suite: str, backend: str, night: str) -> int:
+        return self._one("SELECT r.id FROM runs r JOIN configurations c ON c.id = r.configuration_id "
+                         "WHERE c.suite = :suite AND c.backend = :backend AND r.night = :night",
+                         suite=suite, backend=backend, night=night)
+
+    def series_id(self, suite: str, backend: str, name: str) -> int:
+        return self._one("SELECT s.id FROM series s JOIN configurations c ON c.id = s.configuration_id "
+                         "WHERE c.suite = :suite AND c.backend = :backend AND s.name = :name",
+                         suite=suite, backend=backend, name=name)
+
+
+@pytest.fixture(scope="session")
+def lookup(populated: LiveServer) -> Lookup:
+    return Lookup(populated.database_url)
