@@ -13,7 +13,9 @@ from starlette.templating import Jinja2Templates
 
 from service.db import SessionDep
 from service.models import Configuration, Run, Series
+from service.queries.compare import compare_runs
 from service.queries.filters import ConfigFilter, RunFilter
+from service.queries.history import model_history
 from service.queries.runs import list_runs
 from service.queries.summary import previous_run
 from service.web import queries as q
@@ -98,9 +100,9 @@ def suite(request: Request, session: SessionDep, run_id: int, base: int | None =
     base_run = _base_run(session, run, base)
     if isinstance(base_run, str):
         return _not_found(request, base_run)
-    results = q.run_results(session, run.id)
-    base_results = q.run_results(session, base_run.id) if base_run else None
-    rows = views.model_rows(results, base_results, run.summary.warnings if run.summary else [])
+    comparison = compare_runs(session, base_run.id, run.id) if base_run else None
+    results = [m.new for m in comparison.models if m.new is not None] if comparison else q.run_results(session, run.id)
+    rows = views.model_rows(results, comparison, run.summary.warnings if run.summary else [])
     return render(request, "pages/suite.html", active="home", title=f"{run.configuration.suite} {run.night}",
                   run=run, base_run=base_run, rows=rows, summary=views.suite_summary(run.summary),
                   base_summary=views.suite_summary(base_run.summary) if base_run else None,
@@ -130,7 +132,8 @@ def model(request: Request, session: SessionDep, series_id: int,
     config = series.configuration
     latest = q.latest_night(session)
     since, until = _date_range(since, until, MODEL_DEFAULT_DAYS, latest)
-    points = q.series_history(session, series_id, since, until)
+    history = model_history(session, series_id, since, until)
+    points = history.points if history is not None else []
     notes = [{"night": a.night.isoformat() if a.night else "", "text": a.text, "author": a.author or ""}
              for a in q.annotations(session, config.id, series_id, since, until)]
     chart = views.model_chart_data(points, notes, [])
@@ -192,10 +195,11 @@ def compare(request: Request, session: SessionDep, base: int | None = None, new:
             if base_run is None:
                 context["error"] = f"No run of this configuration at commit {base_commit}."
     if new_run is not None and base_run is not None:
-        results = q.run_results(session, new_run.id)
-        base_results = q.run_results(session, base_run.id)
-        rows = views.model_rows(results, base_results, new_run.summary.warnings if new_run.summary else [])
-        context.update(rows=rows, sections=views.comparison_sections(rows, base_results))
+        comparison = compare_runs(session, base_run.id, new_run.id)
+        assert comparison is not None  # both runs exist and share a configuration (checked above)
+        results = [m.new for m in comparison.models if m.new is not None]
+        rows = views.model_rows(results, comparison, new_run.summary.warnings if new_run.summary else [])
+        context.update(rows=rows, sections=views.comparison_sections(rows, comparison))
     context.update(new_run=new_run, base_run=base_run,
                    choices=q.runs_of_configuration(session, context["config_id"]) if context["config_id"] else [])
     return render(request, "pages/compare.html", active="compare", title="Compare",

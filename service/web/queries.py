@@ -87,44 +87,6 @@ def get_series(session: Session, series_id: int) -> Series | None:
     return session.get(Series, series_id)
 
 
-@dataclass(frozen=True, slots=True)
-class SeriesPoint:
-    run_id: int
-    night: date
-    commit: str | None
-    torch_version: str | None
-    accuracy: str | None
-    passed: bool
-    speedup: float | None
-    abs_latency: float | None
-    compilation_latency: float | None
-    compression_ratio: float | None
-    graph_breaks: int | None
-
-
-def series_history(session: Session, series_id: int, since: date | None, until: date | None) -> list[SeriesPoint]:
-    query = (
-        sa.select(
-            Run.id, Run.night, Run.torch_git_commit, Run.torch_version, Result.accuracy, Result.passed,
-            Result.speedup, Result.abs_latency, Result.compilation_latency, Result.compression_ratio,
-            Result.graph_breaks,
-        )
-        .join(Run, Run.id == Result.run_id)
-        .where(Result.series_id == series_id)
-        .order_by(Run.night, Run.id)
-    )
-    if since is not None:
-        query = query.where(Run.night >= since)
-    if until is not None:
-        query = query.where(Run.night <= until)
-    return [SeriesPoint(*row) for row in session.execute(query)]
-
-
-def series_of_run(session: Session, run_id: int) -> dict[str, int]:
-    """Model name -> series id for the results of one run (links from a suite table to model pages)."""
-    return dict(session.execute(sa.select(Result.name, Result.series_id).where(Result.run_id == run_id)).tuples())
-
-
 def annotations(session: Session, configuration_id: int, series_id: int | None, since: date | None,
                 until: date | None) -> list[Annotation]:
     scope = [Annotation.configuration_id == configuration_id]

@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Protocol
 
 from perfdash.contract import SUITES
 from perfdash.metrics import SuiteSummary
-from service.models import Configuration, Result, Run, RunSummary
-from service.web.format import CHANGE_THRESHOLD, Metric, SummaryCell, change_class, relative_change
-from service.web.queries import SeriesPoint, SummaryPoint
+from service.models import Configuration, Run, RunSummary
+from service.queries.compare import RunComparison
+from service.queries.history import ModelPoint
+from service.web.format import Metric, SummaryCell
+from service.web.queries import SummaryPoint
 
 
 def suite_summary(summary: RunSummary | None) -> SuiteSummary | None:
@@ -149,53 +152,69 @@ class ModelRow:
     tags: tuple[str, ...] = field(default=())  # fail warn new regressed improved newfail fixed: the filter keys
 
 
-def _status(result: Result) -> str:
+class ResultLike(Protocol):
+    """A stored result: an ORM Result or the service's ResultOut."""
+
+    series_id: int
+    name: str
+    batch_size: int
+    accuracy: str | None
+    passed: bool
+    speedup: float | None
+    abs_latency: float | None
+    compilation_latency: float | None
+    compression_ratio: float | None
+    graph_breaks: int | None
+    error: str | None
+
+
+def _status(result: ResultLike) -> str:
     if result.accuracy is not None:
         return result.accuracy
     return "pass" if result.passed else "fail_to_run"
 
 
-def _gated(result: Result) -> float | None:
-    return result.speedup if result.passed and result.speedup else None
+def _gated(result: ResultLike | None) -> float | None:
+    return result.speedup if result is not None and result.passed and result.speedup else None
 
 
-def model_rows(results: Sequence[Result], base_results: Sequence[Result] | None,
+# service.queries.compare's verdicts -> the filter tags of the model table
+_VERDICT_TAGS = {"regression": "regressed", "improvement": "improved", "new_failure": "newfail", "fixed": "fixed",
+                 "added": "new"}
+
+
+def model_rows(results: Sequence[ResultLike], comparison: RunComparison | None,
                warnings: Sequence[dict[str, str]]) -> list[ModelRow]:
-    """Join a run's results with its base run's by model name; tag what changed."""
-    base = {r.name: r for r in base_results or ()}
+    """A run's models, tagged with the verdicts of service.queries.compare against the base run (when there is one).
+
+    The regression maths (what counts as a regression, new failure, fix) is the service's; this only lays it out.
+    """
+    deltas = {m.name: m for m in comparison.models} if comparison is not None else {}
     reasons: dict[str, list[str]] = {}
     for warning in warnings:
         reasons.setdefault(warning.get("name", ""), []).append(warning.get("reason", ""))
     rows = []
     for r in results:
-        b = base.get(r.name)
-        speedup = _gated(r)
-        base_speedup = _gated(b) if b is not None else None
-        delta = relative_change(base_speedup, speedup)
-        delta_class = change_class(base_speedup, speedup)
+        delta = deltas.get(r.name)
+        base = delta.base if delta is not None else None
         tags = []
         if not r.passed:
             tags.append("fail")
         if reasons.get(r.name) and r.passed:
             tags.append("warn")
-        if base_results is not None and b is None:
-            tags.append("new")
-        if b is not None and b.passed and not r.passed:
-            tags.append("newfail")
-        if b is not None and not b.passed and r.passed:
-            tags.append("fixed")
-        if delta is not None and delta < -CHANGE_THRESHOLD:
-            tags.append("regressed")
-        if delta is not None and delta > CHANGE_THRESHOLD:
-            tags.append("improved")
+        if delta is not None and delta.verdict in _VERDICT_TAGS:
+            tags.append(_VERDICT_TAGS[delta.verdict])
+        change = delta.speedup_change if delta is not None else None
+        change_css = "" if change is None else ("worse" if "regressed" in tags else
+                                                "better" if "improved" in tags else "")
         rows.append(ModelRow(
             name=r.name, series_id=r.series_id, batch_size=r.batch_size, status=_status(r), passed=r.passed,
-            speedup=speedup, abs_latency=r.abs_latency if r.passed else None,
+            speedup=_gated(r), abs_latency=r.abs_latency if r.passed else None,
             compilation_latency=r.compilation_latency if r.passed else None,
             compression_ratio=r.compression_ratio if r.passed else None, graph_breaks=r.graph_breaks,
             warnings=tuple(reasons.get(r.name, ())), error=r.error, is_new="new" in tags,
-            base_status=_status(b) if b is not None else None, base_speedup=base_speedup, delta=delta,
-            delta_class=delta_class, tags=tuple(tags),
+            base_status=_status(base) if base is not None else None, base_speedup=_gated(base), delta=change,
+            delta_class=change_css, tags=tuple(tags),
         ))
     return rows
 
@@ -210,15 +229,14 @@ class ComparisonSections:
     missing: list[str]  # in the base run, not in the new one
 
 
-def comparison_sections(rows: Sequence[ModelRow], base_results: Sequence[Result]) -> ComparisonSections:
-    names = {r.name for r in rows}
+def comparison_sections(rows: Sequence[ModelRow], comparison: RunComparison) -> ComparisonSections:
     return ComparisonSections(
         regressions=sorted((r for r in rows if "regressed" in r.tags), key=lambda r: r.delta or 0.0),
         improvements=sorted((r for r in rows if "improved" in r.tags), key=lambda r: -(r.delta or 0.0)),
         new_failures=[r for r in rows if "newfail" in r.tags],
         fixed=[r for r in rows if "fixed" in r.tags],
         new_models=[r for r in rows if "new" in r.tags],
-        missing=sorted(b.name for b in base_results if b.name not in names),
+        missing=sorted(m.name for m in comparison.models if m.verdict == "removed"),
     )
 
 
@@ -226,10 +244,10 @@ def comparison_sections(rows: Sequence[ModelRow], base_results: Sequence[Result]
 # Model history and trends: chart data (serialised into the page as JSON, drawn by static/js/charts.js)
 
 
-def model_chart_data(points: Sequence[SeriesPoint], annotations: Sequence[dict[str, str]],
+def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[str, str]],
                      findings: Sequence[dict[str, object]]) -> dict[str, object]:
     status_changes = []
-    previous: SeriesPoint | None = None
+    previous: ModelPoint | None = None
     for p in points:
         if previous is not None and previous.passed != p.passed:
             status_changes.append({"night": p.night.isoformat(), "from": _point_status(previous),
@@ -237,7 +255,7 @@ def model_chart_data(points: Sequence[SeriesPoint], annotations: Sequence[dict[s
         previous = p
     return {
         "nights": [p.night.isoformat() for p in points],
-        "commits": [p.commit or "" for p in points],
+        "commits": [p.torch_git_commit or "" for p in points],
         "runs": [p.run_id for p in points],
         "status": [_point_status(p) for p in points],
         "series": {
@@ -252,7 +270,7 @@ def model_chart_data(points: Sequence[SeriesPoint], annotations: Sequence[dict[s
     }
 
 
-def _point_status(p: SeriesPoint) -> str:
+def _point_status(p: ModelPoint) -> str:
     return p.accuracy or ("pass" if p.passed else "fail_to_run")
 
 
