@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, status
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 
@@ -67,6 +68,16 @@ def create_app(settings: Settings | None = None, post_ingest_hooks: Sequence[Pos
         # two uploads of the same run (or new machine) at once: the loser rolled back and may simply retry
         return JSONResponse(status_code=status.HTTP_409_CONFLICT,
                             content={"detail": "a concurrent upload stored the same rows; retry"})
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description,
+                                 routes=app.routes)
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(runs.openapi_components())
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:

@@ -31,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ingest.add_argument("--timestamp", type=datetime.fromisoformat,
                         help="without a manifest: when the run started, ISO 8601 (default: the CSVs' mtime)")
     ingest.add_argument("--torch-version", help="without a manifest: torch version")
+    ingest.add_argument("--retries", type=int, default=4, help="attempts per upload before spooling it (--url)")
     ingest.set_defaults(handler=_ingest)
 
     summary = subparsers.add_parser("summary", help="print a night's summary (PyTorch executive-summary tables)")

@@ -102,7 +102,7 @@ def _post(args: argparse.Namespace, settings, groups: dict[Path, dict[str, bytes
     # Older uploads first, so the service sees nights in order.
     for entry in spooled(settings.spool_dir):
         try:
-            _report(post_upload(args.url, token, load_spooled(entry)), f"spooled {entry.name}")
+            _report(post_upload(args.url, token, load_spooled(entry), attempts=args.retries), f"spooled {entry.name}")
             shutil.rmtree(entry)
         except Rejected as exc:
             print(f"error: spooled upload {entry.name} refused ({exc}); moved to {reject_spooled(entry)}",
@@ -117,7 +117,7 @@ def _post(args: argparse.Namespace, settings, groups: dict[Path, dict[str, bytes
             "timestamp": (args.timestamp or _default_timestamp(directory, files)).isoformat()}.items() if v}
         upload = Upload(files=files, form=form)
         try:
-            _report(post_upload(args.url, token, upload), str(directory))
+            _report(post_upload(args.url, token, upload, attempts=args.retries), str(directory))
         except Rejected as exc:
             print(f"error: {directory}: {exc}", file=sys.stderr)
             status = 1

@@ -74,7 +74,9 @@ _INGEST_BODY = {
     "requestBody": {
         "required": True,
         "content": {
-            "application/json": {"schema": RunPayload.model_json_schema(ref_template="#/components/schemas/{model}")},
+            # RunPayload and the models it uses are added to components by service.app (FastAPI does not see them:
+            # the body is parsed by hand to accept two content types).
+            "application/json": {"schema": {"$ref": "#/components/schemas/RunPayload"}},
             "multipart/form-data": {
                 "schema": {
                     "type": "object",
@@ -94,6 +96,13 @@ _INGEST_BODY = {
         },
     }
 }
+
+
+def openapi_components() -> dict[str, dict]:
+    """The JSON schemas the hand-written request body above refers to."""
+    schema = RunPayload.model_json_schema(ref_template="#/components/schemas/{model}")
+    defs = schema.pop("$defs", {})
+    return {**defs, "RunPayload": schema}
 
 
 async def _bundles_from_multipart(request: Request) -> list[RunBundle]:

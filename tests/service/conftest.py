@@ -3,6 +3,7 @@ is rolled back (the session commits to savepoints inside it), and an app wired t
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,22 @@ def migrated_url(postgres_url: str) -> str:
 
     upgrade(postgres_url)
     return postgres_url
+
+
+@pytest.fixture
+def fresh_postgres(postgres_url: str) -> Iterator[str]:
+    """An empty database on the session's server, dropped afterwards."""
+    name = f"migrations_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = sa.make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 @pytest.fixture(scope="session")

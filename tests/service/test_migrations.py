@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-
 import pytest
 import sqlalchemy as sa
 
@@ -12,22 +9,6 @@ from service.migrate import current_heads, downgrade, upgrade
 from service.models import Base
 
 OWN_TABLES = {"machines", "configurations", "runs", "series", "results", "run_summaries", "annotations"}
-
-
-@pytest.fixture
-def fresh_postgres(postgres_url: str) -> Iterator[str]:
-    """An empty database on the session's server, dropped afterwards."""
-    name = f"migrations_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = sa.make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
-    try:
-        yield url
-    finally:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def _tables(url: str) -> set[str]:

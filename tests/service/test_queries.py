@@ -92,7 +92,7 @@ def test_compare_runs(client, three_nights):
 
 
 def test_compare_commits(client, three_nights):
-    ids, bf16 = three_nights
+    ids, _ = three_nights
     comparisons = client.get("/api/v1/compare/commits", params={"base": "aaa", "new": "ccc333"}).json()
     assert [(c["base"]["id"], c["new"]["id"]) for c in comparisons] == [(ids[0], ids[2])]  # bf16 has no 'aaa' run
     assert comparisons[0]["new_failures"] == ["vit"]
@@ -123,3 +123,10 @@ def test_openapi_documents_the_api(client):
         assert path in paths
     body = paths["/api/v1/runs"]["post"]["requestBody"]["content"]
     assert set(body) == {"application/json", "multipart/form-data"}
+    import json
+    import re
+
+    document = client.get("/openapi.json").json()
+    referenced = set(re.findall(r"#/components/schemas/(\w+)", json.dumps(document)))
+    assert referenced <= set(document["components"]["schemas"])  # every $ref resolves
+    assert "Manifest" in referenced
