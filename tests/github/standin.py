@@ -116,7 +116,7 @@ def _handler(state: State, base: str) -> type[BaseHTTPRequestHandler]:
             else:
                 self._reply(404, {"message": "Not Found"})
 
-        do_GET = do_POST = do_PATCH = _handle  # noqa: N815
+        do_GET = do_POST = do_PATCH = _handle
 
     return Handler
 
