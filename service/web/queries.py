@@ -89,7 +89,9 @@ def get_series(session: Session, series_id: int) -> Series | None:
 
 def annotations(session: Session, configuration_id: int, series_id: int | None, since: date | None,
                 until: date | None) -> list[Annotation]:
-    scope = [Annotation.configuration_id == configuration_id]
+    """Notes on the configuration, on the series, and on whole nights (neither configuration nor series)."""
+    scope = [Annotation.configuration_id == configuration_id,
+             sa.and_(Annotation.configuration_id.is_(None), Annotation.series_id.is_(None))]
     if series_id is not None:
         scope.append(Annotation.series_id == series_id)
     query = sa.select(Annotation).where(sa.or_(*scope)).order_by(Annotation.night, Annotation.id)

@@ -290,11 +290,19 @@ def trend_chart_data(points: Sequence[SummaryPoint], configs: dict[int, Configur
         line["memory"][i] = p.mean_compression_ratio
         line["commits"][i] = p.commit
         line["runs"][i] = p.run_id
-    return {
-        "nights": [n.isoformat() for n in nights],
-        "lines": [{"label": f"{configs[cid].suite} · {config_label(configs[cid])} · {group_title(configs[cid])}",
-                   **line} for cid, line in lines.items()],
-    }
+    labels = _distinguishing_labels({cid: (configs[cid].suite, config_label(configs[cid]), group_title(configs[cid]),
+                                           configs[cid].machine.fingerprint) for cid in lines})
+    return {"nights": [n.isoformat() for n in nights],
+            "lines": [{"label": labels[cid], **line} for cid, line in lines.items()]}
+
+
+def _distinguishing_labels(parts: dict[int, tuple[str, ...]]) -> dict[int, str]:
+    """Legend labels that keep only the parts that differ between lines (a filtered view has short labels)."""
+    if not parts:
+        return {}
+    width = len(next(iter(parts.values())))
+    varying = [i for i in range(width) if len({p[i] for p in parts.values()}) > 1] or [0, 1]
+    return {cid: " · ".join(p[i] for i in varying) for cid, p in parts.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,26 @@ def ingest_dir(database_url: str, directory: Path) -> list[int]:
     return [r.run_id for r in report.runs]
 
 
+NOTE = {"night": "2026-11-21", "text": "<b>transformers</b> pin moved", "author": "perf-oncall"}
+
+
+def annotate(database_url: str, suite: str, model: str, note: dict[str, str]) -> None:
+    """Store an annotation on a model's series with the service's own add_annotation."""
+    from service.db import make_engine, make_session_factory
+    from service.models import Configuration, Series
+    from service.queries.annotations import AnnotationIn, add_annotation
+
+    engine = make_engine(database_url)
+    try:
+        with make_session_factory(engine)() as session:
+            series = session.scalars(sa.select(Series).join(Configuration, Configuration.id == Series.configuration_id)
+                                     .where(Series.name == model, Configuration.suite == suite)).one()
+            add_annotation(session, AnnotationIn(series_id=series.id, **note))
+            session.commit()
+    finally:
+        engine.dispose()
+
+
 @dataclass
 class LiveServer:
     url: str
@@ -95,6 +115,7 @@ def populated(postgres_url: str) -> Iterator[LiveServer]:
     url = fresh_database(postgres_url)
     ingest_dir(url, DATA / "night1")
     ingest_dir(url, DATA / "night2")
+    annotate(url, "huggingface", "T5Small", NOTE)
     server = start_server(url)
     yield server
     server.stop()

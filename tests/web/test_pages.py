@@ -164,6 +164,11 @@ def test_model_page_charts_history_and_repro_command(populated, lookup, page: Pa
     latest = speedups("night2", "inductor", "huggingface")["T5Small"]
     expect(page.locator("#latest-speedup")).to_have_text(f"{latest:.2f}x")
     expect(page.locator("table.events")).to_contain_text("status fail_to_run → pass")
+    note = page.locator("table.events tr.annotation")
+    expect(note).to_contain_text("<b>transformers</b> pin moved")  # stored text, shown as text
+    expect(note).to_contain_text("perf-oncall")
+    marks = page.evaluate("JSON.parse(document.getElementById('chart-data').textContent).annotations")
+    assert [m["night"] for m in marks] == [NIGHT2]
     command = page.locator("#repro-command").inner_text()
     assert command.startswith("TORCHINDUCTOR_FREEZING=1 perfdash run --suite huggingface --backend inductor")
     assert "--only T5Small" in command and "--batch-size 8" in command
