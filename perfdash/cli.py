@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 COMMAND_MODULES: tuple[str, ...] = (
     "service.cli",
+    "perfdash.nightly",
 )
 
 

@@ -1,0 +1,290 @@
+"""`perfdash nightly`: the whole nightly on one machine — what `make run` does.
+
+Benchmark a few small models of each suite on this CPU, ingest them into DATABASE_URL (the SQLite file perfdash.db by
+default), detect regressions, write the report markdown, then serve the dashboard. Every step is a real perfdash
+subcommand called through ``perfdash.cli.main``; this module only plans and sequences them.
+
+"Night" is the UTC date a run started (service.queries.summary). A second `make run` on the same day would land on
+the same night and replace the first in the dashboard, so by default a run on a day that already has a night is
+recorded as the next free night: its manifests' start and end times are moved forward by whole days before ingest,
+and the nightly says so. ``--night real`` keeps the real dates; results ingested again with ``--skip-benchmark``
+keep theirs unless ``--night next`` is given (so re-ingesting a night never makes a copy of it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+DEFAULT_SUITES = ("torchbench", "huggingface", "timm_models")
+
+
+@dataclass(frozen=True, slots=True)
+class SuitePick:
+    """The models of one suite the quick nightly runs, at one small batch size (the suite's own sizes take minutes
+    per model on a laptop)."""
+
+    suite: str
+    models: tuple[str, ...]
+    batch_size: int
+
+
+# Small members of each suite's list, chosen so that the whole quick nightly benchmarks in under 15 minutes on two
+# cores with a cold Inductor cache; names are those of the suites' data files in runner/suites/data/.
+DEFAULT_PICKS: tuple[SuitePick, ...] = (
+    SuitePick("torchbench", ("resnet18", "mobilenet_v2", "squeezenet1_1"), 4),
+    SuitePick("huggingface", ("DistilBertForMaskedLM", "BlenderbotSmallForCausalLM"), 2),
+    SuitePick("timm_models", ("lcnet_050", "mobilenetv2_100", "spnasnet_100"), 4),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One perfdash subcommand of the nightly. ``required``: the steps after it make no sense if it fails."""
+
+    title: str
+    argv: tuple[str, ...]
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NightlyConfig:
+    picks: tuple[SuitePick, ...]
+    results_dir: Path
+    report: Path
+    serve: bool = True
+    host: str = "127.0.0.1"
+    port: int = 8000
+    repeat: int | None = None
+    timeout: int | None = None
+    models_files: dict[str, Path] = field(default_factory=dict)
+    night: str = "auto"  # auto: "next" for results benchmarked now, "real" for --skip-benchmark
+    skip_benchmark: bool = False
+
+    @property
+    def shift_nights(self) -> bool:
+        return self.night == "next" or (self.night == "auto" and not self.skip_benchmark)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def _only(models: Sequence[str]) -> str:
+    return "^(" + "|".join(re.escape(m) for m in models) + ")$"
+
+
+def run_argv(pick: SuitePick, config: NightlyConfig) -> tuple[str, ...]:
+    argv = ["run", "--suite", pick.suite, "--device", "cpu", "--backend", "inductor",
+            "--batch-size", str(pick.batch_size), "--output-dir", str(config.results_dir)]
+    if pick.suite in config.models_files:
+        argv += ["--models-file", str(config.models_files[pick.suite])]
+    if pick.models:
+        argv += ["--filter", _only(pick.models)]
+    if config.repeat is not None:
+        argv += ["--repeat", str(config.repeat)]
+    if config.timeout is not None:
+        argv += ["--timeout", str(config.timeout)]
+    return tuple(argv)
+
+
+def plan(config: NightlyConfig) -> list[Step]:
+    """The subcommands of one nightly, in order (serving is not a step: it runs until interrupted)."""
+    steps = [Step("migrate the database", ("db", "upgrade"), required=True)]
+    if not config.skip_benchmark:
+        for pick in config.picks:
+            models = ", ".join(pick.models) or "every model of the list"
+            steps.append(Step(f"benchmark {pick.suite}: {models}", run_argv(pick, config)))
+    steps += [
+        Step("ingest the results", ("ingest", str(config.results_dir)), required=True),
+        Step("detect regressions", ("detect",)),
+        Step("write the report", ("report", "--output", str(config.report))),
+    ]
+    return steps
+
+
+# ---- command line ----------------------------------------------------------------------------------------------
+
+def _pick(text: str) -> tuple[str, tuple[str, ...]]:
+    suite, sep, models = text.partition("=")
+    if not sep or not suite:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected SUITE=MODEL[,MODEL...]")
+    return suite, tuple(m for m in models.split(",") if m)
+
+
+def _models_file(text: str) -> tuple[str, Path]:
+    suite, sep, path = text.partition("=")
+    if not sep or not Path(path).is_file():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected SUITE=PATH to an existing model list (TOML)")
+    return suite, Path(path)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "nightly", help="the whole nightly on this machine: benchmark, ingest, detect, report, serve",
+        description="Benchmark a few small models of each suite on this CPU, ingest them into DATABASE_URL "
+                    "(default: the SQLite file perfdash.db), detect regressions, write the report, then serve the "
+                    "dashboard. Run it again for a second night.")
+    parser.add_argument("--suites", default=",".join(DEFAULT_SUITES),
+                        help="comma-separated suites (default: %(default)s)")
+    parser.add_argument("--models", type=_pick, action="append", default=[], metavar="SUITE=M1,M2",
+                        help="models of a suite instead of the quick defaults (repeatable; 'SUITE=' runs its list)")
+    parser.add_argument("--models-file", type=_models_file, action="append", default=[], metavar="SUITE=PATH",
+                        help="a model list (TOML, the runner's format) for a suite (repeatable)")
+    parser.add_argument("--batch-size", type=int, help="one batch size for every suite (default: 4, 2 for huggingface)")
+    parser.add_argument("--repeat", type=int, help="timed repetitions per model (default: the runner's)")
+    parser.add_argument("--timeout", type=int, help="seconds per model (default: the runner's)")
+    parser.add_argument("--results-dir", type=Path,
+                        help="where the night's CSVs go (default: results/nightly/<UTC time>)")
+    parser.add_argument("--report", type=Path, default=Path("perfdash-report.md"),
+                        help="report markdown file (default: %(default)s)")
+    parser.add_argument("--database-url", help="overrides DATABASE_URL (default: sqlite:///perfdash.db)")
+    parser.add_argument("--skip-benchmark", action="store_true",
+                        help="ingest, detect and report the existing --results-dir without benchmarking")
+    parser.add_argument("--night", choices=("auto", "next", "real"), default="auto",
+                        help="next: record the run as the night after the database's latest when its day already "
+                             "has one; real: keep its dates; auto (default): next when benchmarked now")
+    parser.add_argument("--no-serve", action="store_true", help="stop after the report instead of serving")
+    parser.add_argument("--host", default="127.0.0.1", help="dashboard address (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8000, help="dashboard port (default: %(default)s)")
+    parser.add_argument("--dry-run", action="store_true", help="print the steps and exit")
+    parser.set_defaults(handler=_handle)
+
+
+def config_from_args(args: argparse.Namespace, now: datetime) -> NightlyConfig:
+    suites = [s for s in args.suites.split(",") if s]
+    defaults = {p.suite: p for p in DEFAULT_PICKS}
+    chosen = dict(args.models)
+    files = dict(args.models_file)
+    picks = []
+    for suite in suites:
+        default = defaults.get(suite, SuitePick(suite, (), 4))
+        models = chosen.get(suite, () if suite in files else default.models)
+        picks.append(SuitePick(suite, models, args.batch_size or default.batch_size))
+    if args.skip_benchmark and args.results_dir is None:
+        raise SystemExit("perfdash nightly: --skip-benchmark needs --results-dir")
+    results_dir = args.results_dir or Path("results") / "nightly" / now.strftime("%Y%m%dT%H%M%SZ")
+    return NightlyConfig(picks=tuple(picks), results_dir=results_dir, report=args.report, serve=not args.no_serve,
+                         host=args.host, port=args.port, repeat=args.repeat, timeout=args.timeout,
+                         models_files=files, night=args.night, skip_benchmark=args.skip_benchmark)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    if args.database_url:
+        os.environ["DATABASE_URL"] = args.database_url
+    config = config_from_args(args, datetime.now(UTC))
+    if args.dry_run:
+        for number, step in enumerate(plan(config), 1):
+            print(f"{number}. perfdash {' '.join(step.argv)}    # {step.title}")
+        if config.serve:
+            print(f"then: perfdash serve --host {config.host} --port {config.port}")
+        return 0
+    return run_nightly(config)
+
+
+# ---- running -----------------------------------------------------------------------------------------------------
+
+def _call(argv: Sequence[str]) -> int:
+    from perfdash.cli import main
+
+    try:
+        return main(list(argv))
+    except SystemExit as exc:  # argparse and some handlers exit; a step's failure must not end the nightly
+        return exc.code if isinstance(exc.code, int) else 1
+
+
+def _registered() -> set[str]:
+    from perfdash.cli import build_parser
+
+    for action in build_parser()._actions:  # argparse keeps subcommands only on this private action
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()
+
+
+def latest_night(database_url: str) -> date | None:
+    from service.db import make_engine, make_session_factory
+    from service.queries.summary import latest_night as query_latest_night
+
+    engine = make_engine(database_url)
+    try:
+        with make_session_factory(engine)() as session:
+            return query_latest_night(session)
+    finally:
+        engine.dispose()
+
+
+def shift_to_next_night(results_dir: Path, latest: date | None) -> int:
+    """Moves the start/end times of this run's manifests forward by whole days so that its night comes after
+    ``latest``; returns the number of days (0 when the run already falls on a new night)."""
+    from perfdash.contract import Manifest
+
+    manifests = sorted(results_dir.rglob("*_manifest.json"))
+    starts = [(path, Manifest.read(path)) for path in manifests]
+    nights = [m.start_time.astimezone(UTC).date() for _, m in starts if m.start_time]
+    if latest is None or not nights or min(nights) > latest:
+        return 0
+    days = (latest - min(nights)).days + 1
+    for path, manifest in starts:
+        update = {name: getattr(manifest, name) + timedelta(days=days)
+                  for name in ("start_time", "end_time") if getattr(manifest, name) is not None}
+        manifest.model_copy(update=update).write(path)
+    return days
+
+
+def run_nightly(config: NightlyConfig) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from service.settings import Settings
+
+    console = Console()
+    registered = _registered()
+    steps = plan(config)
+    outcomes: list[tuple[str, str, float]] = []
+    failed = False
+    console.rule(f"perfdash nightly -> {Settings().database_url}")
+    for number, step in enumerate(steps, 1):
+        console.print(f"[bold][{number}/{len(steps)}] {step.title}[/bold]  [dim]perfdash {' '.join(step.argv)}[/dim]")
+        if step.argv[0] not in registered:
+            console.print(f"  [yellow]skipped: `perfdash {step.argv[0]}` is not available in this build[/yellow]")
+            outcomes.append((step.title, "skipped (not available)", 0.0))
+            continue
+        if step.argv[0] == "ingest" and config.shift_nights:
+            days = shift_to_next_night(config.results_dir, latest_night(Settings().database_url))
+            if days:
+                console.print(f"  this database already has this night: recorded as {days} day(s) later "
+                              "(manifest start/end times moved; --night real keeps them)")
+        started = time.monotonic()
+        code = _call(step.argv)
+        elapsed = time.monotonic() - started
+        outcomes.append((step.title, "ok" if code == 0 else f"exit {code}", elapsed))
+        if code != 0:
+            failed = True
+            console.print(f"  [red]failed with exit code {code}[/red]")
+            if step.required:
+                break
+
+    table = Table(title="perfdash nightly")
+    for column in ("step", "result", "seconds"):
+        table.add_column(column)
+    for title, result, seconds in outcomes:
+        table.add_row(title, result, f"{seconds:.0f}")
+    console.print(table)
+    benchmark = sum(s for title, _, s in outcomes if title.startswith("benchmark "))
+    console.print(f"benchmarking took {benchmark / 60:.1f} min; results in {config.results_dir}")
+    if config.report.exists():
+        console.print(f"report: {config.report}")
+
+    ingested = any(title == "ingest the results" and result == "ok" for title, result, _ in outcomes)
+    if config.serve and ingested:
+        console.print(f"[bold green]dashboard: {config.url}/[/bold green]  (Ctrl-C stops it)")
+        code = _call(("serve", "--host", config.host, "--port", str(config.port), "--no-upgrade"))
+        failed = failed or code != 0
+    return 1 if failed else 0

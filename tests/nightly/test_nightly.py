@@ -1,0 +1,192 @@
+"""`perfdash nightly`: the plan, the night assignment, and the flow end to end (ingest/detect/report on SQLite and on
+Postgres from result files; the full flow with real tiny models when the runner is registered)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import sqlite3
+import tomllib
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from perfdash import nightly
+from perfdash.cli import build_parser
+from perfdash.contract import AccuracyRow, MachineInfo, Manifest, PerformanceRow, RunConfig, append_row
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _registered() -> set[str]:
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()
+
+
+def _config(**overrides) -> nightly.NightlyConfig:
+    args = build_parser().parse_args(["nightly", *overrides.pop("argv", [])])
+    return nightly.config_from_args(args, datetime(2026, 11, 22, 21, 0, tzinfo=UTC))
+
+
+def test_default_picks_are_models_of_the_suites_lists() -> None:
+    for pick in nightly.DEFAULT_PICKS:
+        listed = tomllib.loads((REPO / "runner" / "suites" / "data" / f"{pick.suite}.toml").read_text())
+        names = {model["name"] for model in listed["model"]}
+        assert set(pick.models) <= names, f"{pick.suite}: {set(pick.models) - names} not in its list"
+    assert {p.suite for p in nightly.DEFAULT_PICKS} == set(nightly.DEFAULT_SUITES)
+
+
+def test_plan_runs_each_suite_then_ingests_detects_and_reports() -> None:
+    config = _config(argv=["--models", "timm_models=lcnet_050", "--repeat", "5", "--report", "night.md"])
+    steps = nightly.plan(config)
+    commands = [step.argv[0] for step in steps]
+    assert commands == ["db", "run", "run", "run", "ingest", "detect", "report"]
+    runs = {step.argv[step.argv.index("--suite") + 1]: step.argv for step in steps if step.argv[0] == "run"}
+    assert set(runs) == {"torchbench", "huggingface", "timm_models"}
+    timm = runs["timm_models"]
+    assert timm[timm.index("--filter") + 1] == "^(lcnet_050)$"
+    assert timm[timm.index("--repeat") + 1] == "5"
+    assert all(argv[argv.index("--output-dir") + 1] == str(config.results_dir) for argv in runs.values())
+    assert config.results_dir == Path("results/nightly/20261122T210000Z")
+    assert steps[4].argv == ("ingest", str(config.results_dir)) and steps[4].required
+    assert steps[-1].argv == ("report", "--output", "night.md")
+
+
+def test_plan_command_lines_parse_with_the_real_parser() -> None:
+    registered = _registered()
+    missing = set()
+    parser = build_parser()
+    for step in nightly.plan(_config()):
+        if step.argv[0] not in registered:
+            missing.add(step.argv[0])
+            continue
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            try:
+                parser.parse_args(list(step.argv))
+            except SystemExit:
+                pytest.fail(f"perfdash {' '.join(step.argv)} rejected: {err.getvalue()}")
+    if missing:
+        pytest.skip(f"not registered yet: {', '.join(sorted(missing))}")
+
+
+def test_bad_options_are_refused() -> None:
+    parser = build_parser()
+    with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
+        parser.parse_args(["nightly", "--models", "timm_models"])
+    with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
+        parser.parse_args(["nightly", "--models-file", "timm_models=/no/such/file.toml"])
+    with pytest.raises(SystemExit, match="--skip-benchmark needs --results-dir"):
+        _config(argv=["--skip-benchmark"])
+
+
+# ---- result files made with the contract, as the runner writes them ---------------------------------------------
+
+MODELS = {"torchbench": ("resnet18", "mobilenet_v2"), "timm_models": ("lcnet_050", "mobilenetv2_100")}
+
+
+def write_night(directory: Path, start: datetime, speedup: float, failing: str | None = None) -> None:
+    for suite, models in MODELS.items():
+        config = RunConfig(suite=suite, backend="inductor", dtype="float32", mode="inference", device="cpu",
+                           batch_size=4, env={"TORCHINDUCTOR_FREEZING": "1"})
+        key = config.key()
+        directory.mkdir(parents=True, exist_ok=True)
+        for index, name in enumerate(models):
+            status = "fail_to_run" if name == failing else "pass"
+            perf = (PerformanceRow.failure("cpu", name) if status != "pass" else
+                    PerformanceRow(dev="cpu", name=name, batch_size=4, speedup=speedup + index / 10, abs_latency=3.5,
+                                   compilation_latency=21.0, compression_ratio=1.1, eager_peak_mem=0.02,
+                                   dynamo_peak_mem=0.018))
+            append_row(directory / key.filename("performance"), perf)
+            append_row(directory / key.filename("accuracy"), AccuracyRow(dev="cpu", name=name, batch_size=4,
+                                                                          accuracy=status))
+        Manifest(config=config, machine=MachineInfo(host="laptop", cpu_model="Test CPU", cpu_count=2),
+                 torch_version="2.14.1", torch_git_commit="abc123", start_time=start,
+                 end_time=start + timedelta(minutes=5)).write(directory / key.filename("manifest"))
+
+
+def test_a_second_run_on_the_same_day_becomes_the_next_night(tmp_path: Path) -> None:
+    start = datetime(2026, 11, 22, 21, 30, tzinfo=UTC)
+    write_night(tmp_path, start, 1.2)
+    assert nightly.shift_to_next_night(tmp_path, None) == 0
+    assert nightly.shift_to_next_night(tmp_path, date(2026, 11, 21)) == 0
+    assert nightly.shift_to_next_night(tmp_path, date(2026, 11, 23)) == 2
+    manifests = [Manifest.read(p) for p in sorted(tmp_path.glob("*_manifest.json"))]
+    assert len(manifests) == 2
+    for manifest in manifests:
+        assert manifest.start_time == start + timedelta(days=2)
+        assert manifest.end_time == start + timedelta(days=2, minutes=5)
+        assert manifest.config.suite in MODELS  # the rest of the manifest is untouched
+
+
+def _nightly(database_url: str, results: Path, report: Path, *extra: str) -> int:
+    from perfdash.cli import main
+
+    return main(["nightly", "--database-url", database_url, "--skip-benchmark", "--results-dir", str(results),
+                 "--report", str(report), "--no-serve", *extra])
+
+
+@pytest.fixture()
+def restore_database_url():
+    before = os.environ.get("DATABASE_URL")
+    yield
+    if before is None:
+        os.environ.pop("DATABASE_URL", None)
+    else:
+        os.environ["DATABASE_URL"] = before
+
+
+def _nights(database_url: str) -> dict[date, int]:
+    """Runs per night, read with SQLAlchemy from the service's own tables."""
+    import sqlalchemy as sa
+
+    from service.models import Run
+
+    engine = sa.create_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(sa.select(Run.night, sa.func.count()).group_by(Run.night)).all()
+    finally:
+        engine.dispose()
+    return {night: count for night, count in rows}
+
+
+def _check_two_nights(database_url: str, tmp_path: Path) -> None:
+    today = datetime.now(UTC).replace(hour=0, minute=5, second=0, microsecond=0)
+    write_night(tmp_path / "night1", today, 1.30)
+    write_night(tmp_path / "night2", today + timedelta(hours=1), 1.05, failing="lcnet_050")
+    report = tmp_path / "report.md"
+    assert _nightly(database_url, tmp_path / "night1", report) == 0
+    assert _nights(database_url) == {today.date(): 2}
+    assert _nightly(database_url, tmp_path / "night2", report, "--night", "next") == 0
+    # Same day, but recorded as the next night so the dashboard compares the two.
+    assert _nights(database_url) == {today.date(): 2, today.date() + timedelta(days=1): 2}
+    # Ingesting the first night again changes nothing (idempotent ingest, and the night is not shifted twice).
+    assert _nightly(database_url, tmp_path / "night1", report) == 0
+    assert _nights(database_url) == {today.date(): 2, today.date() + timedelta(days=1): 2}
+    if "report" in _registered():
+        text = report.read_text()
+        assert "lcnet_050" in text and "timm_models" in text
+
+
+def test_nightly_flow_on_sqlite(tmp_path: Path, restore_database_url) -> None:
+    database = tmp_path / "perfdash.db"
+    _check_two_nights(f"sqlite:///{database}", tmp_path)
+    with sqlite3.connect(database) as connection:
+        assert connection.execute("SELECT count(*) FROM runs").fetchone() == (4,)
+
+
+def test_nightly_flow_on_postgres(postgres_url: str, tmp_path: Path, restore_database_url) -> None:
+    import sqlalchemy as sa
+
+    # A database of its own: other test packages share the session's server.
+    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(sa.text("DROP DATABASE IF EXISTS perfdash_nightly"))
+        connection.execute(sa.text("CREATE DATABASE perfdash_nightly"))
+    admin.dispose()
+    _check_two_nights(postgres_url.rsplit("/", 1)[0] + "/perfdash_nightly", tmp_path)
