@@ -100,7 +100,14 @@ def run_summary(args: argparse.Namespace) -> int:
     from service.queries.summary import night_summary, run_summary
     from service.settings import Settings
 
-    engine = make_engine(Settings().database_url)
+    from service.migrate import current_heads
+
+    url = Settings().database_url
+    if not current_heads(url):
+        print("error: the database has no schema yet; run `perfdash db upgrade` (or ingest something)",
+              file=sys.stderr)
+        return 1
+    engine = make_engine(url)
     try:
         with make_session_factory(engine)() as session:
             if args.run is not None:
