@@ -9,13 +9,14 @@ only the nights so far; perfdash stores what it found and starts from there the 
   first one counts for recall and delay (nights after the night it landed; 0 = that very night, which no
   method that waits for a second point can reach),
   later ones for the same change are duplicates (alert noise, but not false);
-- every other alert is false; a false alert whose change starts on a spike's night or the night after it is counted
-  again under "spike" (a single-night spike that alerted).
+- every other alert is false; a false alert whose new level starts on a spike's night or the night before it (the
+  spike is one of its first two points) is counted again under "spike" (a single-night spike that alerted).
 
 Baselines: a fixed 10 % threshold against one reference run (the previous night, as Intel's inductor-tools compare a
 target build to a reference build) and z >= 5 over a 100-point lookback (conbench's default).
 
-Run: ``.venv/bin/python bench/detection.py [--series N] [--nights N] [--seed S]``.
+Run from the repository root: ``.venv/bin/python -m bench.detection [--series N] [--nights N] [--seed S]`` (as a
+module: a script path would put bench/ first on sys.path, where bench/bisect.py shadows the standard library).
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def score(series_list: Sequence[Series], factory: Callable[[], Method]) -> Score
                                and (i + 1 == len(series.changes) or night < series.changes[i + 1])), None)
                 if change is None:
                     result.false_alerts += 1
-                    if start in series.spikes or start - 1 in series.spikes:
+                    if start in series.spikes or start + 1 in series.spikes:
                         result.spike_alerts += 1
                 elif change in matched:
                     result.duplicates += 1

@@ -37,6 +37,8 @@ MIN_EFFECT: dict[str, float] = {
     "compression_ratio": 0.05,
     "compilation_latency": 0.10,
 }
+# A level needs at least this many points before a change (with fewer than min_before, the noise is the series').
+_MIN_LEVEL = 3
 # Which way is better for each metric: a change in the other direction is a regression.
 HIGHER_IS_BETTER: dict[str, bool] = {
     "speedup": True,
@@ -50,8 +52,11 @@ HIGHER_IS_BETTER: dict[str, bool] = {
 class DetectionConfig:
     min_effect: float = 0.05  # relative, e.g. 0.05 = 5 %
     p_value_max: float = 5e-4  # two-sided t-test on the log values of both sides' inliers
-    min_before: int = 8  # points before a change needed to know the old level and the noise
+    min_before: int = 8  # points before a change to estimate the noise from them (fewer: the series' own noise)
     min_after: int = 2  # points after a change: one noisy night never alerts
+    # In a series whose noise is above half the minimum effect, a spike next to a 2-sigma night looks like a new
+    # level on two points: wait for this many.
+    min_after_noisy: int = 3
     window: int = 60  # points searched at once (E-divisive is O(n^2)); longer histories are walked in windows
     outlier_k: float = 3.0  # points further than k robust sigmas from their side's median are spikes
     pair_k: float = 2.5  # two points after a change must agree: |a1 - a2| <= pair_k * sqrt(2) * sigma
@@ -143,9 +148,17 @@ def pooled_t_test(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     return t_stat, float(2.0 * special.stdtr(df, -abs(t_stat)))
 
 
-def _robust_sigma(values: np.ndarray, floor: float) -> float:
-    mad = float(np.median(np.abs(values - np.median(values))))
-    return max(1.4826 * mad, floor)
+def noise_sigma(logs: np.ndarray, floor: float) -> float:
+    """The night-to-night noise of a series: MAD of its first differences / sqrt(2).
+
+    Differences cancel level changes (a step moves one difference) and a spike moves only two, so this is the series'
+    own noise even across changes; a stretch just after a stored change has too few points to estimate it alone.
+    """
+    if len(logs) < 3:
+        return floor
+    diffs = np.diff(logs)
+    mad = float(np.median(np.abs(diffs - np.median(diffs))))
+    return max(1.4826 * mad / math.sqrt(2.0), floor)
 
 
 def _candidates(q: np.ndarray, limit: int) -> list[int]:
@@ -156,14 +169,16 @@ def _candidates(q: np.ndarray, limit: int) -> list[int]:
     return [int(i) for i in peaks[np.argsort(-q[peaks], kind="stable")][:limit]]
 
 
-def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionConfig) -> ChangePoint | None:
+def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionConfig,
+                noise: tuple[float, int]) -> ChangePoint | None:
     before, after = logs[:tau], logs[tau:]
-    sigma = _robust_sigma(before, math.log1p(config.noise_floor))
+    sigma, noise_df = noise
     keep_before = np.abs(before - np.median(before)) <= config.outlier_k * sigma
     keep_after = np.abs(after - np.median(after)) <= config.outlier_k * sigma
     n_before, n_after = int(keep_before.sum()), int(keep_after.sum())
     # A level needs most of its points to agree: a spike among few points leaves too few inliers to count.
-    if n_before < config.min_before or n_after < config.min_after or n_after < 0.75 * len(after):
+    min_after = config.min_after if sigma <= math.log1p(config.min_effect) / 2 else config.min_after_noisy
+    if n_before < _MIN_LEVEL or len(after) < min_after or n_after < config.min_after or n_after < 0.75 * len(after):
         return None
     # With exactly two points after, a spike and a normal night are equally far from their median, so the filter above
     # cannot tell which is the spike: demand that the two agree as two draws of the same level would.
@@ -177,7 +192,13 @@ def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionCo
         return None
     # Pooled variance: with two points after a change their own variance is meaningless (Welch would have ~1 degree of
     # freedom); the spread before the change is the noise estimate, and the inlier filter has removed spikes.
-    t_stat, p_value = pooled_t_test(a, b)
+    if n_before >= config.min_before:
+        t_stat, p_value = pooled_t_test(a, b)
+    else:
+        # Too few points since the last change to estimate the noise from them: use the series' own noise (known
+        # sigma, its degrees of freedom from the differences it came from).
+        t_stat = diff / (sigma * math.sqrt(1.0 / n_before + 1.0 / n_after))
+        p_value = float(2.0 * special.stdtr(noise_df, -abs(t_stat)))
     threshold = config.p_value_max * min(1.0, config.fresh_after / len(after))
     if not math.isfinite(p_value) or p_value > threshold:
         return None
@@ -196,20 +217,21 @@ def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionCo
     )
 
 
-def _segment(logs: np.ndarray, raw: np.ndarray, offset: int, config: DetectionConfig, out: list[ChangePoint]) -> None:
+def _segment(logs: np.ndarray, raw: np.ndarray, offset: int, config: DetectionConfig, noise: tuple[float, int],
+             out: list[ChangePoint]) -> None:
     """Binary segmentation: find the best split of this segment, then look for more on both sides of it."""
-    if len(logs) < config.min_before + config.min_after:
+    if len(logs) < _MIN_LEVEL + config.min_after:
         return
     q = energy_statistic(logs)
-    q[: config.min_before] = -np.inf
+    q[:_MIN_LEVEL] = -np.inf
     q[len(logs) - config.min_after + 1 :] = -np.inf
     for tau in _candidates(q, config.max_candidates):
-        found = _test_split(logs, raw, tau, config)
+        found = _test_split(logs, raw, tau, config, noise)
         if found is None:
             continue
         out.append(ChangePoint(**{**_as_dict(found), "index": found.index + offset}))
-        _segment(logs[:tau], raw[:tau], offset, config, out)
-        _segment(logs[tau:], raw[tau:], offset + tau, config, out)
+        _segment(logs[:tau], raw[:tau], offset, config, noise, out)
+        _segment(logs[tau:], raw[tau:], offset + tau, config, noise, out)
         return
 
 
@@ -242,7 +264,9 @@ def detect_change_points(values: Sequence[float], *, baseline_start: int = 0,
     while True:
         start = max(base, end - config.window)
         window: list[ChangePoint] = []
-        _segment(logs[start:end], raw[start:end], start, config, window)
+        history = logs[max(0, end - 2 * config.window) : end]
+        noise = (noise_sigma(history, math.log1p(config.noise_floor)), max(len(history) - 2, 1))
+        _segment(logs[start:end], raw[start:end], start, config, noise, window)
         if window:
             found += window
             base = max(cp.index for cp in window)
