@@ -1,0 +1,204 @@
+"""``perfdash bisect``: find the commit that caused a regression, robust to noise and broken builds.
+
+Generic: ``--repo --good --bad --build CMD --measure CMD`` on any git repository (``--measure`` prints a number last,
+or a status word such as pass/fail). PyTorch: ``--suite --model`` and ``perfdash run``'s configuration flags instead
+of ``--measure``; torch is installed at each commit (nightly wheel, source build or ``--install-cmd``). From the
+service: ``--request-id ID --url URL --token T`` fetches the request, bisects, posts the result back.
+
+Exit status: 0 when the bisection finished (culprit found, not reproduced or inconclusive), 1 on an error, 130 when
+interrupted (the state is kept: rerun the same command with ``--resume``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from perfdash.contract import COMPILE_MODES, DEVICES, DTYPES, MODES
+
+METRICS = ("speedup", "abs_latency", "compilation_latency", "compression_ratio", "accuracy")  # pytorch.METRICS
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("bisect", help="find the commit that caused a regression (confirmed, noise-robust)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    what = p.add_argument_group("what to bisect")
+    what.add_argument("--repo", type=Path, default=Path("."), help="the git repository (default: .)")
+    what.add_argument("--good", metavar="REV", help="last good commit")
+    what.add_argument("--bad", metavar="REV", help="first bad commit")
+    what.add_argument("--build", metavar="CMD", help="shell command building the checkout (failure: commit skipped)")
+    what.add_argument("--measure", metavar="CMD", help="shell command printing the value last (or pass/fail)")
+    how = p.add_argument_group("statistics")
+    how.add_argument("--repeats", type=int, default=5, metavar="N", help="measurements per commit and round (5)")
+    how.add_argument("--metric-direction", choices=("lower", "higher"),
+                     help="which way is better (default: lower; in PyTorch mode from the metric)")
+    how.add_argument("--threshold", type=float, metavar="PCT", help="smallest regression to bisect, %% (default 5)")
+    how.add_argument("--alpha", type=float, default=0.01, help="one-sided significance level (0.01)")
+    how.add_argument("--max-rounds", type=int, default=3, metavar="N",
+                     help="rounds of --repeats per commit before deciding on the median (3)")
+    run = p.add_argument_group("running")
+    run.add_argument("--json", type=Path, metavar="FILE", help="write the full result as JSON")
+    run.add_argument("--cache-dir", type=Path, metavar="DIR",
+                     help="checkouts and build results per commit (default ~/.cache/perfbisect/<repo>)")
+    run.add_argument("--state", type=Path, metavar="FILE", help="resumable state (default in the cache dir)")
+    run.add_argument("--resume", action="store_true", help="continue an interrupted bisection from its state")
+    run.add_argument("--build-timeout", type=float, metavar="S", help="per build, seconds (timeout: skipped)")
+    run.add_argument("--measure-timeout", type=float, metavar="S", help="per measurement, seconds")
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    pt = p.add_argument_group("PyTorch mode (perfdash run's configuration)")
+    pt.add_argument("--suite", help="torchbench, huggingface, timm_models, hf_vision")
+    pt.add_argument("--model", help="the model (perfdash run --only)")
+    pt.add_argument("--metric", choices=METRICS, default="speedup")
+    pt.add_argument("--backend", default="inductor")
+    pt.add_argument("--compile-mode", default="default", choices=COMPILE_MODES)
+    pt.add_argument("--device", default="cpu", choices=DEVICES)
+    pt.add_argument("--dtype", default="float32", choices=DTYPES)
+    pt.add_argument("--mode", default="inference", choices=MODES)
+    pt.add_argument("--threads", type=int, metavar="N")
+    pt.add_argument("--batch-size", type=int, metavar="N")
+    pt.add_argument("--dynamic-shapes", action="store_true")
+    pt.add_argument("--run-repeat", type=int, metavar="N", help="perfdash run --repeat (timed iterations)")
+    pt.add_argument("--models-file", type=Path, metavar="PATH", help="perfdash run --models-file")
+    pt.add_argument("--install", choices=("auto", "nightly", "source"), default="auto",
+                    help="how torch is installed at each commit (auto: nightly wheel, else source build)")
+    pt.add_argument("--install-cmd", metavar="CMD", help="custom install command (installs into $PERFBISECT_SITE)")
+    svc = p.add_argument_group("service")
+    svc.add_argument("--request-id", type=int, metavar="ID", help="run the service's bisection request ID")
+    svc.add_argument("--url", metavar="URL", help="the perfdash service")
+    svc.add_argument("--token", metavar="T", default=os.environ.get("PERFDASH_TOKEN"),
+                     help="ingest token (default $PERFDASH_TOKEN)")
+    p.set_defaults(handler=handle)
+
+
+def default_cache_dir(repo: Path) -> Path:
+    digest = hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:10]
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "perfbisect" / f"{repo.resolve().name}-{digest}"
+
+
+def handle(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if args.request_id is not None:
+        return _handle_request(args, console)
+    try:
+        report = _bisect(args, console)
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, RuntimeError) as exc:
+        console.print(f"[bold red]perfdash bisect:[/] {exc}")
+        return 1
+    return 1 if report.verdict == "error" else 0
+
+
+def _handle_request(args: argparse.Namespace, console: Any) -> int:
+    from perfbisect.service import ServiceClient, ServiceError
+
+    if not args.url:
+        console.print("[bold red]perfdash bisect:[/] --request-id needs --url")
+        return 1
+    with ServiceClient(args.url, args.token) as client:
+        try:
+            request = client.fetch(args.request_id, args.models_file)
+        except ServiceError as exc:
+            console.print(f"[bold red]perfdash bisect:[/] {exc}")
+            return 1
+        target = request.target
+        args.good, args.bad = request.good_commit, request.bad_commit
+        args.suite, args.model, args.metric = target.suite, target.model, target.metric
+        args.backend, args.compile_mode, args.device = target.backend, target.compile_mode, target.device
+        args.dtype, args.mode, args.threads = target.dtype, target.mode, target.threads
+        args.batch_size, args.dynamic_shapes = target.batch_size, target.dynamic_shapes
+        args.metric_direction, args.threshold = request.direction, request.threshold_pct
+        console.print(f"request {request.id}: {target.suite}/{target.model} {target.metric} "
+                      f"{request.good_commit[:10]}..{request.bad_commit[:10]}")
+        try:
+            body = _bisect(args, console).to_service()
+        except KeyboardInterrupt:
+            return 130  # not posted: the request stays open and the job can be resumed
+        except (ValueError, RuntimeError) as exc:
+            console.print(f"[bold red]perfdash bisect:[/] {exc}")
+            body = {"verdict": "error", "culprit": None, "steps": [], "good_samples": [], "bad_samples": [],
+                    "summary": f"bisection failed: {exc}", "jenkins_build_url": _jenkins_url()}
+        try:
+            client.post_result(request.id, body)
+        except ServiceError as exc:
+            console.print(f"[bold red]perfdash bisect:[/] could not post the result: {exc}")
+            return 1
+        console.print(f"posted the result of request {request.id} ({body['verdict']})")
+        return 1 if body["verdict"] == "error" else 0
+
+
+def _jenkins_url() -> str | None:
+    return os.environ.get("JENKINS_BUILD_URL") or os.environ.get("BUILD_URL") or None
+
+
+def _bisect(args: argparse.Namespace, console: Any) -> Any:
+    from perfbisect.commands import CommandOracle
+    from perfbisect.gitops import commit_info, commits_between, rev_parse
+    from perfbisect.procedure import Bisector
+    from perfbisect.pytorch import METRIC_DIRECTION, TorchOracle, TorchTarget
+    from perfbisect.report import build_report
+    from perfbisect.state import BisectState
+    from perfbisect.stats import Policy
+
+    if not args.good or not args.bad:
+        raise ValueError("--good and --bad are required (or --request-id)")
+    repo = args.repo.resolve()
+    good, bad = rev_parse(repo, args.good), rev_parse(repo, args.bad)
+    commits = commits_between(repo, good, bad)
+    if not commits:
+        raise ValueError("bad is the good commit: nothing to bisect")
+    cache_dir = (args.cache_dir or default_cache_dir(repo)).resolve()
+
+    def log(message: str) -> None:
+        if not args.quiet:
+            console.print(f"[dim]bisect[/] {message}", highlight=False)
+
+    pytorch_mode = args.suite is not None or args.model is not None
+    direction = args.metric_direction or (METRIC_DIRECTION[args.metric] if pytorch_mode else "lower")
+    policy = Policy(direction=direction, threshold_pct=5.0 if args.threshold is None else args.threshold,
+                    alpha=args.alpha, repeats=args.repeats, max_rounds=args.max_rounds)
+    identity: dict[str, Any] = {"repo": str(repo), "good": good, "bad": bad, "build": args.build,
+                                "measure": args.measure, "policy": asdict(policy)}
+    oracle: CommandOracle
+    if pytorch_mode:
+        if not args.suite or not args.model:
+            raise ValueError("PyTorch mode needs both --suite and --model")
+        target = TorchTarget(suite=args.suite, model=args.model, metric=args.metric, backend=args.backend,
+                             compile_mode=args.compile_mode, device=args.device, dtype=args.dtype, mode=args.mode,
+                             threads=args.threads, batch_size=args.batch_size, dynamic_shapes=args.dynamic_shapes,
+                             repeat=args.run_repeat,
+                             models_file=args.models_file.resolve() if args.models_file else None)
+        identity.update(target={k: str(v) for k, v in asdict(target).items()}, install=args.install,
+                        install_cmd=args.install_cmd)
+        oracle = TorchOracle(repo=repo, measure_cmd="", cache_dir=cache_dir, build_cmd=args.build,
+                             build_timeout=args.build_timeout, measure_timeout=args.measure_timeout, log=log,
+                             target=target, strategy="custom" if args.install_cmd else args.install,
+                             install_cmd=args.install_cmd)
+    else:
+        if not args.measure:
+            raise ValueError("--measure CMD is required (or --suite and --model for PyTorch mode)")
+        oracle = CommandOracle(repo=repo, measure_cmd=args.measure, cache_dir=cache_dir, build_cmd=args.build,
+                               build_timeout=args.build_timeout, measure_timeout=args.measure_timeout, log=log)
+    state_path = (args.state or cache_dir / f"state-{good[:12]}-{bad[:12]}.json").resolve()
+    state = BisectState.open(state_path, identity, resume=args.resume)
+    log(f"{len(commits)} commits after {good[:10]} up to {bad[:10]}; state in {state_path}")
+    bisector = Bisector(oracle, policy, state, log)
+    try:
+        outcome = bisector.run(good, commits)
+    except KeyboardInterrupt:
+        console.print(f"[bold yellow]interrupted[/]: {len(state.samples)} commits measured so far are kept in "
+                      f"{state_path}; rerun the same command with --resume to continue")
+        raise
+    report = build_report(outcome, lambda sha: commit_info(repo, sha), good, bad, policy, len(commits),
+                          _jenkins_url())
+    report.print(console)
+    if args.json:
+        report.write_json(args.json)
+    return report

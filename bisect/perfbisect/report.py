@@ -1,0 +1,116 @@
+"""The result of a bisection: one dataclass, serialised for ``--json``, for the service, and as a rich summary."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from perfbisect.gitops import Commit
+from perfbisect.procedure import BisectOutcome, BisectVerdict, StepRecord
+from perfbisect.stats import Policy, Sample
+
+REPORT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class BisectReport:
+    verdict: BisectVerdict
+    culprit: Commit | None
+    candidates: tuple[Commit, ...]
+    good: Commit
+    bad: Commit
+    steps: tuple[StepRecord, ...]
+    good_samples: tuple[Sample, ...]
+    bad_samples: tuple[Sample, ...]
+    change_pct: float | None
+    p_value: float | None
+    policy: Policy
+    commits_in_range: int
+    measurements: int
+    summary: str
+    jenkins_build_url: str | None = None
+
+    def to_service(self) -> dict[str, Any]:
+        """The body of ``POST /api/v1/bisections/{id}/result`` (the agreed contract, nothing more)."""
+        return {
+            "verdict": self.verdict,
+            "culprit": self.culprit.to_json() if self.culprit else None,
+            "steps": [{"sha": s.sha, "samples": list(s.samples), "decision": s.decision} for s in self.steps],
+            "good_samples": list(self.good_samples),
+            "bad_samples": list(self.bad_samples),
+            "summary": self.summary,
+            "jenkins_build_url": self.jenkins_build_url,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything: the service body plus the details a person checking the verdict wants."""
+        data = self.to_service()
+        data["report_version"] = REPORT_VERSION
+        data["steps"] = [
+            {"sha": s.sha, "samples": list(s.samples), "decision": s.decision, "reason": s.reason, "rounds": s.rounds,
+             "p_good": s.p_good, "p_bad": s.p_bad, "position": s.position}
+            for s in self.steps
+        ]
+        data.update(
+            good=self.good.to_json(), bad=self.bad.to_json(), candidates=[c.to_json() for c in self.candidates],
+            change_pct=self.change_pct, p_value=self.p_value, commits_in_range=self.commits_in_range,
+            measurements=self.measurements,
+            policy={"direction": self.policy.direction, "threshold_pct": self.policy.threshold_pct,
+                    "alpha": self.policy.alpha, "repeats": self.policy.repeats, "max_rounds": self.policy.max_rounds},
+        )
+        return data
+
+    def write_json(self, path: Path) -> None:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=2), encoding="utf-8")
+        tmp.replace(path)
+
+    def print(self, console: Console) -> None:
+        table = Table(title=f"bisection {self.good.sha[:10]}..{self.bad.sha[:10]} ({self.commits_in_range} commits)")
+        for column in ("step", "commit", "subject", "decision", "samples", "why"):
+            table.add_column(column, overflow="fold")
+        table.add_row("good", self.good.sha[:10], self.good.subject[:50], "reference", _samples(self.good_samples), "")
+        table.add_row("bad", self.bad.sha[:10], self.bad.subject[:50], "reference", _samples(self.bad_samples), "")
+        subjects = {c.sha: c.subject for c in (*self.candidates, self.good, self.bad)}
+        for number, step in enumerate(self.steps, start=1):
+            style = {"good": "green", "bad": "red", "skip": "yellow"}[step.decision]
+            table.add_row(str(number), step.sha[:10], subjects.get(step.sha, "")[:50],
+                          f"[{style}]{step.decision}[/{style}]", _samples(step.samples), step.reason)
+        console.print(table)
+        if self.culprit is not None:
+            console.print(f"[bold red]first bad commit[/] {self.culprit.sha}\n  {self.culprit.subject}\n"
+                          f"  {self.culprit.author}, {self.culprit.date}")
+        elif self.verdict == "inconclusive":
+            console.print("[bold yellow]inconclusive[/]: the first bad commit is one of")
+            for commit in self.candidates:
+                console.print(f"  {commit.sha[:10]} {commit.subject}")
+        console.print(self.summary)
+
+
+def _samples(samples: tuple[Sample, ...]) -> str:
+    return ", ".join(f"{s:.4g}" if isinstance(s, float) else str(s) for s in samples)
+
+
+def build_report(outcome: BisectOutcome, commit: Callable[[str], Commit], good: str, bad: str, policy: Policy,
+                 commits_in_range: int, jenkins_build_url: str | None = None) -> BisectReport:
+    confirmation = outcome.confirmation
+    culprit = commit(outcome.culprit) if outcome.culprit else None
+    skipped = sum(s.decision == "skip" for s in outcome.steps)
+    parts = [outcome.reason]
+    if outcome.steps:
+        parts.append(f"{len(outcome.steps)} steps ({skipped} skipped), {outcome.measurements} measurements")
+    if culprit is not None:
+        parts.insert(0, f"{culprit.sha[:10]} \"{culprit.subject}\" ({culprit.author}, {culprit.date})")
+    return BisectReport(
+        verdict=outcome.verdict, culprit=culprit, candidates=tuple(commit(c) for c in outcome.candidates),
+        good=commit(good), bad=commit(bad), steps=outcome.steps, good_samples=outcome.good_samples,
+        bad_samples=outcome.bad_samples, change_pct=confirmation.change_pct if confirmation else None,
+        p_value=confirmation.p_value if confirmation else None, policy=policy, commits_in_range=commits_in_range,
+        measurements=outcome.measurements, summary="; ".join(parts), jenkins_build_url=jenkins_build_url,
+    )

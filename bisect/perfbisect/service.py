@@ -1,0 +1,104 @@
+"""Client of the service's bisection requests (``/api/v1/bisections``): fetch one, post its result back.
+
+Bisect talks to the service over HTTP only. Transient failures (connection errors, 5xx) are retried with backoff:
+a bisection that took hours must not lose its result to one restart of the service.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
+
+from perfbisect.pytorch import METRIC_DIRECTION, TorchTarget
+from perfbisect.stats import Direction
+
+
+class ServiceError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class BisectionRequest:
+    id: int
+    status: str
+    good_commit: str
+    bad_commit: str
+    target: TorchTarget
+    direction: Direction
+    threshold_pct: float
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], models_file: Path | None = None) -> BisectionRequest:
+        try:
+            metric = data["metric"]
+            compile_mode = data.get("compile_mode") or "default"
+            variant = data.get("variant") or ""
+            target = TorchTarget(
+                suite=data["suite"], model=data["model"], metric=metric, backend=data.get("backend") or "inductor",
+                compile_mode=compile_mode, device=data.get("device") or "cpu", dtype=data.get("dtype") or "float32",
+                mode=data.get("mode") or "inference", threads=_threads(data.get("threads")),
+                batch_size=data.get("batch_size") or None, dynamic_shapes="dynamic" in variant,
+                models_file=models_file)
+            direction = data.get("direction") or METRIC_DIRECTION[metric]
+            if direction not in ("lower", "higher"):
+                raise ValueError(f"direction {direction!r}")
+            return cls(id=int(data["id"]), status=str(data.get("status", "pending")),
+                       good_commit=str(data["good_commit"]), bad_commit=str(data["bad_commit"]), target=target,
+                       direction=direction, threshold_pct=float(data.get("threshold_pct") or 5.0), raw=data)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ServiceError(f"malformed bisection request: {exc!r}") from None
+
+
+def _threads(value: object) -> int | None:
+    """The service stores a thread count, or a name: ``single`` is 1, ``socket``/``all``/None all cores."""
+    if value in (None, "", "all", "socket", "all-cores"):
+        return None
+    if value in ("single", "single-thread"):
+        return 1
+    return int(value)  # type: ignore[call-overload]
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, httpx.TransportError):
+        return True
+    return isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code >= 500
+
+
+class ServiceClient:
+    def __init__(self, url: str, token: str | None, timeout: float = 30.0, attempts: int = 5,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._client = httpx.Client(base_url=url.rstrip("/") + "/api/v1", headers=headers, timeout=timeout,
+                                    transport=transport)
+        self._retry = retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(attempts),
+                            wait=wait_exponential(multiplier=0.5, max=30), reraise=True)
+
+    def __enter__(self) -> ServiceClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._client.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        def once() -> Any:
+            response = self._client.request(method, path, **kwargs)
+            response.raise_for_status()
+            return response.json()
+
+        try:
+            return self._retry(once)()
+        except httpx.HTTPStatusError as exc:
+            raise ServiceError(f"{method} {path}: HTTP {exc.response.status_code}: {exc.response.text[:300]}") from None
+        except httpx.TransportError as exc:
+            raise ServiceError(f"{method} {path}: {exc!r}") from None
+
+    def fetch(self, request_id: int, models_file: Path | None = None) -> BisectionRequest:
+        return BisectionRequest.from_json(self._call("GET", f"/bisections/{request_id}"), models_file)
+
+    def post_result(self, request_id: int, result: dict[str, Any]) -> dict[str, Any]:
+        return self._call("POST", f"/bisections/{request_id}/result", json=result)
