@@ -28,8 +28,10 @@ from runner.protocol import (
     PHASE_FP64,
     PHASE_LOAD,
     PHASE_MEASURE,
+    PHASE_MEMORY,
     Failure,
     Job,
+    PeakMemoryResult,
     Performance,
     WorkerResult,
 )
@@ -161,12 +163,16 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
     phases = Phases(emit, timings)
     performance: Performance | None = None
     accuracy: str | None = None
+    peak: PeakMemoryResult | None = None
     try:
         with phases.enter(PHASE_LOAD):
             ctx = BuildContext(device=job.device, batch_size=job.batch_size, training=job.mode == "training")
             torch.manual_seed(SEED)
             built = build(job.spec, ctx)
             base = prepare(built, job)
+        if job.purpose == "memory":
+            peak = _peak_memory(base, job, phases)
+            return WorkerResult(name=job.spec.name, batch_size=job.batch_size, peak_memory=peak, timings=timings)
         eager_result = fp64_result = None
         if job.accuracy:
             with phases.enter(PHASE_EAGER_1ST):
@@ -196,7 +202,7 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
         failure = Failure(phase=phases.current, kind="oom" if is_oom(exc) else "error",
                           message=f"{type(exc).__name__}: {exc}"[:2000])
         return WorkerResult(name=job.spec.name, batch_size=job.batch_size, performance=performance,
-                            accuracy=None, failure=failure, timings=timings)
+                            accuracy=accuracy, failure=failure, timings=timings)
     return WorkerResult(name=job.spec.name, batch_size=job.batch_size, performance=performance, accuracy=accuracy,
                         timings=timings)
 
@@ -241,11 +247,30 @@ def _measure(base: Prepared, job: Job, phases: Phases) -> Performance:
             compiled_ms.append(seconds * 1000)
         phases.record("timed_loop_wall", time.perf_counter() - start)
         phases.record("timed", (sum(eager_ms) + sum(compiled_ms)) / 1000)
-        memory = PeakMemory(job.device)
         eager_peak = dynamo_peak = None
-        if memory.available():
+        if job.device == "cuda":  # on CPU the parent measures memory in a separate process (see protocol.Job)
+            memory = PeakMemory(job.device)
             eager_peak = memory.measure(eager_step)
             dynamo_peak = memory.measure(compiled_step)
     return Performance(eager_ms=tuple(eager_ms), compiled_ms=tuple(compiled_ms),
                        compilation_latency=max(compiled_warm - eager_warm, 0.0), eager_peak_mem=eager_peak,
                        dynamo_peak_mem=dynamo_peak, **stats)
+
+
+def _peak_memory(base: Prepared, job: Job, phases: Phases) -> PeakMemoryResult | None:
+    """Peak memory of one eager and one compiled step, each after a warm-up (so compilation is not counted)."""
+    memory = PeakMemory(job.device)
+    if not memory.available():
+        return None
+    eager_model = copy.deepcopy(base.module)
+    compiled_model = copy.deepcopy(base.module)
+    eager_step = make_step(eager_model, base, job)
+    with phases.enter(PHASE_EAGER_WARMUP):
+        eager_step()
+    with phases.enter(PHASE_COMPILE):
+        compiled_step = make_step(compiled(compiled_model, job), base, job)
+        compiled_step()
+        compiled_step()
+    with phases.enter(PHASE_MEMORY):
+        eager_step()
+        return PeakMemoryResult(eager_gb=memory.measure(eager_step), compiled_gb=memory.measure(compiled_step))

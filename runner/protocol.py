@@ -26,8 +26,9 @@ PHASE_EAGER_WARMUP = "eager_warmup"  # performance
 PHASE_COMPILE = "compile"  # performance: the compiled warm-up (compilation happens here)
 PHASE_MEASURE = "measure"  # performance: interleaved timing and peak memory
 PHASE_ACCURACY_COMPILED = "compiled_run"  # accuracy: the compiled model's output
+PHASE_MEMORY = "memory"  # the memory job: peak memory of one eager and one compiled step
 PHASES = (PHASE_LOAD, PHASE_EAGER_1ST, PHASE_EAGER_2ND, PHASE_FP64, PHASE_EAGER_WARMUP, PHASE_COMPILE,
-          PHASE_MEASURE, PHASE_ACCURACY_COMPILED)
+          PHASE_MEASURE, PHASE_ACCURACY_COMPILED, PHASE_MEMORY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,9 @@ class Job:
     performance: bool
     threads: int | None
     tolerance: Tolerance
+    # "full": accuracy and/or performance as flagged. "memory": only peak memory of one eager and one compiled step;
+    # the parent runs it in a second process started with MALLOC_MMAP_THRESHOLD_ (which would slow the timed loop).
+    purpose: str = "full"
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -88,6 +92,14 @@ class Performance:
 
 
 @dataclass(frozen=True, slots=True)
+class PeakMemoryResult:
+    """Peak memory above the baseline of one eager and one compiled step, GB."""
+
+    eager_gb: float
+    compiled_gb: float
+
+
+@dataclass(frozen=True, slots=True)
 class Failure:
     phase: str
     kind: str  # "error" | "oom"
@@ -101,6 +113,7 @@ class WorkerResult:
     performance: Performance | None = None
     accuracy: str | None = None  # pass | fail_accuracy | eager_two_runs_differ (failures come from ``failure``)
     failure: Failure | None = None
+    peak_memory: PeakMemoryResult | None = None
     # Seconds spent per part of the worker (process start excluded), for bench/harness.py.
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -118,6 +131,7 @@ class WorkerResult:
                                        "compiled_ms": tuple(perf["compiled_ms"])}) if perf else None,
             accuracy=data.get("accuracy"),
             failure=Failure(**failure) if failure else None,
+            peak_memory=PeakMemoryResult(**data["peak_memory"]) if data.get("peak_memory") else None,
             timings={k: float(v) for k, v in (data.get("timings") or {}).items()},
         )
 

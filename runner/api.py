@@ -1,0 +1,177 @@
+"""The runner's Python API: ``run_suite(RunOptions) -> RunReport``; ``perfdash run`` and the nightly job call it.
+
+One worker process per model (see runner.process); rows are appended as each model finishes, so running the same
+command again resumes after the models already in the CSVs. On CPU a model whose performance run succeeded gets a
+second, short worker for peak memory (see runner.protocol.Job.purpose).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from perfdash.contract import (
+    Manifest,
+    ModelResult,
+    RunConfig,
+    append_row,
+    append_samples,
+    completed_models,
+    join_results,
+    read_accuracy_csv,
+    read_performance_csv,
+)
+from perfdash.metrics import SuiteSummary, summarize_results
+from runner.manifest import load_or_create
+from runner.options import MEMORY_PROCESS_ENV, RunOptions, validate
+from runner.outcome import ModelOutcome, interpret
+from runner.process import run_worker
+from runner.protocol import Job, PeakMemoryResult
+from runner.suites import ModelSpec, Suite
+from runner.suites.base import ToleranceQuery
+
+
+@dataclass(frozen=True, slots=True)
+class RunPaths:
+    performance: Path
+    accuracy: Path
+    manifest: Path
+    samples: Path
+    logs: Path
+
+    @classmethod
+    def for_config(cls, output_dir: Path, config: RunConfig) -> RunPaths:
+        key = config.key()
+        return cls(performance=output_dir / key.filename("performance"),
+                   accuracy=output_dir / key.filename("accuracy"), manifest=output_dir / key.filename("manifest"),
+                   samples=output_dir / key.filename("samples"), logs=output_dir / "logs" / key.stem)
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    config: RunConfig
+    paths: RunPaths
+    selected: tuple[str, ...]  # this partition's models
+    ran: tuple[str, ...]  # the models this call ran (the others were resumed from the CSVs)
+    outcomes: tuple[ModelOutcome, ...]
+    results: tuple[ModelResult, ...]  # this partition's results as the CSVs now hold them
+    summary: SuiteSummary
+    manifest: Manifest
+
+
+class Progress(Protocol):
+    """What the run reports as it moves on (the CLI draws a progress bar from it)."""
+
+    def start(self, total: int, resumed: int) -> None: ...
+
+    def phase(self, name: str, phase: str) -> None: ...
+
+    def finished(self, name: str, status: str) -> None: ...
+
+
+def _log_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".log"
+
+
+def _done(path: Path, wanted: bool) -> set[str] | None:
+    return completed_models(path) if wanted else None
+
+
+def run_suite(options: RunOptions, progress: Progress | None = None) -> RunReport:
+    """Run (or resume) one suite configuration; raises OptionsError before any work if the options are wrong."""
+    suite, models = validate(options)
+    config = options.run_config()
+    options.output_dir.mkdir(parents=True, exist_ok=True)
+    paths = RunPaths.for_config(options.output_dir, config)
+    manifest = load_or_create(paths.manifest, config, suite)
+    manifest.write(paths.manifest)
+
+    done_perf = _done(paths.performance, options.run_performance)
+    done_acc = _done(paths.accuracy, options.run_accuracy)
+    todo = [m for m in models
+            if (done_perf is not None and m.name not in done_perf) or (done_acc is not None and m.name not in done_acc)]
+    if progress is not None:
+        progress.start(len(todo), len(models) - len(todo))
+    outcomes: list[ModelOutcome] = []
+    errors = dict(manifest.model_errors)
+    for spec in todo:
+        outcome = run_model(options, suite, spec, progress)
+        if outcome.performance is not None and (done_perf is None or spec.name not in done_perf):
+            append_row(paths.performance, outcome.performance)
+            if outcome.samples is not None:
+                append_samples(paths.samples, outcome.samples)
+        if outcome.accuracy is not None and (done_acc is None or spec.name not in done_acc):
+            append_row(paths.accuracy, outcome.accuracy)
+        if outcome.error:
+            errors[spec.name] = outcome.error
+        else:
+            errors.pop(spec.name, None)
+        manifest = manifest.model_copy(update={"model_errors": dict(errors)})
+        manifest.write(paths.manifest)
+        outcomes.append(outcome)
+        if progress is not None:
+            progress.finished(spec.name, outcome.status)
+    manifest = manifest.model_copy(update={"end_time": datetime.now(UTC)})
+    manifest.write(paths.manifest)
+
+    selected = {m.name for m in models}
+    results = tuple(r for r in read_results(paths) if r.name in selected)
+    return RunReport(config=config, paths=paths, selected=tuple(m.name for m in models),
+                     ran=tuple(m.name for m in todo), outcomes=tuple(outcomes), results=results,
+                     summary=summarize_results(results), manifest=manifest)
+
+
+def read_results(paths: RunPaths) -> list[ModelResult]:
+    performance = read_performance_csv(paths.performance) if _has_rows(paths.performance) else []
+    accuracy = read_accuracy_csv(paths.accuracy) if _has_rows(paths.accuracy) else []
+    return join_results(performance, accuracy)
+
+
+def _has_rows(path: Path) -> bool:
+    return bool(completed_models(path))
+
+
+def make_job(options: RunOptions, suite: Suite, spec: ModelSpec) -> Job:
+    env = options.worker_env()
+    tolerance = suite.tolerance_for(ToleranceQuery(
+        name=spec.name, mode=options.mode, device=options.device, dtype=options.dtype,
+        freezing=env.get("TORCHINDUCTOR_FREEZING") == "1", max_autotune=options.compile_mode == "max-autotune"))
+    return Job(suite=suite.name, spec=spec, batch_size=options.batch_size or spec.batch_size, device=options.device,
+               dtype=options.dtype, mode=options.mode, backend=options.backend, compile_mode=options.compile_mode,
+               dynamic_shapes=options.dynamic_shapes, repeat=options.repeat, warmup=options.warmup,
+               accuracy=options.run_accuracy, performance=options.run_performance, threads=options.threads,
+               tolerance=tolerance)
+
+
+def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, progress: Progress | None = None) -> ModelOutcome:
+    """One model in its own worker (plus the CPU memory worker), turned into its result rows."""
+    job = make_job(options, suite, spec)
+    env = options.worker_env()
+    cache_dir = tempfile.mkdtemp(prefix="perfdash-inductor-") if options.cold_start else None
+    if cache_dir is not None:
+        env["TORCHINDUCTOR_CACHE_DIR"] = cache_dir  # a fresh cache: compile latency is the cold one
+    log = options.output_dir / "logs" / options.run_config().key().stem / _log_name(spec.name)
+
+    def on_phase(phase: str) -> None:
+        if progress is not None:
+            progress.phase(spec.name, phase)
+
+    try:
+        outcome = run_worker(job, env, options.timeout_s, log, on_phase)
+        memory: PeakMemoryResult | None = None
+        result = outcome.result
+        if options.device == "cpu" and result is not None and result.performance is not None:
+            memory_job = replace(job, purpose="memory", accuracy=False, performance=False)
+            memory_outcome = run_worker(memory_job, {**env, **MEMORY_PROCESS_ENV}, options.timeout_s, log, on_phase)
+            if memory_outcome.result is not None and memory_outcome.result.failure is None:
+                memory = memory_outcome.result.peak_memory
+    finally:
+        if cache_dir is not None:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+    return interpret(outcome, name=spec.name, batch_size=job.batch_size, dev=options.device,
+                     want_accuracy=options.run_accuracy, want_performance=options.run_performance, memory=memory)

@@ -1,0 +1,110 @@
+"""``perfdash run``: benchmark one suite configuration into PyTorch-format results (flags in PyTorch's vocabulary)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from perfdash.contract import COMPILE_MODES, DEVICES, DTYPES, MODES
+from runner.options import DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, RUNNABLE_BACKENDS, RunOptions
+from runner.suites import available_suites
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("run", help="benchmark a suite: eager vs torch.compile, into PyTorch-format CSVs",
+                              description=__doc__)
+    p.add_argument("--suite", required=True, choices=available_suites())
+    sel = p.add_argument_group("model selection")
+    sel.add_argument("--only", metavar="NAME", help="run only this model")
+    sel.add_argument("--filter", "-k", metavar="REGEX", action="append", default=[],
+                     help="run models whose name matches (repeatable)")
+    sel.add_argument("--exclude", "-x", metavar="REGEX", action="append", default=[],
+                     help="skip models whose name matches (repeatable)")
+    sel.add_argument("--models-file", type=Path, metavar="PATH",
+                     help="a model list in the suite data-file format (e.g. tiny configs for tests)")
+    sel.add_argument("--total-partitions", type=int, default=1, metavar="N")
+    sel.add_argument("--partition-id", type=int, default=0, metavar="I")
+    cfg = p.add_argument_group("configuration")
+    cfg.add_argument("--backend", default="inductor", choices=RUNNABLE_BACKENDS)
+    cfg.add_argument("--compile-mode", default="default", choices=COMPILE_MODES)
+    cfg.add_argument("--device", default="cpu", choices=DEVICES)
+    cfg.add_argument("--dtype", default="float32", choices=DTYPES)
+    cfg.add_argument("--mode", default="inference", choices=MODES)
+    cfg.add_argument("--threads", type=int, metavar="N", help="1: single-core single-thread (pinned); default all")
+    cfg.add_argument("--batch-size", type=int, metavar="N", help="override the suite's batch sizes")
+    cfg.add_argument("--dynamic-shapes", action="store_true")
+    meas = p.add_argument_group("measurement")
+    meas.add_argument("--accuracy", action="store_true", help="check accuracy (both when neither flag is given)")
+    meas.add_argument("--performance", action="store_true", help="measure performance")
+    meas.add_argument("--repeat", type=int, default=DEFAULT_REPEAT, metavar="N", help="timed iterations")
+    meas.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, metavar="N", help="warm-up iterations")
+    meas.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS", help="per model")
+    meas.add_argument("--cold-start", action="store_true", help="fresh Inductor cache per model (cold compile)")
+    out = p.add_argument_group("output")
+    out.add_argument("--output-dir", type=Path, default=Path("results"), metavar="DIR")
+    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(handler=handle)
+
+
+def options_from_args(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(
+        suite=args.suite, output_dir=args.output_dir, only=args.only, filters=tuple(args.filter),
+        excludes=tuple(args.exclude), backend=args.backend, compile_mode=args.compile_mode, device=args.device,
+        dtype=args.dtype, mode=args.mode, threads=args.threads, batch_size=args.batch_size,
+        dynamic_shapes=args.dynamic_shapes, repeat=args.repeat, warmup=args.warmup, timeout_s=args.timeout,
+        accuracy=args.accuracy, performance=args.performance, total_partitions=args.total_partitions,
+        partition_id=args.partition_id, cold_start=args.cold_start, models_file=args.models_file)
+
+
+class BarProgress:
+    """One tqdm bar over the models; its postfix names the model and the phase it is in."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._enabled = enabled
+        self._bar: Any = None
+
+    def start(self, total: int, resumed: int) -> None:
+        from tqdm import tqdm
+
+        if resumed:
+            print(f"resuming: {resumed} model(s) already in the results", file=sys.stderr)
+        self._bar = tqdm(total=total, unit="model", disable=not self._enabled, file=sys.stderr, dynamic_ncols=True)
+
+    def phase(self, name: str, phase: str) -> None:
+        if self._bar is not None:
+            self._bar.set_postfix_str(f"{name}: {phase}")
+
+    def finished(self, name: str, status: str) -> None:
+        if self._bar is not None:
+            self._bar.write(f"{name}: {status}")
+            self._bar.update(1)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def handle(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from runner.api import run_suite
+    from runner.options import OptionsError
+    from runner.summary import render
+
+    options = options_from_args(args)
+    progress = BarProgress(enabled=not args.no_progress)
+    try:
+        report = run_suite(options, progress)
+    except OptionsError as exc:
+        print(f"perfdash run: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        progress.close()
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=140)  # logs (Jenkins) get full-width tables
+    console.print(render(report.config, report.summary, report.results))
+    print(f"results: {report.paths.performance.parent}")
+    return 0

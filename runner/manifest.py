@@ -1,0 +1,104 @@
+"""The run manifest: facts about the machine, the libraries and the Jenkins build, gathered without importing torch."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+from perfdash.contract import JenkinsInfo, MachineInfo, Manifest, RunConfig
+from runner.suites import Suite
+
+
+def cpu_model() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "unknown"
+    match = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
+    return match.group(1).strip() if match else "unknown"
+
+
+def gpu_info() -> tuple[str | None, str | None]:
+    """(GPU name, driver version) from nvidia-smi, or (None, None)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    first = out.strip().splitlines()[0] if out.strip() else ""
+    name, _, driver = first.partition(",")
+    return (name.strip() or None), (driver.strip() or None)
+
+
+def _torch_version_file() -> str:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return ""
+    try:
+        return Path(next(iter(spec.submodule_search_locations)), "version.py").read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+def torch_build() -> tuple[str | None, str | None, str | None]:
+    """(version, git commit, CUDA version) of the installed torch, read from torch/version.py."""
+    text = _torch_version_file()
+
+    def field(name: str) -> str | None:
+        match = re.search(rf"^{name}\s*(?::\s*\S+\s*)?=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
+        return match.group(1) if match else None
+
+    return field("__version__"), field("git_version"), field("cuda")
+
+
+def machine_info(device: str) -> MachineInfo:
+    gpu_name = driver = cuda = None
+    if device == "cuda":
+        gpu_name, driver = gpu_info()
+        cuda = torch_build()[2]
+    return MachineInfo(host=socket.gethostname(), device=device, cpu_model=cpu_model(),
+                       cpu_count=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+                       gpu_name=gpu_name, gpu_driver=driver, cuda_version=cuda)
+
+
+def jenkins_info() -> JenkinsInfo:
+    return JenkinsInfo(build_url=os.environ.get("BUILD_URL"), job_name=os.environ.get("JOB_NAME"),
+                       build_number=os.environ.get("BUILD_NUMBER"))
+
+
+def suite_versions(suite: Suite) -> dict[str, str]:
+    versions = dict(suite.versions())
+    for package in ("torchvision",):
+        try:
+            versions.setdefault(package, metadata.version(package))
+        except metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def new_manifest(config: RunConfig, suite: Suite) -> Manifest:
+    version, commit, _ = torch_build()
+    return Manifest(config=config, machine=machine_info(config.device), torch_version=version,
+                    torch_git_commit=commit, suite_versions=suite_versions(suite), jenkins=jenkins_info(),
+                    command=shlex.join(sys.argv), start_time=datetime.now(UTC))
+
+
+def load_or_create(path: Path, config: RunConfig, suite: Suite) -> Manifest:
+    """Resuming keeps the first start time and the errors already recorded; a new config starts afresh."""
+    fresh = new_manifest(config, suite)
+    if path.exists():
+        try:
+            old = Manifest.read(path)
+        except ValueError:
+            return fresh
+        if old.config == config:
+            return fresh.model_copy(update={"start_time": old.start_time, "model_errors": dict(old.model_errors)})
+    return fresh

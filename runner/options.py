@@ -1,0 +1,155 @@
+"""The typed configuration of one ``perfdash run`` and the checks made before any work starts."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfdash.contract import BACKENDS, COMPILE_MODES, DEVICES, DTYPES, MODES, RunConfig
+from runner.suites import ModelSpec, Suite, SuiteError, get_suite
+
+RUNNABLE_BACKENDS: tuple[str, ...] = ("eager", "aot_eager", "inductor")
+assert set(RUNNABLE_BACKENDS) <= set(BACKENDS)
+
+DEFAULT_REPEAT = 30
+DEFAULT_WARMUP = 2
+DEFAULT_TIMEOUT_S = 1800.0
+# Peak memory on CPU is read from RSS; glibc must hand freed buffers back at once for RSS to follow the allocator.
+MEMORY_PROCESS_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536"}
+
+
+class OptionsError(ValueError):
+    """A flag combination or model selection that cannot run; reported before any model starts."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    suite: str
+    output_dir: Path = Path("results")
+    only: str | None = None
+    filters: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
+    backend: str = "inductor"
+    compile_mode: str = "default"
+    device: str = "cpu"
+    dtype: str = "float32"
+    mode: str = "inference"
+    threads: int | None = None
+    batch_size: int | None = None
+    dynamic_shapes: bool = False
+    repeat: int = DEFAULT_REPEAT
+    warmup: int = DEFAULT_WARMUP
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    accuracy: bool = False
+    performance: bool = False
+    total_partitions: int = 1
+    partition_id: int = 0
+    cold_start: bool = False
+    models_file: Path | None = None
+    # Extra worker environment (recorded in the manifest): tests use it, agents may pin settings with it.
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def run_accuracy(self) -> bool:
+        return self.accuracy or not self.performance  # neither flag: both, as the dashboard runs
+
+    @property
+    def run_performance(self) -> bool:
+        return self.performance or not self.accuracy
+
+    @property
+    def variant(self) -> str:
+        parts = [] if self.compile_mode == "default" else [self.compile_mode.replace("-", "_")]
+        if self.dynamic_shapes:
+            parts.append("dynamic")
+        return "_".join(parts)
+
+    def worker_env(self) -> dict[str, str]:
+        """Settings every worker of this run gets; all of them are part of the series (manifest config.env)."""
+        env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        if self.device == "cpu" and self.mode == "inference" and self.backend == "inductor":
+            env["TORCHINDUCTOR_FREEZING"] = "1"  # as PyTorch's CPU dashboard runs
+        if self.threads is not None:
+            env["OMP_NUM_THREADS"] = str(self.threads)
+        env.update(self.extra_env)
+        return env
+
+    def run_config(self) -> RunConfig:
+        env = self.worker_env()
+        if self.device == "cpu" and self.run_performance:
+            env.update(MEMORY_PROCESS_ENV)
+        return RunConfig(suite=self.suite, backend=self.backend, variant=self.variant, compile_mode=self.compile_mode,
+                         dtype=self.dtype, mode=self.mode, device=self.device, threads=self.threads,
+                         dynamic_shapes=self.dynamic_shapes, cold_start=self.cold_start, batch_size=self.batch_size,
+                         repeat=self.repeat, total_partitions=self.total_partitions,
+                         partition_id=self.partition_id, env=env)
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise OptionsError(f"--{name} {value!r} is not one of {', '.join(allowed)}")
+
+
+def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
+    """Check every flag and select this partition's models; raises OptionsError with a message for the user."""
+    try:
+        suite = get_suite(options.suite)
+    except SuiteError as exc:
+        raise OptionsError(str(exc)) from None
+    _choice("backend", options.backend, RUNNABLE_BACKENDS)
+    _choice("compile-mode", options.compile_mode, COMPILE_MODES)
+    _choice("device", options.device, DEVICES)
+    _choice("dtype", options.dtype, DTYPES)
+    _choice("mode", options.mode, MODES)
+    for name, value, minimum in (("repeat", options.repeat, 1), ("threads", options.threads, 1),
+                                 ("batch-size", options.batch_size, 1), ("total-partitions",
+                                                                         options.total_partitions, 1),
+                                 ("warmup", options.warmup, 1)):
+        if value is not None and value < minimum:
+            raise OptionsError(f"--{name} must be >= {minimum}, got {value}")
+    if options.timeout_s <= 0:
+        raise OptionsError(f"--timeout must be > 0 seconds, got {options.timeout_s}")
+    if not 0 <= options.partition_id < options.total_partitions:
+        raise OptionsError(f"--partition-id must be in [0, {options.total_partitions - 1}], "
+                           f"got {options.partition_id}")
+    if options.device == "cuda" and shutil.which("nvidia-smi") is None and not Path("/dev/nvidiactl").exists():
+        raise OptionsError("--device cuda: no NVIDIA GPU on this machine (no nvidia-smi, no /dev/nvidiactl)")
+    try:
+        models = suite.models(options.models_file)
+    except SuiteError as exc:
+        raise OptionsError(str(exc)) from None
+    return suite, select_models(models, options)
+
+
+def _compile(patterns: tuple[str, ...], flag: str) -> list[re.Pattern[str]]:
+    try:
+        return [re.compile(p) for p in patterns]
+    except re.error as exc:
+        raise OptionsError(f"--{flag}: invalid regular expression: {exc}") from None
+
+
+def select_models(models: list[ModelSpec], options: RunOptions) -> list[ModelSpec]:
+    """--only / --filter / --exclude, then this partition's contiguous share (PyTorch's sharding)."""
+    if options.only is not None:
+        chosen = [m for m in models if m.name == options.only]
+        if not chosen:
+            known = ", ".join(m.name for m in models[:12]) + (", ..." if len(models) > 12 else "")
+            raise OptionsError(f"--only {options.only!r}: no such model in suite {options.suite} (known: {known})")
+    else:
+        include = _compile(options.filters, "filter")
+        exclude = _compile(options.excludes, "exclude")
+        chosen = [m for m in models
+                  if (not include or any(p.search(m.name) for p in include))
+                  and not any(p.search(m.name) for p in exclude)]
+        if not chosen:
+            raise OptionsError(f"no model of suite {options.suite} matches --filter/--exclude")
+    return partition(chosen, options.total_partitions, options.partition_id)
+
+
+def partition(models: list[ModelSpec], total: int, index: int) -> list[ModelSpec]:
+    """The index-th of ``total`` contiguous, near-equal shares; together they hold every model exactly once."""
+    size, extra = divmod(len(models), total)
+    start = index * size + min(index, extra)
+    return models[start : start + size + (1 if index < extra else 0)]

@@ -1,0 +1,105 @@
+"""From what a worker did to the rows of the result contract: statuses by phase, PyTorch's failure rows."""
+
+from __future__ import annotations
+
+import signal
+import statistics
+from dataclasses import dataclass
+
+from perfdash.contract import AccuracyRow, GraphStats, ModelSamples, PerformanceRow
+from runner.process import WorkerOutcome
+from runner.protocol import (
+    PHASE_ACCURACY_COMPILED,
+    PHASE_COMPILE,
+    PHASE_EAGER_1ST,
+    PHASE_EAGER_2ND,
+    PHASE_EAGER_WARMUP,
+    PHASE_FP64,
+    PHASE_LOAD,
+    PHASE_MEASURE,
+    PeakMemoryResult,
+)
+
+# phase -> (status on an error, status on running out of memory)
+_STATUS_BY_PHASE: dict[str, tuple[str, str]] = {
+    PHASE_LOAD: ("model_fail_to_load", "model_fail_to_load"),
+    PHASE_EAGER_1ST: ("eager_1st_run_fail", "eager_1st_run_OOM"),
+    PHASE_EAGER_2ND: ("eager_2nd_run_fail", "eager_2nd_run_OOM"),
+    PHASE_FP64: ("eager_2nd_run_fail", "eager_2nd_run_OOM"),  # only a crash gets here: the fp64 run is eager
+    PHASE_EAGER_WARMUP: ("eager_fail_to_run", "OOM"),
+    PHASE_COMPILE: ("fail_to_run", "OOM"),
+    PHASE_MEASURE: ("fail_to_run", "OOM"),
+    PHASE_ACCURACY_COMPILED: ("fail_to_run", "OOM"),
+}
+
+
+def status_for(phase: str, oom: bool) -> str:
+    error, out_of_memory = _STATUS_BY_PHASE.get(phase, ("fail_to_run", "OOM"))
+    return out_of_memory if oom else error
+
+
+@dataclass(frozen=True, slots=True)
+class ModelOutcome:
+    """One model's rows and, when it failed, why (for the manifest's model_errors)."""
+
+    name: str
+    status: str  # the accuracy status, or for a performance-only run "pass" / the failure status
+    performance: PerformanceRow | None
+    accuracy: AccuracyRow | None
+    samples: ModelSamples | None
+    error: str | None
+
+
+def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, want_accuracy: bool,
+              want_performance: bool, memory: PeakMemoryResult | None = None) -> ModelOutcome:
+    result = outcome.result
+    error: str | None = None
+    if outcome.timed_out:
+        status = "timeout"
+        error = f"timed out in phase {outcome.last_phase} after {outcome.wall_s:.0f} s"
+    elif result is None:
+        if outcome.returncode is not None and outcome.returncode < 0:
+            # SIGKILL that we did not send is the kernel's OOM killer.
+            oom = outcome.returncode == -signal.SIGKILL
+            status = status_for(outcome.last_phase, oom)
+            error = f"worker killed by {outcome.signal_name} in phase {outcome.last_phase}"
+        elif outcome.protocol_error or outcome.returncode == 0:
+            status = "infra_error"
+            error = outcome.protocol_error or "worker exited without a result"
+        else:
+            status = status_for(outcome.last_phase, oom="MemoryError" in outcome.log_tail)
+            error = f"worker exited with status {outcome.returncode} in phase {outcome.last_phase}"
+        error += f"\n{outcome.log_tail.strip()[-800:]}" if outcome.log_tail.strip() else ""
+    elif result.failure is not None:
+        # A verdict reached before the failure (eager_two_runs_differ) stands, as PyTorch stops at it.
+        decided = result.accuracy if result.accuracy not in (None, "pass") else None
+        status = decided or status_for(result.failure.phase, result.failure.kind == "oom")
+        error = f"{result.failure.phase}: {result.failure.message}"
+    else:
+        status = result.accuracy or "pass"
+
+    perf_row: PerformanceRow | None = None
+    samples: ModelSamples | None = None
+    if want_performance:
+        perf = result.performance if result is not None else None
+        if perf is None:
+            perf_row = PerformanceRow.failure(dev, name)
+        else:
+            eager = statistics.median(perf.eager_ms)
+            compiled = statistics.median(perf.compiled_ms)
+            eager_mem = memory.eager_gb if memory is not None else perf.eager_peak_mem
+            compiled_mem = memory.compiled_gb if memory is not None else perf.dynamo_peak_mem
+            ratio = eager_mem / compiled_mem if eager_mem and compiled_mem else None
+            perf_row = PerformanceRow(
+                dev=dev, name=name, batch_size=batch_size, speedup=eager / compiled, abs_latency=compiled,
+                compilation_latency=perf.compilation_latency, compression_ratio=ratio, eager_peak_mem=eager_mem,
+                dynamo_peak_mem=compiled_mem,
+                stats=GraphStats(calls_captured=perf.calls_captured, unique_graphs=perf.unique_graphs,
+                                 graph_breaks=perf.graph_breaks, unique_graph_breaks=perf.unique_graph_breaks))
+            samples = ModelSamples(name=name, batch_size=batch_size, eager_ms=perf.eager_ms,
+                                   compiled_ms=perf.compiled_ms)
+    stats = perf_row.stats if perf_row is not None else GraphStats()
+    acc_row = AccuracyRow(dev=dev, name=name, batch_size=batch_size if status != "model_fail_to_load" else 0,
+                          accuracy=status, stats=stats) if want_accuracy else None
+    return ModelOutcome(name=name, status=status, performance=perf_row, accuracy=acc_row, samples=samples,
+                        error=error)

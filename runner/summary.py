@@ -1,0 +1,46 @@
+"""The suite summary printed at the end of ``perfdash run`` (numbers from perfdash.metrics, PyTorch's definitions)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Group
+from rich.table import Table
+
+from perfdash.contract import ModelResult, RunConfig
+from perfdash.metrics import SuiteSummary, model_warnings
+
+
+def summary_table(config: RunConfig, summary: SuiteSummary) -> Table:
+    shard = f", partition {config.partition_id}/{config.total_partitions}" if config.total_partitions > 1 else ""
+    title = f"{config.key().stem} ({config.thread_config}{shard})"
+    table = Table(title=title, title_justify="left")
+    for column in ("passrate", "geomean speedup", "(unclipped)", "compile time (s)", "peak memory ratio"):
+        table.add_column(column, justify="right")
+    table.add_row(summary.passrate_text, summary.geomean_text, summary.geomean_unclipped_text,
+                  summary.compile_time_text, summary.compression_text)
+    return table
+
+
+def models_table(results: Sequence[ModelResult]) -> Table:
+    table = Table(title="models", title_justify="left")
+    for column, justify in (("model", "left"), ("batch", "right"), ("accuracy", "left"), ("speedup", "right"),
+                            ("latency ms", "right"), ("compile s", "right"), ("memory ratio", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for r in results:
+        p = r.performance
+        measured = p is not None and not p.is_failure
+        table.add_row(r.name, str(r.batch_size), r.accuracy or "-",
+                      f"{p.speedup:.2f}x" if measured else "-",
+                      f"{p.abs_latency:.2f}" if measured else "-",
+                      f"{p.compilation_latency:.1f}" if measured and p.compilation_latency is not None else "-",
+                      f"{p.compression_ratio:.2f}x" if measured and p.compression_ratio else "-")
+    return table
+
+
+def render(config: RunConfig, summary: SuiteSummary, results: Sequence[ModelResult]) -> Group:
+    parts: list[object] = [models_table(results), summary_table(config, summary)]
+    warnings = model_warnings(results)
+    if warnings:
+        parts.append("warnings: " + "; ".join(f"{w.name}: {w.reason}" for w in warnings))
+    return Group(*parts)  # type: ignore[arg-type]

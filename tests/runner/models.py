@@ -1,0 +1,87 @@
+"""Real (tiny) test models for the runner's tests, built through the ``py:`` builder of a models file.
+
+Each builder takes ``batch_size`` and ``training`` (and the entry's options) and returns ``(module, inputs)``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+from torch import nn
+
+
+class TinyMLP(nn.Module):
+    def __init__(self, width: int = 32) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(16, width), nn.ReLU(), nn.Linear(width, 8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class Raises(TinyMLP):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("this model always raises")
+
+
+class Aborts(TinyMLP):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        os.abort()
+
+
+class Hangs(TinyMLP):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        while True:
+            time.sleep(1)
+
+
+class Perturbed(TinyMLP):
+    """Right in eager, off by 1e-2 once compiled: what an accuracy bug in a compiler looks like."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.net(x)
+        if torch.compiler.is_compiling():
+            y = y + 1e-2
+        return y
+
+
+@torch.compiler.disable
+def _clock_noise() -> float:
+    return (time.perf_counter_ns() % 997 + 1) * 1e-3
+
+
+class Nondeterministic(TinyMLP):
+    """Eager gives a different answer every call (noise from the clock, which no seed resets)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x) + _clock_noise()
+
+
+def _inputs(batch_size: int) -> tuple[torch.Tensor]:
+    return (torch.randn(batch_size, 16, generator=torch.Generator().manual_seed(0)),)
+
+
+def tiny_mlp(batch_size: int, training: bool, width: int = 32) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return TinyMLP(width), _inputs(batch_size)
+
+
+def raises(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return Raises(), _inputs(batch_size)
+
+
+def aborts(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return Aborts(), _inputs(batch_size)
+
+
+def hangs(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return Hangs(), _inputs(batch_size)
+
+
+def perturbed(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return Perturbed(), _inputs(batch_size)
+
+
+def nondeterministic(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return Nondeterministic(), _inputs(batch_size)
