@@ -105,7 +105,7 @@ class SeriesModel:
         self.graph_breaks = rng.poisson(0.6, n_models)
         # persistent level changes: ~1 per series every 1.5 years, +-3..25 %
         steps = np.zeros((n_nights, n_models))
-        n_steps = rng.poisson(n_nights / 550, n_models)
+        n_steps = rng.poisson(n_nights / 550, n_models) if n_nights > 1 else np.zeros(n_models, dtype=int)
         for m in range(n_models):
             for _ in range(n_steps[m]):
                 steps[rng.integers(1, n_nights), m] += rng.choice([-1, 1]) * rng.uniform(0.03, 0.25)

@@ -1,0 +1,247 @@
+"""Benchmark of the service at production size, on SYNTHETIC history (bench/synthetic_history.py).
+
+One run: start a throwaway Postgres, fill it with ``--years`` of synthetic nightly history (3 suites x 150 models x
+6 configurations ~ 3M result rows for three years), start the app under uvicorn on 127.0.0.1 (its own process), then
+
+- ingest one new night (18 runs, ~2,700 rows) over HTTP in one upload, the same upload again (idempotent path), and
+  the night after as 18 uploads, one per configuration;
+- p50/p95 of the summary, model-history, suite-history, compare and runs-list requests over HTTP, and of the
+  query functions called in-process (the same functions the dashboard pages use).
+
+Targets (issue 3): a night ingests in under 2 s; every query's p95 under 50 ms.
+
+    .venv/bin/python -m bench.service [--years 3] [--requests 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+import httpx
+import numpy as np
+
+from bench.synthetic_history import SeriesModel, configurations, fill_database, model_names, night_files
+
+TOKEN = "bench-token"
+NIGHT_TARGET_S = 2.0
+QUERY_P95_TARGET_MS = 50.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _night_uploads(night, n_models: int, seed: int) -> list[dict[str, bytes]]:
+    """A night's files as few uploads as possible: PyTorch's file names do not encode the thread setting, so the
+    single-thread configuration (same names as all-cores) goes in an upload of its own, as its agent would send it."""
+    uploads: list[dict[str, bytes]] = []
+    for index, sc in enumerate(configurations()):
+        model = SeriesModel(n_models, 2, seed=seed + index)
+        files = night_files(sc, model.night(0, model_names(sc.suite, n_models), sc.config.device), night)
+        target = next((u for u in uploads if not set(files) & set(u)), None)
+        if target is None:
+            uploads.append(target := {})
+        target.update(files)
+    return uploads
+
+
+def _post(client: httpx.Client, files: dict[str, bytes]) -> tuple[float, dict]:
+    parts = [("files", (name, data, "application/octet-stream")) for name, data in files.items()]
+    started = time.perf_counter()
+    response = client.post("/api/v1/runs", files=parts, headers={"Authorization": f"Bearer {TOKEN}"})
+    elapsed = time.perf_counter() - started
+    response.raise_for_status()
+    return elapsed, response.json()
+
+
+def _percentiles(samples_ms: list[float]) -> tuple[float, float]:
+    return float(np.percentile(samples_ms, 50)), float(np.percentile(samples_ms, 95))
+
+
+def _time_calls(call: Callable[[], object], n: int, warmup: int = 5) -> list[float]:
+    for _ in range(warmup):
+        call()
+    out = []
+    for _ in range(n):
+        started = time.perf_counter()
+        call()
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--years", type=float, default=3.0)
+    parser.add_argument("--models", type=int, default=150, help="synthetic models per suite")
+    parser.add_argument("--requests", type=int, default=100, help="timed requests per query")
+    args = parser.parse_args(argv)
+
+    from perfdash.pgcluster import temporary_postgres
+
+    rng = random.Random(0)
+    with temporary_postgres() as url:
+        print(f"SYNTHETIC history: {args.years} years, 3 suites x {args.models} models x 6 configurations")
+        filled = fill_database(url, years=args.years, n_models=args.models)
+        print(f"generated {filled.runs:,} runs, {filled.results:,} result rows in {filled.seconds:.0f} s "
+              f"(nights {filled.first_night} .. {filled.last_night})")
+
+        port = _free_port()
+        env = {**os.environ, "DATABASE_URL": url, "PERFDASH_INGEST_TOKENS": TOKEN,
+               "PERFDASH_MAX_UPLOAD_BYTES": str(64 * 1024 * 1024)}
+        server = subprocess.Popen([sys.executable, "-m", "uvicorn", "service.app:create_app", "--factory",
+                                   "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"], env=env)
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
+                deadline = time.monotonic() + 60
+                while True:
+                    try:
+                        if client.get("/healthz").status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        pass
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("uvicorn did not start")
+                    time.sleep(0.2)
+                _report(client, url, filled, args, rng)
+        finally:
+            server.terminate()
+            server.wait(10)
+    return 0
+
+
+def _report(client: httpx.Client, url: str, filled, args: argparse.Namespace, rng: random.Random) -> None:
+    new_night = filled.last_night + timedelta(days=1)
+    uploads = _night_uploads(new_night, args.models, seed=10_000)
+    rows = args.models * len(configurations())
+    size_kb = sum(len(v) for u in uploads for v in u.values()) / 1024
+    night_s = again_s = 0.0
+    created = 0
+    for upload in uploads:
+        elapsed, body = _post(client, upload)
+        night_s += elapsed
+        created += sum(r["created"] for r in body["runs"])
+    assert created == len(configurations()), created
+    for upload in uploads:
+        elapsed, body = _post(client, upload)
+        again_s += elapsed
+        assert not any(r["created"] for r in body["runs"])
+    next_night = new_night + timedelta(days=1)
+    split_s = 0.0
+    runs_posted = 0
+    for upload in _night_uploads(next_night, args.models, seed=20_000):
+        for stem in sorted({name.rsplit("_", 1)[0] for name in upload}):
+            elapsed, _ = _post(client, {k: v for k, v in upload.items() if k.startswith(stem + "_")})
+            split_s += elapsed
+            runs_posted += 1
+
+    print()
+    print(f"ingest over HTTP (one night = {len(configurations())} runs, {rows:,} rows, {size_kb:.0f} kB of files)")
+    print(f"  new night in {len(uploads)} uploads            {night_s:6.2f} s   target < {NIGHT_TARGET_S:.0f} s   "
+          f"{'OK' if night_s < NIGHT_TARGET_S else 'MISSED'}")
+    print(f"  same uploads again (idempotent) {again_s:6.2f} s")
+    print(f"  next night as {runs_posted} uploads (1 run each) {split_s:6.2f} s total")
+
+    # Inputs for the queries, from the API itself.
+    configurations_list = client.get("/api/v1/configurations").json()
+    runs_by_configuration = {
+        c["id"]: [r["id"] for r in client.get("/api/v1/runs", params={"configuration_id": c["id"],
+                                                                      "limit": 1000}).json()]
+        for c in configurations_list}
+    series_ids = [s["id"] for c in configurations_list
+                  for s in client.get("/api/v1/series", params={"configuration_id": c["id"]}).json()]
+    nights = [filled.first_night + timedelta(days=i)
+              for i in range((filled.last_night - filled.first_night).days + 1)]
+
+    def summary() -> None:
+        client.get("/api/v1/summary", params={"night": rng.choice(nights).isoformat()}).raise_for_status()
+
+    def latest_summary() -> None:
+        client.get("/api/v1/summary").raise_for_status()
+
+    def model_history() -> None:
+        client.get(f"/api/v1/series/{rng.choice(series_ids)}/history").raise_for_status()
+
+    def model_history_90d() -> None:
+        client.get(f"/api/v1/series/{rng.choice(series_ids)}/history",
+                   params={"since": (filled.last_night - timedelta(days=90)).isoformat()}).raise_for_status()
+
+    def suite_history() -> None:
+        client.get(f"/api/v1/configurations/{rng.choice(configurations_list)['id']}/history").raise_for_status()
+
+    def compare() -> None:
+        runs = runs_by_configuration[rng.choice(configurations_list)["id"]]
+        i = rng.randrange(1, len(runs))
+        client.get("/api/v1/compare/runs", params={"base": runs[i], "new": runs[i - 1]}).raise_for_status()
+
+    def runs_list() -> None:
+        since = rng.choice(nights)
+        client.get("/api/v1/runs", params={"device": "cuda", "since": since.isoformat(),
+                                           "until": (since + timedelta(days=30)).isoformat()}).raise_for_status()
+
+    http_cases = [("summary of a night (18 rows + previous)", summary), ("summary, latest night", latest_summary),
+                  ("model history, 3 years", model_history), ("model history, last 90 days", model_history_90d),
+                  ("suite summary history, 3 years", suite_history), ("compare two runs", compare),
+                  ("runs list, 30 days, filtered", runs_list)]
+    print()
+    print(f"queries over HTTP ({args.requests} requests each after 5 warm-up; ms)")
+    print(f"  {'query':42s} {'p50':>7s} {'p95':>7s}  target p95 < {QUERY_P95_TARGET_MS:.0f} ms")
+    for label, call in http_cases:
+        p50, p95 = _percentiles(_time_calls(call, args.requests))
+        print(f"  {label:42s} {p50:7.1f} {p95:7.1f}  {'OK' if p95 < QUERY_P95_TARGET_MS else 'MISSED'}")
+
+    _in_process(url, filled, configurations_list, runs_by_configuration, series_ids, nights, args, rng)
+
+
+def _in_process(url, filled, configurations_list, runs_by_configuration, series_ids, nights, args, rng) -> None:
+    from service.db import make_engine, make_session_factory
+    from service.queries.compare import compare_runs
+    from service.queries.history import model_history, suite_history
+    from service.queries.summary import night_summary
+
+    engine = make_engine(url)
+    try:
+        with make_session_factory(engine)() as session:
+            def fresh(call: Callable[[], object]) -> Callable[[], object]:
+                def wrapped() -> object:
+                    session.expunge_all()  # no identity-map hits between calls
+                    return call()
+                return wrapped
+
+            def compare_call() -> object:
+                runs = runs_by_configuration[rng.choice(configurations_list)["id"]]
+                i = rng.randrange(1, len(runs))
+                return compare_runs(session, runs[i], runs[i - 1])
+
+            cases = [
+                ("night_summary", fresh(lambda: night_summary(session, night=rng.choice(nights)))),
+                ("model_history, 3 years", fresh(lambda: model_history(session, rng.choice(series_ids)))),
+                ("suite_history, 3 years",
+                 fresh(lambda: suite_history(session, rng.choice(configurations_list)["id"]))),
+                ("compare_runs", fresh(compare_call)),
+            ]
+            print()
+            print("query functions in-process (what the dashboard pages call; ms)")
+            for label, call in cases:
+                p50, p95 = _percentiles(_time_calls(call, args.requests))
+                print(f"  {label:42s} {p50:7.1f} {p95:7.1f}")
+        with engine.connect() as connection:
+            import sqlalchemy as sa
+
+            size = connection.scalar(sa.text("SELECT pg_size_pretty(pg_total_relation_size('results'))"))
+            print(f"\nresults table with its indexes: {size}")
+    finally:
+        engine.dispose()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
