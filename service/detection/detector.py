@@ -1,0 +1,248 @@
+"""Detection over stored history: what changed when a run arrived, stored as findings.
+
+Three checks per run, all idempotent (a finding's ``key`` is unique; running detection twice stores nothing new):
+
+- status changes against the previous run of the configuration, at once: a model that passed and now fails
+  (fail_accuracy, fail_to_run, timeout, OOM, ...) is a new failure; the reverse is fixed;
+- performance: change points of each series and metric (speedup, abs_latency, compilation_latency,
+  compression_ratio) over the passing nights, starting at the series' last stored change point;
+- the suite: the passrate dropping by PASSRATE_DROP or more against the previous night, and change points of the
+  suite's (clipped) geomean speedup.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from service.detection.changepoint import HIGHER_IS_BETTER, DetectionConfig, detect_change_points
+from service.detection.models import ChangePointRow, Finding
+from service.models import Annotation, Result, Run, RunSummary, Series
+
+logger = logging.getLogger(__name__)
+
+PERF_METRICS: tuple[str, ...] = ("speedup", "abs_latency", "compilation_latency", "compression_ratio")
+SUITE_METRIC = "geomean"  # change points of the suite's clipped geomean speedup; series_id NULL
+PASSRATE_DROP = 0.05  # absolute: 5 percentage points fewer models passing than the previous night
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    run_id: int
+    night: object
+    commit: str | None
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class DetectionReport:
+    run_id: int
+    new_findings: tuple[int, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.new_findings)
+
+
+def _history_cutoff(run: Run) -> list[sa.ColumnElement[bool]]:
+    # Everything up to and including this run, in the order nights happened (a re-run of a night comes later).
+    return [Run.configuration_id == run.configuration_id,
+            sa.or_(Run.night < run.night, sa.and_(Run.night == run.night, Run.id <= run.id))]
+
+
+def _previous_run(session: Session, run: Run) -> Run | None:
+    return session.scalars(sa.select(Run).where(Run.configuration_id == run.configuration_id, Run.night < run.night)
+                           .order_by(Run.night.desc(), Run.id.desc()).limit(1)).first()
+
+
+def _baselines(session: Session, configuration_id: int) -> dict[tuple[int | None, str], set[int]]:
+    """(series_id, metric) -> run ids where a change point is stored."""
+    out: dict[tuple[int | None, str], set[int]] = defaultdict(set)
+    rows = session.execute(sa.select(ChangePointRow.series_id, ChangePointRow.metric, ChangePointRow.run_id)
+                           .where(ChangePointRow.configuration_id == configuration_id))
+    for series_id, metric, run_id in rows:
+        out[(series_id, metric)].add(run_id)
+    return out
+
+
+def _add_finding(session: Session, finding: Finding) -> Finding | None:
+    if session.scalar(sa.select(Finding.id).where(Finding.key == finding.key)) is not None:
+        return None
+    session.add(finding)
+    session.flush()
+    return finding
+
+
+def _pct(new: float | None, old: float | None) -> float | None:
+    return None if new is None or not old else 100.0 * (new / old - 1.0)
+
+
+def _status_findings(session: Session, run: Run, previous: Run) -> list[Finding]:
+    now = {r.series_id: r for r in session.scalars(sa.select(Result).where(Result.run_id == run.id))}
+    before = {r.series_id: r for r in session.scalars(sa.select(Result).where(Result.run_id == previous.id))}
+    found = []
+    for series_id, current in now.items():
+        old = before.get(series_id)
+        if old is None or old.passed == current.passed:
+            continue
+        category = "fixed" if current.passed else "new_failure"
+        old_status = old.accuracy or ("pass" if old.passed else "fail_to_run")
+        new_status = current.accuracy or ("pass" if current.passed else "fail_to_run")
+        finding = _add_finding(session, Finding(
+            key=f"status:{series_id}:{run.id}", kind="status", category=category,
+            configuration_id=run.configuration_id, series_id=series_id, run_id=run.id, model=current.name,
+            metric="accuracy", old_status=old_status, new_status=new_status,
+            old_value=old.gated_speedup, new_value=current.gated_speedup,
+            good_commit=previous.torch_git_commit, bad_commit=run.torch_git_commit,
+            summary=f"{current.name}: {old_status} -> {new_status}"))
+        if finding is not None:
+            found.append(finding)
+    return found
+
+
+def _store_change_points(session: Session, run: Run, series_id: int | None, model: str | None, metric: str,
+                         points: list[Point], stored: set[int], config: DetectionConfig) -> list[Finding]:
+    if len(points) < 5:
+        return []
+    positions = {p.run_id: i for i, p in enumerate(points)}
+    baseline = max((positions[r] for r in stored if r in positions), default=0)
+    found = []
+    for cp in detect_change_points([p.value for p in points], baseline_start=baseline, config=config):
+        first, last_old = points[cp.index], points[cp.index - 1]
+        if first.run_id in stored:
+            continue
+        higher = HIGHER_IS_BETTER.get(metric, True)
+        row = ChangePointRow(
+            configuration_id=run.configuration_id, series_id=series_id, metric=metric, run_id=first.run_id,
+            previous_run_id=last_old.run_id, good_commit=last_old.commit, bad_commit=first.commit,
+            before_mean=cp.before_mean, after_mean=cp.after_mean, change_pct=cp.change_pct, p_value=cp.p_value,
+            n_before=cp.n_before, n_after=cp.n_after, regression=cp.is_regression(higher))
+        session.add(row)
+        session.flush()
+        stored.add(first.run_id)
+        subject = model or "suite geomean speedup"
+        label = metric if model else "geomean"
+        finding = _add_finding(session, Finding(
+            key=f"cp:{row.id}", kind="performance" if model else "summary",
+            category="regression" if row.regression else "improvement", configuration_id=run.configuration_id,
+            series_id=series_id, run_id=run.id, change_point_id=row.id, model=model, metric=metric,
+            old_value=cp.before_mean, new_value=cp.after_mean, change_pct=cp.change_pct, p_value=cp.p_value,
+            good_commit=last_old.commit, bad_commit=first.commit,
+            summary=f"{subject}: {label} {cp.change_pct:+.1f}% ({cp.before_mean:.4g} -> {cp.after_mean:.4g}, "
+                    f"p={cp.p_value:.1e}, since {first.night})"))
+        if finding is not None:
+            found.append(finding)
+    return found
+
+
+def _performance_findings(session: Session, run: Run) -> list[Finding]:
+    series_in_run = dict(session.execute(
+        sa.select(Result.series_id, Result.name).where(Result.run_id == run.id, Result.passed)).all())
+    if not series_in_run:
+        return []
+    rows = session.execute(
+        sa.select(Result.series_id, Run.id, Run.night, Run.torch_git_commit, Result.speedup, Result.abs_latency,
+                  Result.compilation_latency, Result.compression_ratio)
+        .join(Run, Run.id == Result.run_id)
+        .where(*_history_cutoff(run), Result.passed, Result.series_id.in_(series_in_run))
+        .order_by(Run.night, Run.id))
+    history: dict[tuple[int, str], list[Point]] = defaultdict(list)
+    for series_id, run_id, night, commit, *values in rows:
+        for metric, value in zip(PERF_METRICS, values, strict=True):
+            if value is not None and value > 0:
+                history[(series_id, metric)].append(Point(run_id, night, commit, float(value)))
+    stored = _baselines(session, run.configuration_id)
+    found = []
+    for (series_id, metric), points in history.items():
+        if not points or points[-1].run_id != run.id:
+            continue  # the metric is missing tonight: nothing new to say about it
+        found += _store_change_points(session, run, series_id, series_in_run[series_id], metric, points,
+                                      stored[(series_id, metric)], DetectionConfig.for_metric(metric))
+    return found
+
+
+def _suite_findings(session: Session, run: Run, previous: Run | None) -> list[Finding]:
+    found = []
+    summary = session.get(RunSummary, run.id)
+    if summary is None:
+        return found
+    before = session.get(RunSummary, previous.id) if previous is not None else None
+    if before is not None and before.total and summary.total:
+        old_rate, new_rate = before.passed / before.total, summary.passed / summary.total
+        if old_rate - new_rate >= PASSRATE_DROP:
+            finding = _add_finding(session, Finding(
+                key=f"passrate:{run.id}", kind="summary", category="regression",
+                configuration_id=run.configuration_id, run_id=run.id, metric="passrate", old_value=old_rate,
+                new_value=new_rate, change_pct=100.0 * (new_rate - old_rate),
+                good_commit=previous.torch_git_commit if previous else None, bad_commit=run.torch_git_commit,
+                summary=f"passrate {100 * old_rate:.0f}% ({before.passed}/{before.total}) -> "
+                        f"{100 * new_rate:.0f}% ({summary.passed}/{summary.total})"))
+            if finding is not None:
+                found.append(finding)
+    rows = session.execute(
+        sa.select(Run.id, Run.night, Run.torch_git_commit, RunSummary.geomean_speedup)
+        .join(RunSummary, RunSummary.run_id == Run.id).where(*_history_cutoff(run)).order_by(Run.night, Run.id))
+    points = [Point(r, n, c, float(g)) for r, n, c, g in rows if g is not None and g > 0]
+    if points and points[-1].run_id == run.id:
+        stored = _baselines(session, run.configuration_id)[(None, SUITE_METRIC)]
+        found += _store_change_points(session, run, None, None, SUITE_METRIC, points, stored,
+                                      DetectionConfig(min_effect=0.05))
+    return found
+
+
+def detect_run(session: Session, run_id: int) -> DetectionReport:
+    """Detect what changed with this run (flushes; the caller commits). Safe to run again."""
+    run = session.get(Run, run_id)
+    if run is None:
+        raise LookupError(f"no run {run_id}")
+    previous = _previous_run(session, run)
+    found = []
+    if previous is not None:
+        found += _status_findings(session, run, previous)
+    found += _performance_findings(session, run)
+    found += _suite_findings(session, run, previous)
+    logger.info("run %s: %d new findings", run_id, len(found))
+    return DetectionReport(run_id=run_id, new_findings=tuple(f.id for f in found))
+
+
+def runs_to_detect(session: Session, *, all_runs: bool = False) -> list[int]:
+    """Every run oldest first (a backfill), or the latest run of each configuration."""
+    if all_runs:
+        return list(session.scalars(sa.select(Run.id).order_by(Run.night, Run.id)))
+    latest = (sa.select(Run.configuration_id, sa.func.max(Run.night).label("night"))
+              .group_by(Run.configuration_id).subquery())
+    rows = session.execute(sa.select(sa.func.max(Run.id)).join(
+        latest, sa.and_(Run.configuration_id == latest.c.configuration_id, Run.night == latest.c.night))
+        .group_by(Run.configuration_id))
+    return sorted(r for (r,) in rows)
+
+
+def detection_hook(session: Session, run_id: int) -> None:
+    """The post-ingest hook (service.hooks): detection for every newly stored run."""
+    detect_run(session, run_id)
+
+
+def acknowledge(session: Session, finding_id: int, note: str, author: str | None = None) -> Finding:
+    """Mark a finding as seen with a note; it then stays quiet (no issue, not in the report's open list). The note
+    is also an annotation on the series (or configuration) on the run's night, so the dashboard pages show it."""
+    finding = session.get(Finding, finding_id)
+    if finding is None:
+        raise LookupError(f"no finding {finding_id}")
+    finding.acknowledged_at = datetime.now(UTC)
+    finding.acknowledged_by = author
+    finding.ack_note = note
+    night = session.scalar(sa.select(Run.night).where(Run.id == finding.run_id))
+    session.add(Annotation(configuration_id=None if finding.series_id else finding.configuration_id,
+                           series_id=finding.series_id, night=night, author=author,
+                           text=f"Acknowledged finding #{finding.id} ({finding.summary}): {note}"))
+    session.flush()
+    return finding
+
+
+def series_name(session: Session, series_id: int) -> str | None:
+    return session.scalar(sa.select(Series.name).where(Series.id == series_id))

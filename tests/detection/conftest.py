@@ -1,0 +1,135 @@
+"""Detection fixtures: the migrated real Postgres with each test in a rolled-back transaction (as tests/service),
+runs stored through the service's own ingest path, and the GitHub stand-in server."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import sys
+from collections.abc import Callable, Iterator
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+TOKEN = "ingest-token"
+
+
+@pytest.fixture(scope="session")
+def migrated_url(postgres_url: str) -> str:
+    from service.migrate import upgrade
+
+    upgrade(postgres_url)
+    return postgres_url
+
+
+@pytest.fixture(scope="session")
+def engine(migrated_url: str) -> Iterator[sa.Engine]:
+    from service.db import make_engine
+
+    engine = make_engine(migrated_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def session(engine: sa.Engine) -> Iterator[Session]:
+    connection = engine.connect()
+    transaction = connection.begin()
+    session = Session(bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False)
+    try:
+        yield session
+    finally:
+        session.close()
+        transaction.rollback()
+        connection.close()
+
+
+def _csv(kind: str, rows: list) -> bytes:
+    from perfdash.contract import header_for
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header_for(kind))
+    for row in rows:
+        writer.writerow(row.to_csv_fields(with_stats=True))
+    return out.getvalue().encode()
+
+
+StoreRun = Callable[..., int]
+
+
+@pytest.fixture
+def store_run(session: Session) -> StoreRun:
+    """store_run(night_index, {model: speedup | None}, statuses={model: status}, **config) -> run id.
+
+    Writes the run's CSVs and manifest with the contract's own types and stores them with service.ingest.
+    Latency is 10 ms / speedup, compile time 20 s and memory ratio 1.2 unless given."""
+    from perfdash.contract import AccuracyRow, MachineInfo, Manifest, PerformanceRow, RunConfig
+    from service.ingest import bundles_from_files, store_run
+
+    def make(night: int, speedups: dict[str, float | None], statuses: dict[str, str] | None = None,
+             compile_s: dict[str, float] | None = None, suite: str = "timm_models", backend: str = "inductor",
+             **config) -> int:
+        statuses = statuses or {}
+        start = datetime(2026, 1, 1, 1, 0, tzinfo=datetime.now().astimezone().tzinfo) + timedelta(days=night)
+        manifest = Manifest(
+            source="perfdash", config=RunConfig(suite=suite, backend=backend, **config),
+            machine=MachineInfo(host="agent-1", device="cpu", cpu_model="Test Xeon", cpu_count=2),
+            torch_version="2.14.1", torch_git_commit=f"c{night:04d}" + "0" * 36, suite_versions={"timm": "1.0.31"},
+            start_time=start, end_time=start + timedelta(hours=1), command=f"perfdash run --suite {suite}")
+        perf, acc = [], []
+        for name, speedup in speedups.items():
+            perf.append(PerformanceRow.failure("cpu", name) if speedup is None else PerformanceRow(
+                dev="cpu", name=name, batch_size=8, speedup=speedup, abs_latency=10.0 / speedup,
+                compilation_latency=(compile_s or {}).get(name, 20.0), compression_ratio=1.2, eager_peak_mem=0.2,
+                dynamo_peak_mem=0.2 / 1.2))
+            acc.append(AccuracyRow(dev="cpu", name=name, batch_size=8,
+                                   accuracy=statuses.get(name, "pass" if speedup is not None else "fail_to_run")))
+        stem = manifest.config.key().stem
+        files = {f"{stem}_performance.csv": _csv("performance", perf), f"{stem}_accuracy.csv": _csv("accuracy", acc),
+                 f"{stem}_manifest.json": manifest.model_dump_json().encode()}
+        (bundle,) = bundles_from_files(files)
+        stored = store_run(session, bundle)
+        session.flush()
+        return stored.run_id
+
+    return make
+
+
+def noisy(seed: int, nights: int, level: float = 1.5, cv: float = 0.02) -> list[float]:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return [float(v) for v in level * np.exp(rng.normal(0, cv, nights))]
+
+
+@pytest.fixture
+def series_values() -> Callable[..., list[float]]:
+    return noisy
+
+
+def load_standin():
+    name = "perfdash_tests_github_standin"
+    if name not in sys.modules:
+        path = Path(__file__).parent.parent / "github" / "standin.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@pytest.fixture
+def github() -> Iterator:
+    with load_standin().GitHubStandIn() as server:
+        yield server
+
+
+@pytest.fixture
+def today() -> date:
+    return date(2026, 1, 1)

@@ -1,0 +1,109 @@
+"""Detection over stored history on a real Postgres: status changes, change points, suite checks, idempotency."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from service.detection.detector import acknowledge, detect_run, runs_to_detect
+from service.detection.models import ChangePointRow, Finding
+from service.models import Annotation
+
+
+def _findings(session, **where) -> list[Finding]:
+    query = sa.select(Finding).order_by(Finding.id)
+    for key, value in where.items():
+        query = query.where(getattr(Finding, key) == value)
+    return list(session.scalars(query).unique())
+
+
+def _history(store_run, series_values, nights: int, drop_from: int | None = None, drop: float = 0.85,
+             spike_at: int | None = None) -> list[int]:
+    a = series_values(1, nights)
+    b = series_values(2, nights, level=2.0)
+    c = series_values(3, nights, level=1.2)
+    runs = []
+    for night in range(nights):
+        speed_a = a[night] * (drop if drop_from is not None and night >= drop_from else 1.0)
+        speed_c = c[night] * (0.6 if night == spike_at else 1.0)
+        runs.append(store_run(night, {"resnet18": speed_a, "vit_small": b[night], "mobilenet": speed_c}))
+    return runs
+
+
+def test_a_step_is_found_once_two_nights_after(session, store_run, series_values) -> None:
+    runs = _history(store_run, series_values, 26, drop_from=24, spike_at=15)
+    new_per_night = [detect_run(session, run).count for run in runs]
+    assert new_per_night[:24] == [0] * 24, "no finding before the step, the spike on night 15 included"
+    assert new_per_night[24] == 0, "one night after the step is not a change yet"
+    found = _findings(session, kind="performance")
+    assert {(f.model, f.metric, f.category) for f in found} == {
+        ("resnet18", "speedup", "regression"), ("resnet18", "abs_latency", "regression")}
+    speedup = next(f for f in found if f.metric == "speedup")
+    assert speedup.run_id == runs[25]  # confirmed by the second night
+    assert speedup.change_point.run_id == runs[24]  # the new level starts on the night of the step
+    assert speedup.good_commit.startswith("c0023") and speedup.bad_commit.startswith("c0024")
+    assert -22 < speedup.change_pct < -9 and speedup.p_value < 1e-3  # a 15 % drop seen on two nights
+    # Detection again (and again the next night with the level unchanged) adds nothing: the change point is stored.
+    assert detect_run(session, runs[25]).count == 0
+    more = store_run(26, {"resnet18": 1.5 * 0.85, "vit_small": 2.0, "mobilenet": 1.2})
+    assert detect_run(session, more).count == 0
+    assert session.scalar(sa.select(sa.func.count()).select_from(ChangePointRow)
+                          .where(ChangePointRow.metric == "speedup")) == 1
+
+
+def test_compile_time_needs_ten_percent(session, store_run, series_values) -> None:
+    base = series_values(4, 24, level=20.0)
+    runs = []
+    for night in range(24):
+        compile_s = base[night] * (1.05 if night >= 12 else 1.0) * (1.3 if night >= 18 else 1.0)
+        runs.append(store_run(night, {"resnet18": 1.5}, compile_s={"resnet18": compile_s}))
+    for run in runs:
+        detect_run(session, run)
+    found = _findings(session, metric="compilation_latency")
+    assert len(found) == 1 and found[0].change_point.run_id == runs[18]  # the 30 % rise, not the 5 % one
+    assert found[0].category == "regression"
+
+
+def test_status_changes_alert_at_once(session, store_run) -> None:
+    first = store_run(0, {"resnet18": 1.5, "vit_small": 2.0})
+    second = store_run(1, {"resnet18": 1.5, "vit_small": 2.0}, statuses={"vit_small": "fail_accuracy"})
+    third = store_run(2, {"resnet18": None, "vit_small": 2.0})
+    assert detect_run(session, first).count == 0
+    detect_run(session, second)
+    (failure,) = _findings(session, run_id=second, kind="status")
+    assert (failure.model, failure.category, failure.old_status, failure.new_status) == (
+        "vit_small", "new_failure", "pass", "fail_accuracy")
+    detect_run(session, third)
+    found = {(f.model, f.category, f.new_status) for f in _findings(session, run_id=third, kind="status")}
+    assert found == {("vit_small", "fixed", "pass"), ("resnet18", "new_failure", "fail_to_run")}
+    passrate = _findings(session, run_id=second, metric="passrate")
+    assert len(passrate) == 1 and passrate[0].category == "regression" and passrate[0].change_pct == -50.0
+
+
+def test_different_configurations_are_different_series(session, store_run) -> None:
+    for night in range(12):
+        store_run(night, {"resnet18": 1.5})
+        # the same model on another backend, which happens to be much slower: no comparison across configurations
+        run = store_run(night, {"resnet18": 0.9}, backend="aot_eager")
+    assert detect_run(session, run).count == 0
+    assert _findings(session) == []
+
+
+def test_acknowledge_adds_a_note(session, store_run) -> None:
+    store_run(0, {"resnet18": 1.5})
+    run = store_run(1, {"resnet18": None})
+    detect_run(session, run)
+    (finding,) = _findings(session, kind="status")
+    acknowledge(session, finding.id, "known: upstream timm bug", author="alice")
+    assert finding.acknowledged and finding.ack_note == "known: upstream timm bug"
+    note = session.scalars(sa.select(Annotation).where(Annotation.series_id == finding.series_id)).one()
+    assert "known: upstream timm bug" in note.text and note.author == "alice"
+
+
+def test_runs_to_detect(session, store_run) -> None:
+    a0 = store_run(0, {"resnet18": 1.5})
+    a1 = store_run(1, {"resnet18": 1.5})
+    b0 = store_run(0, {"resnet18": 1.5}, backend="aot_eager")
+    assert runs_to_detect(session) == sorted([a1, b0])
+    assert runs_to_detect(session, all_runs=True)[:1] in ([a0], [b0])
+    assert set(runs_to_detect(session, all_runs=True)) == {a0, a1, b0}
+
