@@ -120,6 +120,7 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
         models = suite.models(options.models_file)
     except SuiteError as exc:
         raise OptionsError(str(exc)) from None
+    models = suite.expand_models(models, options.batch_size) if suite.expand_models else models
     return suite, select_models(models, options)
 
 

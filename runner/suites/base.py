@@ -108,6 +108,8 @@ class Suite:
     versions: Callable[[], dict[str, str]] = _no_versions  # library versions for the manifest (may import them)
     # Optional hook: rewrite an entry's builder at run time (torchbench uses torchbenchmark when it is installed).
     resolve_builder: Callable[[str], str] | None = None
+    # Optional hook: (model list, --batch-size) -> the entries to run, e.g. one per batch size (hf_vision).
+    expand_models: Callable[[list[ModelSpec], int | None], list[ModelSpec]] | None = None
 
     def tolerance_for(self, query: ToleranceQuery) -> Tolerance:
         return self.tolerance(query, load_tolerance_lists(self.data_file))
