@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from fastapi import FastAPI, Request, Response
 from starlette.staticfiles import StaticFiles
 
@@ -21,8 +23,11 @@ def install(app: FastAPI) -> None:
     app.include_router(router)
 
     @app.middleware("http")
-    async def content_security_policy(request: Request, call_next) -> Response:  # type: ignore[no-untyped-def]
+    async def page_headers(request: Request, call_next) -> Response:  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
         response = await call_next(request)
         if response.headers.get("content-type", "").startswith("text/html"):
             response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+            # Server time of the page (queries + rendering), shown by browsers' dev tools and read by bench/pages.py.
+            response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
         return response

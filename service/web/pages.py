@@ -26,6 +26,8 @@ router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 RUNS_PER_PAGE = 100
 TRENDS_DEFAULT_DAYS = 90
 MODEL_DEFAULT_DAYS = 365
+MODEL_TABLE_ROWS = 120  # nights listed under a model's charts (the charts carry the whole range)
+DAILY_UP_TO_DAYS = 200  # "auto" granularity of Trends: one point a night up to this range, then one a week
 
 
 def _templates(request: Request) -> Jinja2Templates:
@@ -140,7 +142,7 @@ def model(request: Request, session: SessionDep, series_id: int,
     last = points[-1] if points else None
     return render(request, "pages/model.html", active="home", title=series.name, series=series, config=config,
                   label=views.config_label(config), group=views.group_title(config), points=points, last=last,
-                  chart=chart, since=since, until=until, notes=notes,
+                  chart=chart, since=since, until=until, notes=notes, table_limit=MODEL_TABLE_ROWS,
                   repro=repro_command(config, series.name, series.batch_size))
 
 
@@ -148,16 +150,19 @@ def model(request: Request, session: SessionDep, series_id: int,
 def trends(request: Request, session: SessionDep, suite: FilterParam = None, backend: FilterParam = None,
            device: FilterParam = None, dtype: FilterParam = None, mode: FilterParam = None,
            thread_config: FilterParam = None, since: Annotated[date | None, Query(alias="from")] = None,
-           until: Annotated[date | None, Query(alias="to")] = None) -> Response:
+           until: Annotated[date | None, Query(alias="to")] = None,
+           granularity: Annotated[str, Query(pattern="^(auto|day|week|month)$")] = "auto") -> Response:
     if not q.has_runs(session):
         return _empty(request, "trends")
     config_filter = _config_filter(suite, backend, device, dtype, mode, thread_config)
     since, until = _date_range(since, until, TRENDS_DEFAULT_DAYS, q.latest_night(session))
-    points = q.summary_history(session, config_filter, since, until)
+    step = granularity if granularity != "auto" else ("day" if (until - since).days <= DAILY_UP_TO_DAYS else "week")
+    points = q.summary_history(session, config_filter, since, until, step)
     configs = {c.id: c for c in q.configurations(session)}
     return render(request, "pages/trends.html", active="trends", title="Trends",
                   chart=views.trend_chart_data(points, configs), rows=views.trend_rows(points, configs),
-                  choices=q.distinct_values(session), selected=config_filter, since=since, until=until, views=views)
+                  choices=q.distinct_values(session), selected=config_filter, since=since, until=until, views=views,
+                  granularity=granularity, step=step)
 
 
 @router.get("/compare")

@@ -255,14 +255,14 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
         previous = p
     return {
         "nights": [p.night.isoformat() for p in points],
-        "commits": [p.torch_git_commit or "" for p in points],
+        "commits": [(p.torch_git_commit or "")[:12] for p in points],
         "runs": [p.run_id for p in points],
         "status": [_point_status(p) for p in points],
         "series": {
-            "speedup": [p.speedup if p.passed else None for p in points],
-            "abs_latency": [p.abs_latency if p.passed else None for p in points],
-            "compilation_latency": [p.compilation_latency if p.passed else None for p in points],
-            "compression_ratio": [p.compression_ratio if p.passed else None for p in points],
+            "speedup": [_round(p.speedup) if p.passed else None for p in points],
+            "abs_latency": [_round(p.abs_latency) if p.passed else None for p in points],
+            "compilation_latency": [_round(p.compilation_latency) if p.passed else None for p in points],
+            "compression_ratio": [_round(p.compression_ratio) if p.passed else None for p in points],
         },
         "statusChanges": status_changes,
         "annotations": list(annotations),
@@ -279,21 +279,28 @@ def trend_chart_data(points: Sequence[SummaryPoint], configs: dict[int, Configur
     nights = sorted({p.night for p in points})
     index = {n: i for i, n in enumerate(nights)}
     lines: dict[int, dict[str, list[object]]] = {}
+    width = len(nights)
     for p in points:
-        line = lines.setdefault(p.configuration_id, {
-            "passrate": [None] * len(nights), "geomean": [None] * len(nights), "compile": [None] * len(nights),
-            "memory": [None] * len(nights), "commits": [None] * len(nights), "runs": [None] * len(nights)})
+        line = lines.get(p.configuration_id)
+        if line is None:
+            line = lines[p.configuration_id] = {key: [None] * width for key in
+                                                ("passrate", "geomean", "compile", "memory", "commits", "runs")}
         i = index[p.night]
         line["passrate"][i] = round(100 * p.passed / p.total, 2) if p.total else None
-        line["geomean"][i] = p.geomean_speedup
-        line["compile"][i] = p.mean_compile_time_s
-        line["memory"][i] = p.mean_compression_ratio
-        line["commits"][i] = p.commit
+        line["geomean"][i] = _round(p.geomean_speedup)
+        line["compile"][i] = _round(p.mean_compile_time_s)
+        line["memory"][i] = _round(p.mean_compression_ratio)
+        line["commits"][i] = (p.commit or "")[:10]  # tooltips show 10 characters; halves the page on long ranges
         line["runs"][i] = p.run_id
     labels = _distinguishing_labels({cid: (configs[cid].suite, config_label(configs[cid]), group_title(configs[cid]),
                                            configs[cid].machine.fingerprint) for cid in lines})
     return {"nights": [n.isoformat() for n in nights],
             "lines": [{"label": labels[cid], **line} for cid, line in lines.items()]}
+
+
+def _round(value: float | None, digits: int = 4) -> float | None:
+    # Charts need no more; full doubles would double the JSON of a three-year page.
+    return None if value is None else round(value, digits)
 
 
 def _distinguishing_labels(parts: dict[int, tuple[str, ...]]) -> dict[int, str]:

@@ -197,6 +197,17 @@ def test_trends_filters_live_in_the_url(populated, page: Page) -> None:
         + summary_of("night2", "aot_eager", "timm_models").geomean_text)
 
 
+def test_trends_weekly_points_keep_the_last_night_of_each_week(populated, page: Page) -> None:
+    # Both fixture nights (Fri 2026-11-20, Sat 2026-11-21) fall in one week: weekly keeps night 2 only.
+    page.goto(f"{populated.url}/trends?suite=timm_models&backend=inductor&granularity=week")
+    new = summary_of("night2", "inductor", "timm_models")
+    expect(page.locator("#trend-table tbody tr").first.locator("td").nth(3)).to_have_text(
+        f"{new.passrate_text} → {new.passrate_text}")
+    nights = page.evaluate("JSON.parse(document.getElementById('trend-data').textContent).nights")
+    assert nights == [NIGHT2]
+    expect(page.locator("select[name=granularity]")).to_have_value("week")
+
+
 def test_compare_by_runs_and_by_commits(populated, lookup, page: Page) -> None:
     page.goto(f"{populated.url}/compare")
     option = page.locator("#compare-config option", has_text=re.compile(r"^timm_models · inductor ·"))

@@ -1,0 +1,238 @@
+"""Benchmark the dashboard pages on three years of synthetic nightly history in Postgres.
+
+Prints, per page, the server time (the app's Server-Timing header: queries + rendering) p50/p95 over ``--repeat``
+requests after a warm-up, the client-side wall time on loopback beside it, and the time until the home page is
+rendered in headless Chromium (navigation start to the load event, which follows the first paint of a page without
+charts). Targets (issue 4): p95 < 150 ms per page, home rendered < 1 s. Screenshots of every page go to
+bench/out/pages/ for a human look.
+
+The history comes from the service benchmark's generator (bench/synthetic_history.py) in a throwaway Postgres, or
+from ``--database-url`` when one is already filled.
+
+Run from the repository root as a module (``python bench/pages.py`` would put bench/ first on sys.path, where
+bench/bisect.py shadows the standard library's bisect):
+``.venv/bin/python -m bench.pages [--years 3] [--repeat 40] [--database-url URL]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import socket
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import sqlalchemy as sa
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out" / "pages"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+P95_TARGET_MS = 150.0
+HOME_TARGET_MS = 1000.0
+
+
+@dataclass(frozen=True)
+class Timing:
+    name: str
+    path: str
+    server_ms: list[float]
+    client_ms: list[float]
+    bytes: int
+
+    @staticmethod
+    def _pct(values: list[float], q: float) -> float:
+        return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] if len(values) > 1 else values[0]
+
+    def row(self) -> str:
+        p50, p95 = self._pct(self.server_ms, 50), self._pct(self.server_ms, 95)
+        verdict = "ok" if p95 < P95_TARGET_MS else "OVER"
+        return (f"{self.name:<22} {p50:8.1f} {p95:8.1f} {self._pct(self.client_ms, 50):8.1f} "
+                f"{self._pct(self.client_ms, 95):8.1f} {self.bytes / 1024:7.0f}  {verdict}")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve(database_url: str) -> Iterator[str]:
+    """The real app under uvicorn in a thread on 127.0.0.1."""
+    import uvicorn
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    app = create_app(Settings(database_url=database_url), post_ingest_hooks=[])
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("the app did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def pick_pages(database_url: str) -> list[tuple[str, str]]:
+    """One URL per page kind, chosen on the data: the busiest configuration, its longest series, its latest runs."""
+    engine = sa.create_engine(database_url)
+    try:
+        with engine.connect() as c:
+            config_id, suite, backend, variant, device, dtype, mode = c.execute(sa.text(
+                "SELECT c.id, c.suite, c.backend, c.variant, c.device, c.dtype, c.mode FROM configurations c "
+                "JOIN runs r ON r.configuration_id = c.id GROUP BY c.id ORDER BY count(*) DESC, c.id LIMIT 1")).one()
+            new, base = c.execute(sa.text(
+                "SELECT id FROM runs WHERE configuration_id = :c ORDER BY night DESC, id DESC LIMIT 2"),
+                {"c": config_id}).scalars().all()
+            oldest = c.execute(sa.text("SELECT id FROM runs WHERE configuration_id = :c ORDER BY night, id LIMIT 1"),
+                               {"c": config_id}).scalar()
+            series = c.execute(sa.text("SELECT series_id FROM results WHERE run_id = :r ORDER BY name LIMIT 1"),
+                               {"r": new}).scalar()
+            first, last = c.execute(sa.text("SELECT min(night), max(night) FROM runs")).one()
+            commit = c.execute(sa.text("SELECT torch_git_commit FROM runs WHERE id = :r"), {"r": base}).scalar() or ""
+            new_commit = c.execute(sa.text("SELECT torch_git_commit FROM runs WHERE id = :r"), {"r": new}).scalar()
+    finally:
+        engine.dispose()
+    backend_variant = f"{backend}_{variant}" if variant else backend
+    return [
+        ("home", "/"),
+        ("suite", f"/suite/{new}"),
+        ("model (1 year)", f"/model/{series}"),
+        ("model (all years)", f"/model/{series}?from={first}&to={last}"),
+        ("trends (90 days)", "/trends"),
+        ("trends (1 group, all)", f"/trends?device={device}&dtype={dtype}&mode={mode}&from={first}&to={last}"),
+        ("trends (1 suite, all)", f"/trends?suite={suite}&backend={backend_variant}&from={first}&to={last}"),
+        ("compare (prev night)", f"/compare?base={base}&new={new}"),
+        ("compare (3 years)", f"/compare?base={oldest}&new={new}"),
+        ("compare (commits)",
+         f"/compare?config={config_id}&base_commit={commit[:10]}&new_commit={(new_commit or '')[:10]}"),
+        ("runs", "/runs"),
+        ("runs (filtered)", f"/runs?suite={suite}&device={device}&page=3"),
+    ]
+
+
+def time_pages(base_url: str, pages: list[tuple[str, str]], repeat: int, warmup: int) -> list[Timing]:
+    out = []
+    with httpx.Client(base_url=base_url, timeout=60) as client:
+        for name, path in pages:
+            for _ in range(warmup):
+                client.get(path).raise_for_status()
+            server, wall = [], []
+            size = 0
+            for _ in range(repeat):
+                started = time.perf_counter()
+                response = client.get(path)
+                wall.append((time.perf_counter() - started) * 1000)
+                response.raise_for_status()
+                server.append(float(response.headers["server-timing"].split("dur=")[1]))
+                size = len(response.content)
+            out.append(Timing(name, path, server, wall, size))
+    return out
+
+
+def browser_checks(base_url: str, pages: list[tuple[str, str]], runs: int) -> list[float]:
+    """Home-page render times in headless Chromium (fresh context each time: no cache); screenshots of all pages."""
+    from playwright.sync_api import sync_playwright
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    times = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            for _ in range(runs):
+                context = browser.new_context(viewport={"width": 1400, "height": 900})
+                page = context.new_page()
+                page.goto(base_url + "/", wait_until="load")
+                times.append(page.evaluate(
+                    "() => { const n = performance.getEntriesByType('navigation')[0]; return n.loadEventEnd; }"))
+                context.close()
+            context = browser.new_context(viewport={"width": 1400, "height": 900})
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            for name, path in pages:
+                page.goto(base_url + path, wait_until="networkidle")
+                slug = "".join(ch if ch.isalnum() else "_" for ch in name).strip("_")
+                page.screenshot(path=str(OUT / f"{slug}.png"), full_page=False)
+            if errors:
+                print("browser errors:", *errors, sep="\n  ")
+            context.close()
+        finally:
+            browser.close()
+    return times
+
+
+def fill_history(database_url: str, years: float, seed: int) -> None:
+    """Years of SYNTHETIC nights from the service benchmark's generator (bench/synthetic_history.py)."""
+    sys.path.insert(0, str(ROOT))
+    generator = importlib.import_module("bench.synthetic_history")
+    filled = generator.fill_database(database_url, years=years, seed=seed)
+    print(f"SYNTHETIC history: {filled.runs:,} runs, {filled.results:,} result rows, "
+          f"nights {filled.first_night} .. {filled.last_night}, generated in {filled.seconds:.0f} s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database-url", help="an already filled database (default: a temporary Postgres)")
+    parser.add_argument("--years", type=float, default=3.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=40)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--browser-runs", type=int, default=7)
+    args = parser.parse_args()
+
+    with _database(args) as url:
+        engine = sa.create_engine(url)
+        with engine.connect() as c:
+            counts = {t: c.execute(sa.text(f"SELECT count(*) FROM {t}")).scalar()
+                      for t in ("configurations", "runs", "series", "results")}
+        engine.dispose()
+        print("history:", ", ".join(f"{v} {k}" for k, v in counts.items()))
+        pages = pick_pages(url)
+        with serve(url) as base_url:
+            timings = time_pages(base_url, pages, args.repeat, args.warmup)
+            home = browser_checks(base_url, pages, args.browser_runs)
+    print(f"\nserver time per page, ms ({args.repeat} requests after {args.warmup} warm-up; target p95 < "
+          f"{P95_TARGET_MS:.0f} ms)")
+    print(f"{'page':<22} {'p50':>8} {'p95':>8} {'wall50':>8} {'wall95':>8} {'KiB':>7}")
+    for timing in timings:
+        print(timing.row())
+    median = statistics.median(home)
+    print(f"\nhome rendered in headless Chromium (navigation start to load event, {len(home)} cold loads): "
+          f"median {median:.0f} ms, max {max(home):.0f} ms (target < {HOME_TARGET_MS:.0f} ms) "
+          f"{'ok' if median < HOME_TARGET_MS else 'OVER'}")
+    print(f"screenshots: {OUT}")
+    return 0
+
+
+@contextmanager
+def _database(args: argparse.Namespace) -> Iterator[str]:
+    if args.database_url:
+        yield args.database_url
+        return
+    from perfdash.pgcluster import temporary_postgres
+
+    with temporary_postgres() as url:
+        fill_history(url, args.years, args.seed)  # migrates, fills, VACUUM ANALYZE
+        yield url
+
+
+if __name__ == "__main__":
+    sys.exit(main())
