@@ -65,21 +65,25 @@ def _config_filter(suite: str | None, backend: str | None, device: str | None, d
 FilterParam = Annotated[str | None, Query()]
 
 
-def repro_command(config: Configuration, name: str, batch_size: int) -> str:
-    """The `perfdash run` command that measures one model of a series again, on the same settings."""
-    args = ["perfdash", "run", "--suite", config.suite, "--backend", config.backend_variant, "--dtype", config.dtype,
-            "--mode", config.mode, "--device", config.device]
+def repro_command(config: Configuration, name: str) -> str:
+    """The `perfdash run` command that measures one model of a series again, with the series' settings.
+
+    The runner derives the variant from --compile-mode/--dynamic-shapes and sets its worker environment itself
+    (freezing, threads, malloc), so only flags appear here; --batch-size only when the configuration overrode it
+    (an override is a different configuration).
+    """
+    args = ["perfdash", "run", "--suite", config.suite, "--backend", config.backend, "--device", config.device,
+            "--dtype", config.dtype, "--mode", config.mode]
     if config.compile_mode != "default":
         args += ["--compile-mode", config.compile_mode]
-    if config.threads:
-        args += ["--threads", str(config.threads)]
     if config.dynamic_shapes:
         args.append("--dynamic-shapes")
-    if batch_size:
-        args += ["--batch-size", str(batch_size)]
+    if config.threads:
+        args += ["--threads", str(config.threads)]
+    if config.batch_size_override:
+        args += ["--batch-size", str(config.batch_size_override)]
     args += ["--only", name]
-    env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(config.env.items()))
-    return (env + " " if env else "") + shlex.join(args)
+    return shlex.join(args)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -143,7 +147,8 @@ def model(request: Request, session: SessionDep, series_id: int,
     return render(request, "pages/model.html", active="home", title=series.name, series=series, config=config,
                   label=views.config_label(config), group=views.group_title(config), points=points, last=last,
                   chart=chart, since=since, until=until, notes=notes, table_limit=MODEL_TABLE_ROWS,
-                  repro=repro_command(config, series.name, series.batch_size))
+                  repro=repro_command(config, series.name),
+                  env=" ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(config.env.items())))
 
 
 @router.get("/trends")

@@ -170,8 +170,9 @@ def test_model_page_charts_history_and_repro_command(populated, lookup, page: Pa
     marks = page.evaluate("JSON.parse(document.getElementById('chart-data').textContent).annotations")
     assert [m["night"] for m in marks] == [NIGHT2]
     command = page.locator("#repro-command").inner_text()
-    assert command.startswith("TORCHINDUCTOR_FREEZING=1 perfdash run --suite huggingface --backend inductor")
-    assert "--only T5Small" in command and "--batch-size 8" in command
+    assert command == ("perfdash run --suite huggingface --backend inductor --device cpu --dtype float32 "
+                       "--mode inference --only T5Small")
+    expect(page.locator("#repro-env")).to_have_text("TORCHINDUCTOR_FREEZING=1")
     page.locator("details.points summary").click()
     expect(page.locator("#points tbody tr")).to_have_count(2)
     expect(page.locator("#points tbody tr").first).to_contain_text("2222222222")
