@@ -110,7 +110,8 @@ def suite(request: Request, session: SessionDep, run_id: int, base: int | None =
     results = [m.new for m in comparison.models if m.new is not None] if comparison else q.run_results(session, run.id)
     rows = views.model_rows(results, comparison, run.summary.warnings if run.summary else [])
     return render(request, "pages/suite.html", active="home", title=f"{run.configuration.suite} {run.night}",
-                  run=run, base_run=base_run, rows=rows, summary=views.suite_summary(run.summary),
+                  run=run, findings=q.findings_for_run(session, run.id), base_run=base_run, rows=rows,
+                  summary=views.suite_summary(run.summary),
                   base_summary=views.suite_summary(base_run.summary) if base_run else None,
                   label=views.config_label(run.configuration), group=views.group_title(run.configuration))
 
@@ -142,11 +143,12 @@ def model(request: Request, session: SessionDep, series_id: int,
     points = history.points if history is not None else []
     notes = [{"night": a.night.isoformat() if a.night else "", "text": a.text, "author": a.author or ""}
              for a in q.annotations(session, config.id, series_id, since, until)]
-    chart = views.model_chart_data(points, notes, [])
+    findings = q.findings_for_series(session, series_id, since, until)
+    chart = views.model_chart_data(points, notes, [views.finding_mark(f) for f in findings])
     last = points[-1] if points else None
     return render(request, "pages/model.html", active="home", title=series.name, series=series, config=config,
                   label=views.config_label(config), group=views.group_title(config), points=points, last=last,
-                  chart=chart, since=since, until=until, notes=notes, table_limit=MODEL_TABLE_ROWS,
+                  chart=chart, since=since, until=until, notes=notes, table_limit=MODEL_TABLE_ROWS, findings=findings,
                   repro=repro_command(config, series.name),
                   env=" ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(config.env.items())))
 

@@ -12,6 +12,7 @@ from datetime import date
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from service.detection.models import Finding
 from service.models import Annotation, Configuration, Result, Run, RunSummary, Series
 from service.queries.filters import ConfigFilter
 
@@ -179,3 +180,19 @@ def distinct_values(session: Session) -> dict[str, list[str]]:
         "mode": sorted({c.mode for c in rows}),
         "thread_config": sorted({c.thread_config for c in rows}),
     }
+
+
+def findings_for_series(session: Session, series_id: int, since: date | None, until: date | None) -> list[Finding]:
+    """The detection engineer's findings on one series, by the night of the run that showed them, oldest first."""
+    query = (sa.select(Finding).join(Run, Run.id == Finding.run_id).where(Finding.series_id == series_id)
+             .order_by(Run.night, Finding.id))
+    if since is not None:
+        query = query.where(Run.night >= since)
+    if until is not None:
+        query = query.where(Run.night <= until)
+    return list(session.scalars(query).unique())
+
+
+def findings_for_run(session: Session, run_id: int) -> list[Finding]:
+    return list(session.scalars(sa.select(Finding).where(Finding.run_id == run_id)
+                                .order_by(Finding.kind, Finding.model, Finding.id)).unique())

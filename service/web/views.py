@@ -9,6 +9,7 @@ from typing import Protocol
 
 from perfdash.contract import SUITES
 from perfdash.metrics import SuiteSummary
+from service.detection.models import Finding
 from service.models import Configuration, Run, RunSummary
 from service.queries.compare import RunComparison
 from service.queries.history import ModelPoint
@@ -268,6 +269,12 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
         "annotations": list(annotations),
         "findings": list(findings),
     }
+
+
+def finding_mark(finding: Finding) -> dict[str, object]:
+    """A detection finding as a chart mark: on its metric's chart (status findings on every chart)."""
+    return {"night": finding.run.night.isoformat(), "metric": finding.metric if finding.kind == "performance" else None,
+            "text": finding.summary, "category": finding.category}
 
 
 def _point_status(p: ModelPoint) -> str:

@@ -58,6 +58,21 @@ def ingest_dir(database_url: str, directory: Path) -> list[int]:
     return [r.run_id for r in report.runs]
 
 
+def detect(database_url: str, run_ids: list[int]) -> None:
+    """The detection engineer's detector over the given runs, as the post-ingest hook runs it."""
+    from service.db import make_engine, make_session_factory
+    from service.detection.detector import detect_run
+
+    engine = make_engine(database_url)
+    try:
+        with make_session_factory(engine)() as session:
+            for run_id in run_ids:
+                detect_run(session, run_id)
+            session.commit()
+    finally:
+        engine.dispose()
+
+
 NOTE = {"night": "2026-11-21", "text": "<b>transformers</b> pin moved", "author": "perf-oncall"}
 
 
@@ -114,7 +129,7 @@ def populated(postgres_url: str) -> Iterator[LiveServer]:
     """The app on a database holding two nights (tests/web/data/night1, night2) of three configurations."""
     url = fresh_database(postgres_url)
     ingest_dir(url, DATA / "night1")
-    ingest_dir(url, DATA / "night2")
+    detect(url, ingest_dir(url, DATA / "night2"))
     annotate(url, "huggingface", "T5Small", NOTE)
     server = start_server(url)
     yield server

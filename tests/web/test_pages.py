@@ -105,6 +105,9 @@ def test_suite_page_marks_failures_new_models_and_deltas(populated, lookup, page
     expect(new_rows.locator("td.name a")).to_have_text(XSS_NAME)
     summary = summary_of("night2", "inductor", "timm_models")
     expect(page.locator("#run-summary")).to_contain_text(summary.geomean_unclipped_text)
+    findings = page.locator("#findings li")
+    expect(findings.filter(has_text="efficientnet_b0")).to_have_class("worse")
+    expect(findings.filter(has_text="deit_small_patch16_224")).to_have_class("better")
     expect(page.locator(".run-meta a", has_text="Jenkins")).to_have_attribute(
         "href", "https://jenkins.example.org/job/perf-nightly/102/")
 
@@ -164,6 +167,12 @@ def test_model_page_charts_history_and_repro_command(populated, lookup, page: Pa
     latest = speedups("night2", "inductor", "huggingface")["T5Small"]
     expect(page.locator("#latest-speedup")).to_have_text(f"{latest:.2f}x")
     expect(page.locator("table.events")).to_contain_text("status fail_to_run → pass")
+    finding = page.locator("table.events tr.finding")  # stored by the detector when night 2 arrived
+    expect(finding).to_have_count(1)
+    expect(finding).to_contain_text("T5Small")
+    expect(finding).to_have_class(re.compile(r"\bbetter\b"))
+    marks = page.evaluate("JSON.parse(document.getElementById('chart-data').textContent).findings")
+    assert [(m["night"], m["category"]) for m in marks] == [(NIGHT2, "fixed")]
     note = page.locator("table.events tr.annotation")
     expect(note).to_contain_text("<b>transformers</b> pin moved")  # stored text, shown as text
     expect(note).to_contain_text("perf-oncall")

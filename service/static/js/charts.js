@@ -47,14 +47,17 @@
       lines.push({ xAxis: a.night, name: a.text, lineStyle: { color: "#8250df", type: "dashed" },
         label: { formatter: "note", color: "#8250df" } });
     });
-    data.findings.forEach(function (f) {
-      lines.push({ xAxis: f.night, name: f.text || "change point", lineStyle: { color: "#bc4c00", type: "dotted", width: 2 },
-        label: { formatter: "change", color: "#bc4c00" } });
-    });
     document.querySelectorAll(".chart[data-metric]").forEach(function (node) {
       const metric = node.dataset.metric;
       const values = data.series[metric];
       if (!values) return;
+      const marks = lines.slice();
+      data.findings.forEach(function (f) {
+        if (f.metric && f.metric !== metric) return; // a change point belongs to one metric's chart
+        const color = f.category === "regression" || f.category === "new_failure" ? "#bc4c00" : "#1a7f37";
+        marks.push({ xAxis: f.night, name: f.text, lineStyle: { color: color, type: "dotted", width: 2 },
+          label: { formatter: f.category.replace("_", " "), color: color, position: "insideEndTop" } });
+      });
       const chart = echarts.init(node, null, { renderer: "canvas" });
       const option = baseOption(node.dataset.title, data.nights);
       option.tooltip.formatter = function (params) {
@@ -65,7 +68,7 @@
       option.series = [{
         type: "line", name: node.dataset.title, data: values, showSymbol: values.length < 120, symbolSize: 4,
         connectNulls: false, lineStyle: { width: 1.5 },
-        markLine: lines.length ? { symbol: "none", silent: false, data: lines, label: { fontSize: 9 } } : undefined,
+        markLine: marks.length ? { symbol: "none", silent: false, data: marks, label: { fontSize: 9 } } : undefined,
       }];
       chart.setOption(option);
       chart.on("click", function (p) {
