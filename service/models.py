@@ -143,7 +143,8 @@ class Result(Base):
     unique_graphs: Mapped[int | None]
     graph_breaks: Mapped[int | None]
     unique_graph_breaks: Mapped[int | None]
-    samples: Mapped[dict[str, Any] | None]  # {"eager_ms": [...], "compiled_ms": [...]}
+    # {"eager_ms": [...], "compiled_ms": [...]}; deferred: ~100 floats a row that only detail views want
+    samples: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON(none_as_null=True), deferred=True)
     error: Mapped[str | None] = mapped_column(sa.Text)  # why it failed, from the manifest
 
     run: Mapped[Run] = relationship(back_populates="results")

@@ -96,11 +96,10 @@ def _print_table(summary: NightSummary) -> None:
 
 def run_summary(args: argparse.Namespace) -> int:
     from service.db import make_engine, make_session_factory
+    from service.migrate import current_heads
     from service.queries.filters import ConfigFilter
     from service.queries.summary import night_summary, run_summary
     from service.settings import Settings
-
-    from service.migrate import current_heads
 
     url = Settings().database_url
     if not current_heads(url):

@@ -13,8 +13,9 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from service.models import Result, Run
+from service.models import Run
 from service.queries.filters import ConfigFilter, RunFilter
+from service.queries.runs import results_of
 from service.queries.schemas import ResultOut, RunOut
 
 Verdict = Literal["new_failure", "fixed", "still_failing", "added", "removed", "regression", "improvement",
@@ -80,8 +81,7 @@ def _delta(name: str, base: ResultOut | None, new: ResultOut | None, threshold: 
 
 
 def _results(session: Session, run_id: int) -> dict[str, ResultOut]:
-    rows = session.scalars(sa.select(Result).where(Result.run_id == run_id))
-    return {r.name: ResultOut.from_row(r) for r in rows}
+    return {r.name: r for r in results_of(session, run_id)}
 
 
 def compare_runs(session: Session, base_run_id: int, new_run_id: int,

@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 
 from service.models import Configuration, Result, Run
 from service.queries.filters import ConfigFilter, RunFilter
-from service.queries.schemas import ConfigurationOut, ResultOut, RunDetail, RunOut
+from service.queries.schemas import RESULT_COLUMNS, ConfigurationOut, ResultOut, RunDetail, RunOut
 
 
 def list_runs(session: Session, filters: RunFilter = RunFilter(), *, limit: int = 100, offset: int = 0) -> list[RunOut]:
@@ -17,13 +17,18 @@ def list_runs(session: Session, filters: RunFilter = RunFilter(), *, limit: int 
     return [RunOut.from_row(r) for r in session.scalars(query).unique()]
 
 
+def results_of(session: Session, run_id: int, *, with_samples: bool = False) -> list[ResultOut]:
+    """A run's results by model name; raw samples only when asked (they are most of a row's bytes)."""
+    columns = [getattr(Result, name) for name in RESULT_COLUMNS] + ([Result.samples] if with_samples else [])
+    rows = session.execute(sa.select(*columns).where(Result.run_id == run_id).order_by(Result.name)).mappings()
+    return [ResultOut.from_values(dict(row)) for row in rows]
+
+
 def get_run(session: Session, run_id: int, *, with_samples: bool = False) -> RunDetail | None:
     run = session.get(Run, run_id)
     if run is None:
         return None
-    results = session.scalars(sa.select(Result).where(Result.run_id == run_id).order_by(Result.name))
-    return RunDetail(**RunOut.from_row(run).model_dump(),
-                     results=[ResultOut.from_row(r, with_samples=with_samples) for r in results])
+    return RunDetail(**dict(RunOut.from_row(run)), results=results_of(session, run_id, with_samples=with_samples))
 
 
 def list_configurations(session: Session, filters: ConfigFilter = ConfigFilter()) -> list[ConfigurationOut]:

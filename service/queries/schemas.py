@@ -80,17 +80,24 @@ class SummaryOut(BaseModel):
 
     @classmethod
     def from_row(cls, row: RunSummary) -> SummaryOut:
-        metrics = SuiteSummary(passed=row.passed, total=row.total, geomean_speedup=row.geomean_speedup,
-                               geomean_speedup_unclipped=row.geomean_speedup_unclipped,
-                               mean_compile_time_s=row.mean_compile_time_s,
-                               mean_compression_ratio=row.mean_compression_ratio)
-        return cls(passed=row.passed, total=row.total, passrate=metrics.passrate, passrate_text=metrics.passrate_text,
-                   geomean_speedup=row.geomean_speedup, geomean_speedup_text=metrics.geomean_text,
-                   geomean_speedup_unclipped=row.geomean_speedup_unclipped,
-                   geomean_speedup_unclipped_text=metrics.geomean_unclipped_text,
-                   mean_compile_time_s=row.mean_compile_time_s, compile_time_text=metrics.compile_time_text,
-                   mean_compression_ratio=row.mean_compression_ratio, compression_text=metrics.compression_text,
-                   warnings=[WarningOut(**w) for w in row.warnings])
+        return cls.from_values(row.passed, row.total, row.geomean_speedup, row.geomean_speedup_unclipped,
+                               row.mean_compile_time_s, row.mean_compression_ratio, row.warnings)
+
+    @classmethod
+    def from_values(cls, passed: int, total: int, geomean: float | None, geomean_unclipped: float | None,
+                    compile_s: float | None, ratio: float | None, warnings: list[dict[str, str]]) -> SummaryOut:
+        # Trusted values from our own table: model_construct skips re-validation (history pages build ~1000).
+        metrics = SuiteSummary(passed=passed, total=total, geomean_speedup=geomean,
+                               geomean_speedup_unclipped=geomean_unclipped, mean_compile_time_s=compile_s,
+                               mean_compression_ratio=ratio)
+        return cls.model_construct(
+            passed=passed, total=total, passrate=metrics.passrate, passrate_text=metrics.passrate_text,
+            geomean_speedup=geomean, geomean_speedup_text=metrics.geomean_text,
+            geomean_speedup_unclipped=geomean_unclipped,
+            geomean_speedup_unclipped_text=metrics.geomean_unclipped_text, mean_compile_time_s=compile_s,
+            compile_time_text=metrics.compile_time_text, mean_compression_ratio=ratio,
+            compression_text=metrics.compression_text,
+            warnings=[WarningOut.model_construct(name=w["name"], reason=w["reason"]) for w in warnings])
 
 
 class RunOut(BaseModel):
@@ -124,8 +131,6 @@ class RunOut(BaseModel):
 class ResultOut(BaseModel):
     """One model of one run. ``speedup`` as measured; ``gated_speedup`` is what the summary counts."""
 
-    model_config = ConfigDict(from_attributes=True)
-
     series_id: int
     name: str
     batch_size: int
@@ -147,8 +152,21 @@ class ResultOut(BaseModel):
 
     @classmethod
     def from_row(cls, row: Result, *, with_samples: bool = False) -> ResultOut:
-        out = cls.model_validate(row)
-        return out if with_samples else out.model_copy(update={"samples": None})
+        values = {name: getattr(row, name) for name in RESULT_COLUMNS}
+        values["samples"] = row.samples if with_samples else None
+        return cls.from_values(values)
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any]) -> ResultOut:
+        """From a mapping of RESULT_COLUMNS (and optionally ``samples``), e.g. a row of a column select."""
+        speedup = values["speedup"]
+        return cls.model_construct(**{**{"samples": None}, **values},
+                                   gated_speedup=(speedup or 0.0) if values["passed"] else 0.0)
+
+
+# The columns of a result that ResultOut carries, besides the (large, deferred) raw samples.
+RESULT_COLUMNS: tuple[str, ...] = tuple(name for name in ResultOut.model_fields
+                                        if name not in ("gated_speedup", "samples"))
 
 
 class RunDetail(RunOut):

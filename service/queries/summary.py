@@ -10,7 +10,7 @@ from datetime import date
 
 import sqlalchemy as sa
 from pydantic import BaseModel
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from service.models import Run
 from service.queries.filters import ConfigFilter
@@ -28,7 +28,9 @@ class NightSummary(BaseModel):
 
 
 def latest_night(session: Session, filters: ConfigFilter = ConfigFilter()) -> date | None:
-    return session.scalar(sa.select(sa.func.max(Run.night)).join(Run.configuration).where(*filters.clauses()))
+    clauses = filters.clauses()
+    query = sa.select(sa.func.max(Run.night))
+    return session.scalar(query.join(Run.configuration).where(*clauses) if clauses else query)
 
 
 def previous_run(session: Session, run: Run) -> Run | None:
@@ -37,9 +39,20 @@ def previous_run(session: Session, run: Run) -> Run | None:
                            .order_by(Run.night.desc(), Run.id.desc()).limit(1)).first()
 
 
-def _row(session: Session, run: Run) -> SummaryRow:
-    previous = previous_run(session, run)
-    return SummaryRow(run=RunOut.from_row(run), previous=RunOut.from_row(previous) if previous else None)
+def _rows(session: Session, runs: list[Run]) -> list[SummaryRow]:
+    """Rows with their previous nights, found in one query (a correlated subquery per run, on the
+    (configuration_id, night) index) rather than one round trip per configuration."""
+    earlier = aliased(Run)
+    previous_id = (sa.select(earlier.id)
+                   .where(earlier.configuration_id == Run.configuration_id, earlier.night < Run.night)
+                   .order_by(earlier.night.desc(), earlier.id.desc()).limit(1).correlate(Run).scalar_subquery())
+    pairs = {run_id: prev for run_id, prev in session.execute(sa.select(Run.id, previous_id)
+                                                              .where(Run.id.in_([r.id for r in runs])))}
+    wanted = [p for p in pairs.values() if p is not None]
+    previous = {r.id: r for r in session.scalars(sa.select(Run).where(Run.id.in_(wanted))).unique()} if wanted else {}
+    return [SummaryRow(run=RunOut.from_row(r),
+                       previous=RunOut.from_row(previous[pairs[r.id]]) if pairs.get(r.id) in previous else None)
+            for r in runs]
 
 
 def night_summary(session: Session, filters: ConfigFilter = ConfigFilter(), night: date | None = None) -> NightSummary:
@@ -52,7 +65,7 @@ def night_summary(session: Session, filters: ConfigFilter = ConfigFilter(), nigh
     latest: dict[int, Run] = {}
     for run in runs:  # ordered by id: a later re-run of a configuration replaces the earlier one
         latest[run.configuration_id] = run
-    rows = [_row(session, r) for r in latest.values()]
+    rows = _rows(session, list(latest.values()))
     rows.sort(key=lambda r: (r.run.configuration.suite, r.run.configuration.backend_variant,
                              r.run.configuration.device, r.run.configuration.dtype, r.run.configuration.mode,
                              r.run.configuration.id))
@@ -64,5 +77,4 @@ def run_summary(session: Session, run_id: int) -> NightSummary | None:
     run = session.get(Run, run_id)
     if run is None:
         return None
-    return NightSummary(night=run.night, rows=[_row(session, run)])
-
+    return NightSummary(night=run.night, rows=_rows(session, [run]))
