@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, HTTPException, Query, Response, status
 
+from service.api.deps import json_response
 from service.db import SessionDep
 from service.queries.compare import DEFAULT_THRESHOLD, NotComparable, RunComparison, compare_commits, compare_runs
 from service.queries.filters import ConfigFilter
@@ -17,20 +18,20 @@ Threshold = Annotated[float, Query(gt=0, lt=1, description="relative speedup cha
 
 @router.get("/runs", response_model=RunComparison, summary="Per-model deltas between two runs")
 def compare_two_runs(session: SessionDep, base: int, new: int, threshold: Threshold = DEFAULT_THRESHOLD
-                     ) -> RunComparison:
+                     ) -> Response:
     try:
         found = compare_runs(session, base, new, threshold)
     except NotComparable as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {base} or {new} does not exist")
-    return found
+    return json_response(found)
 
 
 @router.get("/commits", response_model=list[RunComparison],
             summary="Per configuration with runs at both commits (or prefixes): per-model deltas")
 def compare_two_commits(session: SessionDep, base: str, new: str, threshold: Threshold = DEFAULT_THRESHOLD,
                         suite: str | None = None, backend: str | None = None, dtype: str | None = None,
-                        mode: str | None = None, device: str | None = None) -> list[RunComparison]:
+                        mode: str | None = None, device: str | None = None) -> Response:
     filters = ConfigFilter(suite=suite, backend=backend, dtype=dtype, mode=mode, device=device)
-    return compare_commits(session, base, new, filters, threshold)
+    return json_response(compare_commits(session, base, new, filters, threshold))

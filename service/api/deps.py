@@ -5,8 +5,9 @@ from __future__ import annotations
 import hmac
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, status
+from fastapi import Depends, HTTPException, Response, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
 
 from service.db import SettingsDep
 
@@ -29,3 +30,14 @@ def require_ingest_token(
 
 
 IngestAuth = Depends(require_ingest_token)
+
+
+def json_response(content: BaseModel | list[BaseModel], status_code: int = 200) -> Response:
+    """Serialise a query result once. Returning the model would make FastAPI dump it, re-validate the dump against
+    ``response_model`` and dump it again — most of the time of a 3-year history. ``response_model`` stays on the
+    route for the OpenAPI document."""
+    if isinstance(content, list):
+        body = b"[" + b",".join(item.model_dump_json().encode() for item in content) + b"]"
+    else:
+        body = content.model_dump_json().encode()
+    return Response(content=body, status_code=status_code, media_type="application/json")

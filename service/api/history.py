@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import date
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter, HTTPException, Response, status
 
+from service.api.deps import json_response
 from service.db import SessionDep
 from service.queries.filters import ConfigFilter
 from service.queries.history import ModelHistory, SeriesOut, SuiteHistory, find_series, model_history, suite_history
@@ -16,26 +17,26 @@ router = APIRouter(prefix="/api/v1", tags=["history"])
 @router.get("/series", response_model=list[SeriesOut], summary="Find series by model name and configuration")
 def series_find(session: SessionDep, name: str | None = None, suite: str | None = None, backend: str | None = None,
                 dtype: str | None = None, mode: str | None = None, device: str | None = None,
-                configuration_id: int | None = None) -> list[SeriesOut]:
+                configuration_id: int | None = None) -> Response:
     filters = ConfigFilter(suite=suite, backend=backend, dtype=dtype, mode=mode, device=device,
                            configuration_id=configuration_id)
-    return find_series(session, name, filters)
+    return json_response(find_series(session, name, filters))
 
 
 @router.get("/series/{series_id}/history", response_model=ModelHistory, summary="One model's series over nights")
 def series_history(session: SessionDep, series_id: int, since: date | None = None,
-                   until: date | None = None) -> ModelHistory:
+                   until: date | None = None) -> Response:
     found = model_history(session, series_id, since, until)
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no series {series_id}")
-    return found
+    return json_response(found)
 
 
 @router.get("/configurations/{configuration_id}/history", response_model=SuiteHistory,
             summary="A configuration's suite summary over nights")
 def configuration_history(session: SessionDep, configuration_id: int, since: date | None = None,
-                          until: date | None = None) -> SuiteHistory:
+                          until: date | None = None) -> Response:
     found = suite_history(session, configuration_id, since, until)
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no configuration {configuration_id}")
-    return found
+    return json_response(found)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from service.api.deps import IngestAuth
+from service.api.deps import IngestAuth, json_response
 from service.db import SessionDep
 from service.ingest import IngestDefaults, RunBundle, RunPayload, bundle_from_payload, bundles_from_files, ingest
 from service.queries.filters import ConfigFilter, RunFilter
@@ -54,20 +54,20 @@ def runs_list(
     source: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
-) -> list[RunOut]:
+) -> Response:
     config = ConfigFilter(suite=suite, backend=backend, compile_mode=compile_mode, dtype=dtype, mode=mode,
                           device=device, thread_config=thread_config, machine=machine,
                           configuration_id=configuration_id)
     filters = RunFilter(config=config, since=since, until=until, commit=commit, source=source)
-    return list_runs(session, filters, limit=limit, offset=offset)
+    return json_response(list_runs(session, filters, limit=limit, offset=offset))
 
 
 @router.get("/{run_id}", response_model=RunDetail, summary="One run with its per-model results")
-def runs_get(session: SessionDep, run_id: int, samples: bool = False) -> RunDetail:
+def runs_get(session: SessionDep, run_id: int, samples: bool = False) -> Response:
     run = get_run(session, run_id, with_samples=samples)
     if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id}")
-    return run
+    return json_response(run)
 
 
 _INGEST_BODY = {

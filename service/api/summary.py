@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import date
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, HTTPException, Query, Response, status
 
+from service.api.deps import json_response
 from service.db import SessionDep
 from service.queries.filters import ConfigFilter
 from service.queries.summary import NightSummary, night_summary, run_summary
@@ -26,15 +27,15 @@ def summary_get(
     device: str | None = None,
     thread_config: str | None = None,
     machine: str | None = None,
-) -> NightSummary:
+) -> Response:
     filters = ConfigFilter(suite=suite, backend=backend, compile_mode=compile_mode, dtype=dtype, mode=mode,
                            device=device, thread_config=thread_config, machine=machine)
-    return night_summary(session, filters, night)
+    return json_response(night_summary(session, filters, night))
 
 
 @router.get("/runs/{run_id}", response_model=NightSummary, summary="Summary of one run with its previous night")
-def summary_of_run(session: SessionDep, run_id: int) -> NightSummary:
+def summary_of_run(session: SessionDep, run_id: int) -> Response:
     found = run_summary(session, run_id)
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id}")
-    return found
+    return json_response(found)

@@ -47,6 +47,9 @@ class ModelHistory(BaseModel):
 
 
 class SuitePoint(BaseModel):
+    """One night of a suite summary's history. ``summary.warnings`` is left empty here (a 3-year history would carry
+    tens of thousands); a run's warnings come with the night's summary or the run."""
+
     run_id: int
     night: date
     torch_git_commit: str | None
@@ -102,16 +105,16 @@ def model_history(session: Session, series_id: int, since: date | None = None,
 
 def suite_history(session: Session, configuration_id: int, since: date | None = None,
                   until: date | None = None) -> SuiteHistory | None:
-    """The stored summary of every run of one configuration between two nights, oldest first."""
+    """The stored summary of every run of one configuration between two nights, oldest first (without warnings)."""
     configuration = session.get(Configuration, configuration_id)
     if configuration is None:
         return None
     s = RunSummary
     query = (sa.select(Run.id, Run.night, Run.torch_git_commit, s.passed, s.total, s.geomean_speedup,
-                       s.geomean_speedup_unclipped, s.mean_compile_time_s, s.mean_compression_ratio, s.warnings)
+                       s.geomean_speedup_unclipped, s.mean_compile_time_s, s.mean_compression_ratio)
              .join(s, s.run_id == Run.id)
              .where(Run.configuration_id == configuration_id).order_by(Run.night, Run.id))
     points = [SuitePoint.model_construct(run_id=run_id, night=night, torch_git_commit=commit,
-                                         summary=SummaryOut.from_values(*values))
+                                         summary=SummaryOut.from_values(*values, []))
               for run_id, night, commit, *values in session.execute(_night_range(query, since, until))]
     return SuiteHistory(configuration=ConfigurationOut.from_row(configuration), points=points)
