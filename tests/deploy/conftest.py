@@ -54,8 +54,8 @@ def run_pipeline(groovy_env: dict[str, str], tmp_path_factory: pytest.TempPathFa
     cache: dict[str, dict] = {}
 
     def run(jenkinsfile: Path, params: dict | None = None, stdout: dict[str, str] | None = None) -> dict:
-        # By default the service has no pending bisection.
-        canned = {"bisections?status=pending": "[]", **(stdout or {})}
+        # By default the service has no pending bisection and no run of this build.
+        canned = {"bisections?status=pending": "[]", "api/v1/runs?since=": "[]", **(stdout or {})}
         scenario = json.dumps({"params": params or {}, "stdout": canned}, sort_keys=True)
         key = f"{jenkinsfile}:{scenario}"
         if key not in cache:

@@ -28,7 +28,7 @@ _BISECTION = ('{"id": 7, "status": "pending", "suite": "timm_models", "model": "
 def command_lines(run_pipeline, extract_commands) -> list[tuple[str, list[str]]]:
     """(where, argv) for every perfdash invocation, from runs of the pipelines in several configurations."""
     records = {
-        "Jenkinsfile (defaults)": run_pipeline(NIGHTLY),
+        "Jenkinsfile (defaults)": run_pipeline(NIGHTLY, stdout={"api/v1/runs?since=": _RUNS}),
         "Jenkinsfile (extended, filtered)": run_pipeline(NIGHTLY, {"EXTENDED": True, "ONLY": "lcnet.*",
                                                                    "RUN_GPU": False, "SUITES": "timm_models"}),
         "bisect/Jenkinsfile (cpu)": run_pipeline(BISECT, {"REQUEST_ID": "7"},
@@ -52,6 +52,9 @@ def command_lines(run_pipeline, extract_commands) -> list[tuple[str, list[str]]]
                 if argv[0] == "perfdash":
                     found.append((dockerfile.name, argv[1:]))
     return found
+
+
+_RUNS = '[{"id": 5, "jenkins_url": "https://jenkins.example/job/perfdash/1/"}]'
 
 
 def _registered() -> set[str]:

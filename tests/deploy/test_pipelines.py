@@ -84,7 +84,10 @@ def test_xeon_cells_use_the_cpu_launcher_and_gpu_cells_run_on_gpu_agents(run_pip
 
 
 def test_every_shard_archives_and_ingests_its_own_results(run_pipeline, extract_commands) -> None:
-    record = run_pipeline(NIGHTLY)
+    ingested_runs = [{"id": 41, "jenkins_url": "https://jenkins.example/job/perfdash/1/"},
+                     {"id": 42, "jenkins_url": "https://jenkins.example/job/perfdash/1/"},
+                     {"id": 40, "jenkins_url": "https://jenkins.example/job/perfdash/0/"}]
+    record = run_pipeline(NIGHTLY, stdout={"api/v1/runs?since=": json.dumps(ingested_runs)})
     commands = [args for script in record["sh"] for args in extract_commands(script)]
     outputs = [_flag(args, "--output-dir") for args in commands if args[0] == "run"]
     ingested = [args[1] for args in commands if args[0] == "ingest"]
@@ -96,10 +99,12 @@ def test_every_shard_archives_and_ingests_its_own_results(run_pipeline, extract_
             assert _flag(args, "--url") == record["params"]["SERVICE_URL"]
             assert _flag(args, "--token") == "token-from-jenkins-credentials"  # from withCredentials, not the file
     assert record["credentials"].count("perfdash-ingest-token") == len(outputs)
-    # After the cells: detect, then the report posted to GitHub.
+    # After the cells: detect, then the report of each run this build ingested (not another build's) to GitHub.
     tail = [args for args in commands if args[0] in ("detect", "report")]
     assert tail[0] == ["detect"]
-    assert tail[1][0] == "report" and "--post" in tail[1]
+    assert [_flag(args, "--run") for args in tail[1:]] == ["41", "42"]
+    assert all("--post" in args and _flag(args, "--output") == f"reports/run-{_flag(args, '--run')}.md"
+               for args in tail[1:])
 
 
 def test_pending_bisections_start_the_bisect_pipeline_without_waiting(run_pipeline) -> None:
@@ -132,6 +137,7 @@ def test_extended_run_adds_max_autotune(run_pipeline, extract_commands) -> None:
     crons = re.search(r"parameterizedCron\('''(.*?)'''\)", NIGHTLY.read_text(), re.S).group(1).split("\n")
     crons = [line.strip() for line in crons if line.strip()]
     assert len(crons) == 2 and crons[1].endswith("%EXTENDED=true"), crons
+    assert all(line.split()[1] in ("0", "1", "2") for line in crons), "start after midnight UTC: one night a build"
 
 
 def test_dry_run_plans_every_cell_and_runs_nothing(run_pipeline) -> None:
