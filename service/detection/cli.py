@@ -1,0 +1,135 @@
+"""`perfdash detect` and `perfdash report`: detection over the stored history, and the nightly report (optionally
+posted to GitHub with one issue per confirmed regression). Registration imports nothing heavy."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for annotations only: registration must not import SQLAlchemy
+    from sqlalchemy.orm import Session
+
+    from service.detection.report import ReportContext
+    from service.settings import Settings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    detect = subparsers.add_parser(
+        "detect", help="find status changes and performance change points in DATABASE_URL, store them as findings",
+        description="Runs detection for the latest run of every configuration (or --run, or --all runs oldest "
+                    "first, for a backfill). Idempotent: what is already stored is not found again.")
+    target = detect.add_mutually_exclusive_group()
+    target.add_argument("--run", type=int, help="one run id")
+    target.add_argument("--all", action="store_true", help="every stored run, oldest first")
+    detect.set_defaults(handler=_detect)
+
+    report = subparsers.add_parser(
+        "report", help="the nightly report (markdown, PyTorch dashboard-comment layout); --post to GitHub",
+        description="Renders the report of the night and configuration group of --run (default: the latest run). "
+                    "--post comments it on PERFDASH_REPORT_ISSUE in GITHUB_REPOSITORY (edited in place if it was "
+                    "posted before and changed), files one issue per confirmed regression, and first retries "
+                    "whatever earlier runs could not post.")
+    report.add_argument("--run", type=int, help="run id (default: the latest run)")
+    report.add_argument("--output", type=Path, help="write the markdown here instead of stdout")
+    report.add_argument("--post", action="store_true", help="post to GitHub (GITHUB_TOKEN, GITHUB_REPOSITORY, "
+                                                            "PERFDASH_REPORT_ISSUE, GITHUB_API_URL)")
+    report.set_defaults(handler=_report)
+
+
+def _detect(args: argparse.Namespace) -> int:
+    from service.db import make_engine, make_session_factory
+    from service.detection.detector import detect_run, runs_to_detect
+    from service.detection.models import Finding
+    from service.settings import Settings
+
+    engine = make_engine(Settings().database_url)
+    try:
+        with make_session_factory(engine)() as session:
+            run_ids = [args.run] if args.run is not None else runs_to_detect(session, all_runs=args.all)
+            total = 0
+            for run_id in run_ids:
+                try:
+                    found = detect_run(session, run_id)
+                except LookupError as exc:
+                    print(f"error: {exc}", file=sys.stderr)
+                    return 1
+                session.commit()
+                total += found.count
+                for finding_id in found.new_findings:
+                    finding = session.get(Finding, finding_id)
+                    assert finding is not None
+                    print(f"run {run_id}: #{finding.id} {finding.category}: {finding.configuration.suite} "
+                          f"{finding.configuration.backend_variant}: {finding.summary}")
+            print(f"{len(run_ids)} run(s) examined, {total} new finding(s)")
+    finally:
+        engine.dispose()
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    import sqlalchemy as sa
+
+    from service.db import make_engine, make_session_factory
+    from service.detection.report import build_report, render_report
+    from service.models import Run
+    from service.settings import Settings
+
+    settings = Settings()
+    engine = make_engine(settings.database_url)
+    try:
+        with make_session_factory(engine)() as session:
+            run_id = args.run or session.scalar(sa.select(Run.id).order_by(Run.night.desc(), Run.id.desc()).limit(1))
+            if run_id is None:
+                print("error: no runs stored", file=sys.stderr)
+                return 1
+            try:
+                context = build_report(session, run_id, settings.dashboard_url)
+            except LookupError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
+            body = render_report(context)
+            if args.output is not None:
+                args.output.write_text(body, encoding="utf-8")
+            else:
+                sys.stdout.write(body)
+            if args.post:
+                return _post(session, settings, context, body)
+    finally:
+        engine.dispose()
+    return 0
+
+
+def _post(session: Session, settings: Settings, context: ReportContext, body: str) -> int:
+    from service.detection.models import Finding
+    from service.github.client import GitHubClient, GitHubConfig
+    from service.github.publisher import file_issue, issue_finding_ids, publish, retry_unposted
+
+    config = GitHubConfig.from_settings(settings)
+    if config is None or settings.report_issue is None:
+        print("error: --post needs GITHUB_TOKEN, GITHUB_REPOSITORY and PERFDASH_REPORT_ISSUE", file=sys.stderr)
+        return 1
+    failed = []
+    with GitHubClient(config) as client:
+        for row in retry_unposted(session, client):
+            session.commit()
+            if row.status != "posted":
+                failed.append(row)
+        report = publish(session, client, kind="report", key=f"{context.night.isoformat()}:{context.group_key}",
+                         body=body, issue_number=settings.report_issue)
+        session.commit()
+        failed += [report] if report.status != "posted" else []
+        for finding_id in issue_finding_ids(session, context.run_ids):
+            finding = session.get(Finding, finding_id)
+            assert finding is not None
+            row = file_issue(session, client, finding, settings.dashboard_url)
+            session.commit()
+            if row.status != "posted":
+                failed.append(row)
+    for row in failed:
+        print(f"warning: GitHub {row.kind} {row.key} not posted, kept for the next run: {row.last_error}",
+              file=sys.stderr)
+    print(f"report {'posted' if report.status == 'posted' else 'NOT posted'}: {report.html_url or '-'}",
+          file=sys.stderr)
+    return 0

@@ -1,0 +1,257 @@
+"""The nightly report: markdown in the layout of PyTorch's dashboard comment, rendered from templates/report.md.j2.
+
+A report covers one *group* of one night: the runs that share dtype, mode, device, thread config and machine (one
+table column per suite, one row per backend), exactly what PyTorch's comment shows under one title. Numbers come
+from the stored run summaries (computed at ingest with perfdash.metrics) and the stored findings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+import jinja2
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from perfdash.metrics import SuiteSummary
+from service.detection.models import Finding
+from service.models import Configuration, Result, Run, RunSummary
+
+TEMPLATES = Path(__file__).resolve().parent.parent.parent / "templates"
+TEMPLATE = "report.md.j2"
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    text: str
+    delta: str  # change against the previous night, "" when there is none
+
+
+@dataclass(frozen=True, slots=True)
+class MetricTable:
+    title: str
+    suites: list[str]
+    rows: list[tuple[str, list[Cell]]]  # (compiler, one cell per suite)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRow:
+    name: str
+    batch_size: int
+    accuracy: str
+    speedup: str
+    previous_speedup: str
+    change: str
+    abs_latency: str
+    compile_s: str
+    compression: str
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteDetail:
+    suite: str
+    compiler: str
+    run_id: int
+    models: list[ModelRow]
+
+
+@dataclass
+class ReportContext:
+    title: str
+    night: date
+    group: str
+    group_key: str
+    machine: str
+    hosts: list[str]
+    torch_version: str | None
+    commit: str | None
+    previous_commit: str | None
+    suite_versions: dict[str, str]
+    commands: list[str]
+    jenkins_urls: list[str]
+    dashboard_url: str | None
+    run_ids: list[int]
+    tables: list[MetricTable] = field(default_factory=list)
+    warnings: list[tuple[str, str, str]] = field(default_factory=list)  # (suite, model, reason)
+    regressions: list[Finding] = field(default_factory=list)
+    improvements: list[Finding] = field(default_factory=list)
+    new_failures: list[Finding] = field(default_factory=list)
+    fixed: list[Finding] = field(default_factory=list)
+    details: list[SuiteDetail] = field(default_factory=list)
+
+    @property
+    def marker(self) -> str:
+        """A hidden HTML comment in the body: finds our own comment again if the ledger lost track of it."""
+        return f"<!-- perfdash:report:{self.night.isoformat()}:{self.group_key} -->"
+
+
+def group_key(configuration: Configuration) -> str:
+    parts = (configuration.dtype, configuration.mode, configuration.device, configuration.thread_config,
+             configuration.compile_mode, str(configuration.dynamic_shapes), str(configuration.batch_size_override),
+             configuration.machine.fingerprint)
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
+
+
+def _group_label(c: Configuration) -> str:
+    parts = [c.device, c.mode, c.thread_config, f"compile mode {c.compile_mode}"]
+    if c.dynamic_shapes:
+        parts.append("dynamic shapes")
+    if c.batch_size_override is not None:
+        parts.append(f"batch size {c.batch_size_override}")
+    return ", ".join(parts)
+
+
+def _thread_title(c: Configuration) -> str:
+    if c.device == "cuda":
+        return f"{c.mode} on {c.machine.gpu_name or 'GPU'}"
+    if c.threads == 1:
+        return "single-thread"
+    return "multiple-threads" if c.threads is None else f"{c.threads} threads"
+
+
+def _summary(session: Session, run: Run) -> SuiteSummary | None:
+    # By primary key, not run.summary: a Run loaded before its summary was added would still say None.
+    s = session.get(RunSummary, run.id)
+    if s is None:
+        return None
+    return SuiteSummary(passed=s.passed, total=s.total, geomean_speedup=s.geomean_speedup,
+                        geomean_speedup_unclipped=s.geomean_speedup_unclipped,
+                        mean_compile_time_s=s.mean_compile_time_s, mean_compression_ratio=s.mean_compression_ratio)
+
+
+def _delta(now: float | None, before: float | None, fmt: str) -> str:
+    if now is None or before is None:
+        return ""
+    diff = now - before
+    return "" if abs(diff) < 1e-12 else format(diff, fmt)
+
+
+_METRICS: tuple[tuple[str, str, str, str], ...] = (
+    # title, SuiteSummary text property, numeric attribute for the delta, delta format
+    ("Passrate", "passrate_text", "passrate", "+.0%"),
+    ("Geometric mean speedup", "geomean_text", "geomean_speedup", "+.2f"),
+    ("Geometric mean speedup, unclipped", "geomean_unclipped_text", "geomean_speedup_unclipped", "+.2f"),
+    ("Mean compilation time (seconds)", "compile_time_text", "mean_compile_time_s", "+.2f"),
+    ("Peak memory footprint compression ratio (higher is better)", "compression_text", "mean_compression_ratio",
+     "+.2f"),
+)
+
+
+def _previous(session: Session, run: Run) -> Run | None:
+    return session.scalars(sa.select(Run).where(Run.configuration_id == run.configuration_id, Run.night < run.night)
+                           .order_by(Run.night.desc(), Run.id.desc()).limit(1)).first()
+
+
+def _fmt(value: float | None, pattern: str) -> str:
+    return "-" if value is None else format(value, pattern)
+
+
+def _details(session: Session, run: Run, previous: Run | None) -> SuiteDetail:
+    results = session.scalars(sa.select(Result).where(Result.run_id == run.id).order_by(Result.name)).all()
+    before = {}
+    if previous is not None:
+        before = {r.series_id: r for r in session.scalars(sa.select(Result).where(Result.run_id == previous.id))}
+    rows = []
+    for r in results:
+        old = before.get(r.series_id)
+        old_speedup = old.gated_speedup if old is not None else None
+        change = ""
+        if old_speedup and r.gated_speedup:
+            change = f"{100 * (r.gated_speedup / old_speedup - 1):+.1f}%"
+        rows.append(ModelRow(
+            name=r.name, batch_size=r.batch_size, accuracy=r.accuracy or "-", speedup=f"{r.gated_speedup:.2f}x",
+            previous_speedup="-" if old_speedup is None else f"{old_speedup:.2f}x", change=change,
+            abs_latency=_fmt(r.abs_latency, ".3f"), compile_s=_fmt(r.compilation_latency, ".1f"),
+            compression=_fmt(r.compression_ratio, ".2f")))
+    c = run.configuration
+    return SuiteDetail(suite=c.suite, compiler=c.backend_variant, run_id=run.id, models=rows)
+
+
+def _latest_per_configuration(runs: list[Run]) -> list[Run]:
+    latest: dict[int, Run] = {}
+    for run in sorted(runs, key=lambda r: r.id):
+        latest[run.configuration_id] = run
+    return list(latest.values())
+
+
+def build_report(session: Session, run_id: int, dashboard_url: str | None = None) -> ReportContext:
+    """The report of the night and group of ``run_id``: every configuration of that group on that night."""
+    anchor = session.get(Run, run_id)
+    if anchor is None:
+        raise LookupError(f"no run {run_id}")
+    key = group_key(anchor.configuration)
+    same_night = session.scalars(sa.select(Run).where(Run.night == anchor.night)).unique().all()
+    runs = sorted(_latest_per_configuration([r for r in same_night if group_key(r.configuration) == key]),
+                  key=lambda r: (r.configuration.backend_variant, r.configuration.suite))
+    c = anchor.configuration
+    previous = {r.id: _previous(session, r) for r in runs}
+    suites = list(dict.fromkeys(r.configuration.suite for r in runs))
+    compilers = list(dict.fromkeys(r.configuration.backend_variant for r in runs))
+    by_cell = {(r.configuration.backend_variant, r.configuration.suite): r for r in runs}
+    tables = []
+    for title, text_attr, value_attr, delta_fmt in _METRICS:
+        rows = []
+        for compiler in compilers:
+            cells = []
+            for suite in suites:
+                run = by_cell.get((compiler, suite))
+                now = _summary(session, run) if run else None
+                prev_run = previous.get(run.id) if run else None
+                before = _summary(session, prev_run) if prev_run else None
+                if now is None:
+                    cells.append(Cell("", ""))
+                    continue
+                cells.append(Cell(getattr(now, text_attr), _delta(
+                    getattr(now, value_attr), getattr(before, value_attr) if before else None, delta_fmt)))
+            rows.append((compiler, cells))
+        tables.append(MetricTable(title=title, suites=suites, rows=rows))
+    summaries = {r.id: session.get(RunSummary, r.id) for r in runs}
+    warnings = [(r.configuration.suite, w["name"], w["reason"]) for r in runs if summaries[r.id]
+                for w in summaries[r.id].warnings]
+    findings = session.scalars(sa.select(Finding).where(Finding.run_id.in_([r.id for r in runs]),
+                                                        Finding.acknowledged_at.is_(None))
+                               .order_by(Finding.id)).unique().all()
+    context = ReportContext(
+        title=f"Performance Dashboard for {c.dtype} precision -- {_thread_title(c)}",
+        night=anchor.night, group=_group_label(c), group_key=key, machine=c.machine.fingerprint,
+        hosts=sorted({r.host for r in runs if r.host}), torch_version=anchor.torch_version,
+        commit=anchor.torch_git_commit,
+        previous_commit=next((p.torch_git_commit for p in previous.values() if p is not None), None),
+        suite_versions={k: str(v) for r in runs for k, v in r.suite_versions.items()},
+        commands=list(dict.fromkeys(r.command for r in runs if r.command)),
+        jenkins_urls=list(dict.fromkeys(r.jenkins_url for r in runs if r.jenkins_url)),
+        dashboard_url=dashboard_url.rstrip("/") if dashboard_url else None,
+        run_ids=[r.id for r in runs], tables=tables, warnings=warnings,
+        details=[_details(session, r, previous[r.id]) for r in runs])
+    for finding in findings:
+        {"regression": context.regressions, "improvement": context.improvements,
+         "new_failure": context.new_failures, "fixed": context.fixed}[finding.category].append(finding)
+    return context
+
+
+def _cell(value: object) -> str:
+    # A model name with a pipe would split a markdown table cell.
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _short(commit: str | None) -> str:
+    return (commit or "?")[:10]
+
+
+def environment() -> jinja2.Environment:
+    # Markdown, not HTML: no autoescape; table cells go through the `cell` filter instead.
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    env.filters.update(cell=_cell, num=_num, short=_short)
+    return env
+
+
+def render_report(context: ReportContext) -> str:
+    return environment().get_template(TEMPLATE).render(r=context)

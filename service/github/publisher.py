@@ -1,0 +1,219 @@
+"""Posting to GitHub through the ledger (table github_posts): each thing is posted once, failures are kept for later.
+
+Every post has a ledger row keyed by (kind, key, repository) — ``report`` (one comment per night and group, edited in
+place when the report changes), ``issue`` (one per regression change point), ``culprit`` (one comment per bisection
+result). A row is ``pending`` until GitHub accepted it, ``failed`` after an attempt that did not get through (the
+error kept, the token never in it), ``posted`` after. `perfdash report --post` retries pending and failed rows first.
+
+Each body carries a hidden marker (an HTML comment). Before re-trying a row that was attempted before, the
+publisher looks for the marker on GitHub: if the earlier attempt did reach GitHub but its answer was lost, the
+existing comment or issue is adopted instead of posting a duplicate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from service.detection.models import BisectionRequest, Finding, GithubPost
+from service.github.client import GitHubClient, GitHubError
+
+logger = logging.getLogger(__name__)
+
+ISSUE_LABEL = "perfdash-regression"
+
+
+def _sha(body: str) -> str:
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def marker(kind: str, key: str) -> str:
+    return f"<!-- perfdash:{kind}:{key} -->"
+
+
+def _ledger_row(session: Session, kind: str, key: str, repository: str) -> GithubPost | None:
+    return session.scalars(sa.select(GithubPost).where(GithubPost.kind == kind, GithubPost.key == key,
+                                                       GithubPost.repository == repository)).first()
+
+
+def publish(session: Session, client: GitHubClient, *, kind: str, key: str, body: str,
+            issue_number: int | None = None, title: str | None = None, finding_id: int | None = None) -> GithubPost:
+    """Post (or edit, for a changed report) through the ledger; never raises for GitHub failures.
+
+    ``kind`` "issue" creates an issue titled ``title``; other kinds comment on ``issue_number``. Flushes; the caller
+    commits.
+    """
+    tag = marker(kind, key)
+    if tag not in body:
+        body = f"{tag}\n{body}"
+    repository = client.config.repository
+    row = _ledger_row(session, kind, key, repository)
+    if row is None:
+        row = GithubPost(kind=kind, key=key, repository=repository, issue_number=issue_number, title=title,
+                         body=body, body_sha256=_sha(body), status="pending", attempts=0, finding_id=finding_id)
+        session.add(row)
+        session.flush()
+    elif row.status == "posted":
+        if row.posted_sha256 == _sha(body) or kind != "report" or row.comment_id is None:
+            return row  # the same report, an issue, or a culprit comment: never posted twice
+        row.body, row.body_sha256, row.status = body, _sha(body), "pending"
+    else:
+        row.body, row.body_sha256, row.title = body, _sha(body), title or row.title
+        row.issue_number = row.issue_number or issue_number
+    _attempt(client, row, tag)
+    session.flush()
+    return row
+
+
+def _attempt(client: GitHubClient, row: GithubPost, tag: str) -> None:
+    row.attempts += 1
+    try:
+        if row.kind == "issue":
+            if row.issue_number is None:
+                found = client.find_issue(tag, ISSUE_LABEL) if row.attempts > 1 else None
+                issue = found or client.create_issue(row.title or "perfdash regression", row.body, [ISSUE_LABEL])
+                row.issue_number, row.html_url = issue.number, issue.html_url
+        else:
+            if row.issue_number is None:
+                raise GitHubError("no issue to comment on")
+            if row.comment_id is not None:
+                comment = client.update_comment(row.comment_id, row.body)
+            else:
+                found = client.find_comment(row.issue_number, tag) if row.attempts > 1 else None
+                comment = (client.update_comment(found.id, row.body) if found and found.body != row.body
+                           else found) or client.create_comment(row.issue_number, row.body)
+            row.comment_id, row.html_url = comment.id, comment.html_url
+    except GitHubError as exc:
+        row.status, row.last_error = "failed", str(exc)
+        logger.warning("GitHub %s %s not posted (attempt %d, will retry on the next run): %s", row.kind, row.key,
+                       row.attempts, exc)
+        return
+    row.status, row.last_error = "posted", None
+    row.posted_sha256, row.posted_at = row.body_sha256, datetime.now(UTC)
+
+
+def retry_unposted(session: Session, client: GitHubClient) -> list[GithubPost]:
+    """Try every pending or failed post of this repository again (oldest first)."""
+    rows = session.scalars(sa.select(GithubPost).where(GithubPost.status != "posted",
+                                                       GithubPost.repository == client.config.repository)
+                           .order_by(GithubPost.id)).all()
+    for row in rows:
+        if row.kind != "issue" and row.issue_number is None and row.finding_id is not None:
+            # A culprit comment whose issue could not be filed at the time: the issue row was retried just before.
+            issue = session.scalars(sa.select(GithubPost).where(
+                GithubPost.kind == "issue", GithubPost.finding_id == row.finding_id,
+                GithubPost.repository == row.repository)).first()
+            row.issue_number = issue.issue_number if issue is not None else None
+        _attempt(client, row, marker(row.kind, row.key))
+        session.flush()
+    return list(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# What gets posted
+
+
+def issue_title(finding: Finding) -> str:
+    c = finding.configuration
+    subject = finding.model or "suite geomean speedup"
+    change = "" if finding.change_pct is None else f" {finding.change_pct:+.1f}%"
+    return (f"[perfdash] {c.suite} {subject}: {finding.metric}{change} "
+            f"({c.backend_variant}, {c.dtype}, {c.mode}, {c.device}, {c.thread_config})")
+
+
+def issue_body(finding: Finding, dashboard_url: str | None) -> str:
+    c = finding.configuration
+    cp = finding.change_point
+    lines = [
+        f"perfdash found a regression of **{finding.metric}** on **{c.suite} / {finding.model or '(suite)'}**.",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| configuration | {c.backend_variant}, compile mode {c.compile_mode}, {c.dtype}, {c.mode}, {c.device}, "
+        f"{c.thread_config} |",
+        f"| machine | {c.machine.fingerprint} |",
+        f"| before | {finding.old_value:.4g} |" if finding.old_value is not None else "| before | - |",
+        f"| after | {finding.new_value:.4g} |" if finding.new_value is not None else "| after | - |",
+        f"| change | {finding.change_pct:+.1f}% |" if finding.change_pct is not None else "| change | - |",
+        f"| p-value | {finding.p_value:.1e} |" if finding.p_value is not None else "| p-value | - |",
+        f"| nights | {cp.n_before} before, {cp.n_after} after |" if cp else "| nights | - |",
+        f"| commit range | {finding.good_commit or '?'}..{finding.bad_commit or '?'} |",
+        "",
+        "Reproduce:",
+        "```",
+        _repro(finding),
+        "```",
+    ]
+    if dashboard_url and finding.series_id:
+        lines.append(f"Dashboard: {dashboard_url.rstrip('/')}/model/{finding.series_id}")
+    elif dashboard_url:
+        lines.append(f"Dashboard: {dashboard_url.rstrip('/')}/suite/{finding.run_id}")
+    lines += ["", f"perfdash finding #{finding.id}. A bisection comments the culprit here when it names one."]
+    return "\n".join(lines)
+
+
+def _repro(finding: Finding) -> str:
+    c = finding.configuration
+    parts = [f"perfdash run --suite {c.suite} --backend {c.backend}", f"--dtype {c.dtype} --mode {c.mode}",
+             f"--device {c.device}"]
+    if c.variant:
+        parts.append(f"--variant {c.variant}")
+    if c.compile_mode != "default":
+        parts.append(f"--compile-mode {c.compile_mode}")
+    if c.threads:
+        parts.append(f"--threads {c.threads}")
+    if finding.model:
+        parts.append(f"--only {finding.model}")
+    return " ".join(parts)
+
+
+def issue_finding_ids(session: Session, run_ids: list[int] | None = None) -> list[int]:
+    """Confirmed regressions that deserve an issue: change-point regressions (per model or the suite geomean),
+    not acknowledged."""
+    query = sa.select(Finding.id).where(Finding.category == "regression", Finding.change_point_id.is_not(None),
+                                        Finding.acknowledged_at.is_(None)).order_by(Finding.id)
+    if run_ids is not None:
+        query = query.where(Finding.run_id.in_(run_ids))
+    return list(session.scalars(query))
+
+
+def file_issue(session: Session, client: GitHubClient, finding: Finding, dashboard_url: str | None) -> GithubPost:
+    # Keyed by change point: never two issues for one change point, whatever finding or run refers to it.
+    return publish(session, client, kind="issue", key=f"changepoint:{finding.change_point_id}",
+                   title=issue_title(finding), body=issue_body(finding, dashboard_url), finding_id=finding.id)
+
+
+def culprit_body(bisection: BisectionRequest) -> str:
+    result = bisection.result or {}
+    culprit = result.get("culprit") or {}
+    verdict = result.get("verdict", "?")
+    lines = [f"Bisection #{bisection.id} of {bisection.metric} on {bisection.suite} / {bisection.model} "
+             f"({bisection.good_commit[:10]}..{bisection.bad_commit[:10]}): **{verdict}**."]
+    if culprit:
+        lines += ["", f"Culprit: {culprit.get('sha')} — {culprit.get('subject', '')}",
+                  f"Author: {culprit.get('author', '?')}, {culprit.get('date', '?')}"]
+    if result.get("summary"):
+        lines += ["", str(result["summary"])]
+    steps = result.get("steps") or []
+    if steps:
+        lines += ["", f"{len(steps)} steps."]
+    if result.get("jenkins_build_url"):
+        lines += ["", f"Jenkins: {result['jenkins_build_url']}"]
+    return "\n".join(lines)
+
+
+def comment_culprit(session: Session, client: GitHubClient, bisection: BisectionRequest,
+                    dashboard_url: str | None) -> GithubPost | None:
+    """Comment the bisection's verdict on the regression's issue (filing the issue first if it was never filed)."""
+    if bisection.finding_id is None:
+        return None
+    finding = session.get(Finding, bisection.finding_id)
+    if finding is None or finding.change_point_id is None:
+        return None
+    issue = file_issue(session, client, finding, dashboard_url)
+    return publish(session, client, kind="culprit", key=f"bisection:{bisection.id}", body=culprit_body(bisection),
+                   issue_number=issue.issue_number, finding_id=finding.id)

@@ -1,0 +1,135 @@
+"""The report markdown and posting it, issues and culprit comments through the ledger, against the GitHub stand-in."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from pydantic import SecretStr
+
+from service.detection.detector import detect_run
+from service.detection.models import BisectionRequest, Finding, GithubPost
+from service.detection.report import build_report, render_report
+from service.github.client import GitHubClient, GitHubConfig
+from service.github.publisher import comment_culprit, file_issue, issue_finding_ids, publish, retry_unposted
+
+TOKEN = "ghp_reportingSECRET42"
+
+
+def _client(github, **kwargs) -> GitHubClient:
+    config = GitHubConfig(api_url=github.url, token=SecretStr(TOKEN), repository="pytorch/pytorch")
+    return GitHubClient(config, sleep=lambda _s: None, **kwargs)
+
+
+def _regression(session, store_run, series_values) -> tuple[list[int], Finding]:
+    a, b = series_values(1, 22), series_values(2, 22, level=2.0)
+    runs = []
+    for night in range(22):
+        runs.append(store_run(night, {"resnet18": a[night] * (0.8 if night >= 20 else 1), "vit_small": b[night]}))
+        detect_run(session, runs[-1])
+    finding = session.scalars(sa.select(Finding).where(Finding.metric == "speedup")).unique().one()
+    return runs, finding
+
+
+def test_report_layout_and_numbers(session, store_run) -> None:
+    for night, speed in ((0, 1.30), (1, 1.10)):
+        store_run(night, {"resnet18": speed, "vit_small": 0.8, "bert": None})
+        store_run(night, {"gpt2": 1.5, "t5": 2.0}, suite="huggingface")
+        store_run(night, {"resnet18": 1.0, "vit_small": 1.0, "bert": 1.0}, backend="aot_eager")
+        last = store_run(night, {"gpt2": 1.1, "t5": 1.0}, suite="huggingface", backend="aot_eager",
+                         statuses={"t5": "fail_accuracy"} if night else None)
+    store_run(1, {"resnet18": 9.9}, dtype="bfloat16")  # another group: not in this report
+    detect_run(session, last)
+    context = build_report(session, last, dashboard_url="http://perfdash.example/")
+    text = render_report(context)
+    assert text.splitlines()[1] == "# Performance Dashboard for float32 precision -- multiple-threads"
+    assert "## Executive Summary ##" in text
+    passrate = text.split("\nPassrate\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert passrate[0] == "| Compiler | huggingface | timm_models |"
+    assert passrate[2] == "| aot_eager | 50%, 1/2 (-50%) | 100%, 3/3 | "
+    assert passrate[3] == "| inductor | 100%, 2/2 | 67%, 2/3 | "
+    geomean = text.split("\nGeometric mean speedup\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    # inductor timm: speedups 1.10 and 0.8 clipped to 1.0 -> sqrt(1.1) = 1.05; the night before sqrt(1.3) = 1.14
+    assert geomean[3] == "| inductor | 1.73x | 1.05x (-0.09) | "
+    assert "9.9" not in text
+    assert "<details><summary>see more</summary>" in text
+    assert "| t5 | 8 | fail_accuracy | 0.00x | 1.00x |" in text
+    assert "timm_models / vit_small: speedup 0.80x < 0.95x" in text
+    assert "| huggingface | t5 | accuracy | pass | fail_accuracy |" in text  # a new failure, from the findings
+    assert "- timm: 1.0.31" in text and "perfdash run --suite timm_models" in text
+    assert "Dashboard: http://perfdash.example/suite/" in text
+    assert context.marker in text
+
+
+def test_report_posted_once_then_edited_when_it_changes(session, github) -> None:
+    issue = github.add_issue()
+    with _client(github) as client:
+        first = publish(session, client, kind="report", key="2026-01-02:abc", body="report v1", issue_number=issue)
+        again = publish(session, client, kind="report", key="2026-01-02:abc", body="report v1", issue_number=issue)
+        assert len(github.writes()) == 1 and first.id == again.id and first.status == "posted"
+        publish(session, client, kind="report", key="2026-01-02:abc", body="report v2", issue_number=issue)
+    writes = github.writes()
+    assert [w.method for w in writes] == ["POST", "PATCH"]
+    (comment,) = github.state.comments.values()
+    assert "report v2" in comment["body"] and "<!-- perfdash:report:2026-01-02:abc -->" in comment["body"]
+
+
+def test_failed_post_is_kept_and_retried_next_run(session, github, caplog) -> None:
+    issue = github.add_issue()
+    github.fail_next(*[github.canned(502, message=f"upstream said {TOKEN}") for _ in range(2)])
+    with _client(github, max_attempts=2) as client:
+        row = publish(session, client, kind="report", key="n:g", body="the report", issue_number=issue)
+    assert row.status == "failed" and row.attempts == 1
+    assert TOKEN not in (row.last_error or "") and "502" in (row.last_error or "")
+    assert TOKEN not in caplog.text
+    assert github.state.comments == {}
+    with _client(github) as client:
+        retried = retry_unposted(session, client)
+    assert [r.id for r in retried] == [row.id] and row.status == "posted" and row.last_error is None
+    assert len(github.state.comments) == 1
+
+
+def test_retry_adopts_a_post_that_did_land(session, github) -> None:
+    # The earlier attempt reached GitHub but its answer was lost: the retry finds the marker instead of re-posting.
+    issue = github.add_issue()
+    github.fail_next(github.canned(500), github.canned(500))
+    with _client(github, max_attempts=2) as client:
+        row = publish(session, client, kind="report", key="n:lost", body="the report", issue_number=issue)
+        assert row.status == "failed"
+        with github.state.lock:
+            github.state.comments[77] = {"id": 77, "body": row.body, "issue_number": issue, "html_url": "u#77"}
+        before = len(github.writes())
+        retry_unposted(session, client)
+    assert row.status == "posted" and row.comment_id == 77
+    assert list(github.state.comments) == [77]
+    assert github.writes()[before:] == []  # found by its marker (a GET), nothing posted again
+
+
+def test_one_issue_per_change_point_and_culprit_comment(session, store_run, series_values, github) -> None:
+    runs, finding = _regression(session, store_run, series_values)
+    assert finding.id in issue_finding_ids(session, [runs[-1]])
+    with _client(github) as client:
+        row = file_issue(session, client, finding, "http://perfdash.example")
+        file_issue(session, client, finding, "http://perfdash.example")
+        assert len(github.state.issues) == 1
+        (issue,) = github.state.issues.values()
+        assert issue["title"].startswith("[perfdash] timm_models resnet18: speedup -")
+        assert "(inductor, float32, inference, cpu, all-cores)" in issue["title"]
+        assert f"{finding.good_commit}..{finding.bad_commit}" in issue["body"]
+        assert "perfdash run --suite timm_models --backend inductor" in issue["body"]
+        assert f"http://perfdash.example/model/{finding.series_id}" in issue["body"]
+        assert [lab["name"] for lab in issue["labels"]] == ["perfdash-regression"]
+        bisection = BisectionRequest(
+            status="done", finding_id=finding.id, suite="timm_models", model="resnet18", backend="inductor",
+            dtype="float32", mode="inference", device="cpu", metric="speedup", direction="higher",
+            good_commit=finding.good_commit, bad_commit=finding.bad_commit, threshold_pct=5.0,
+            result={"verdict": "culprit_found", "culprit": {"sha": "deadbeef", "subject": "[inductor] oops",
+                                                            "author": "a@b", "date": "2026-01-20"},
+                    "steps": [], "summary": "3 steps", "jenkins_build_url": None})
+        session.add(bisection)
+        session.flush()
+        comment = comment_culprit(session, client, bisection, None)
+        comment_culprit(session, client, bisection, None)  # the same result again: not posted twice
+    assert comment is not None and comment.status == "posted" and comment.issue_number == row.issue_number
+    (posted,) = github.state.comments.values()
+    assert "deadbeef" in posted["body"] and "[inductor] oops" in posted["body"]
+    kinds = session.scalars(sa.select(GithubPost.kind).order_by(GithubPost.id)).all()
+    assert kinds == ["issue", "culprit"]
