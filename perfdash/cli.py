@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 COMMAND_MODULES: tuple[str, ...] = (
     "service.cli",
+    "service.detection.cli",
     "perfdash.nightly",
     "runner.cli",
     "perfbisect.cli",
