@@ -1,4 +1,8 @@
-"""The dashboard's navigation: the one list of top-level pages. A new page (e.g. Vision) adds one NavItem here."""
+"""The dashboard's navigation: the one list of top-level pages.
+
+A new page (e.g. Vision for hf_vision): a route in its own module under service/web/ whose router install() includes,
+a template extending base.html that passes ``active=<key>``, and one NavItem here.
+"""
 
 from __future__ import annotations
 

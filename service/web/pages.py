@@ -206,6 +206,8 @@ def compare(request: Request, session: SessionDep, base: int | None = None, new:
             base_run = q.run_by_commit(session, new_run.configuration_id, base_commit)
             if base_run is None:
                 context["error"] = f"No run of this configuration at commit {base_commit}."
+    if new_run is not None and base_run is None and context["error"] is None:
+        context["error"] = f"Run {new_run.id} ({new_run.night}) is the first of its configuration: nothing to compare."
     if new_run is not None and base_run is not None:
         comparison = compare_runs(session, base_run.id, new_run.id)
         assert comparison is not None  # both runs exist and share a configuration (checked above)

@@ -247,6 +247,13 @@ def test_compare_refuses_runs_of_different_configurations(populated, lookup) -> 
     assert "different configurations" in response.text
 
 
+def test_compare_says_when_a_run_has_nothing_before_it(populated, lookup) -> None:
+    only = lookup.run_id("timm_models", "aot_eager", NIGHT2)  # aot_eager ran on night 2 only
+    response = httpx.get(f"{populated.url}/compare", params={"new": only})
+    assert response.status_code == 400
+    assert "first of its configuration" in response.text
+
+
 def test_runs_page_lists_machine_versions_and_build(populated, page: Page) -> None:
     page.goto(f"{populated.url}/runs")
     rows = page.locator("#runs tbody tr")
