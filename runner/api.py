@@ -165,13 +165,18 @@ def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, progress: Prog
         outcome = run_worker(job, env, options.timeout_s, log, on_phase)
         memory: PeakMemoryResult | None = None
         result = outcome.result
+        timings = {**(result.timings if result is not None else {}), "worker_wall": outcome.wall_s}
         if options.device == "cpu" and result is not None and result.performance is not None:
             memory_job = replace(job, purpose="memory", accuracy=False, performance=False)
             memory_outcome = run_worker(memory_job, {**env, **MEMORY_PROCESS_ENV}, options.timeout_s, log, on_phase)
+            timings["memory_worker_wall"] = memory_outcome.wall_s
+            if memory_outcome.result is not None:
+                timings.update({f"memory_{k}": v for k, v in memory_outcome.result.timings.items()})
             if memory_outcome.result is not None and memory_outcome.result.failure is None:
                 memory = memory_outcome.result.peak_memory
     finally:
         if cache_dir is not None:
             shutil.rmtree(cache_dir, ignore_errors=True)
     return interpret(outcome, name=spec.name, batch_size=job.batch_size, dev=options.device,
-                     want_accuracy=options.run_accuracy, want_performance=options.run_performance, memory=memory)
+                     want_accuracy=options.run_accuracy, want_performance=options.run_performance, memory=memory,
+                     timings=timings)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from perfdash.contract import AccuracyRow, GraphStats, ModelSamples, PerformanceRow
 from runner.process import WorkerOutcome
@@ -48,10 +48,14 @@ class ModelOutcome:
     accuracy: AccuracyRow | None
     samples: ModelSamples | None
     error: str | None
+    # Seconds per part of the work: the worker's phases, "worker_wall" as the parent saw it, "memory_*" for the
+    # CPU memory worker (bench/harness.py reads these).
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, want_accuracy: bool,
-              want_performance: bool, memory: PeakMemoryResult | None = None) -> ModelOutcome:
+              want_performance: bool, memory: PeakMemoryResult | None = None,
+              timings: dict[str, float] | None = None) -> ModelOutcome:
     result = outcome.result
     error: str | None = None
     if outcome.timed_out:
@@ -102,4 +106,4 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
     acc_row = AccuracyRow(dev=dev, name=name, batch_size=batch_size if status != "model_fail_to_load" else 0,
                           accuracy=status, stats=stats) if want_accuracy else None
     return ModelOutcome(name=name, status=status, performance=perf_row, accuracy=acc_row, samples=samples,
-                        error=error)
+                        error=error, timings=dict(timings or {}))

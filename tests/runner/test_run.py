@@ -1,0 +1,140 @@
+"""End to end: real worker processes on tiny real models (each model in its own process, as in production)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfdash.cli import main
+from perfdash.contract import (
+    Manifest,
+    read_accuracy_csv,
+    read_performance_csv,
+    read_samples,
+)
+from runner.api import RunReport, run_suite
+from runner.options import RunOptions
+
+DATA = Path(__file__).parent / "data"
+PERF_HEADER = ("dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_peak_mem,"
+               "dynamo_peak_mem,calls_captured,unique_graphs,graph_breaks,unique_graph_breaks")
+ACC_HEADER = "dev,name,batch_size,accuracy,calls_captured,unique_graphs,graph_breaks,unique_graph_breaks"
+# Long enough for a worker to import torch and compile a tiny model on a busy 2-core machine.
+TIMEOUT_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def statuses(tmp_path_factory: pytest.TempPathFactory) -> RunReport:
+    out = tmp_path_factory.mktemp("statuses")
+    return run_suite(RunOptions(suite="torchbench", models_file=DATA / "statuses.toml", backend="aot_eager",
+                                repeat=3, timeout_s=TIMEOUT_S, output_dir=out))
+
+
+def test_failures_become_statuses_and_the_suite_goes_on(statuses: RunReport) -> None:
+    got = {row.name: row.accuracy for row in read_accuracy_csv(statuses.paths.accuracy)}
+    assert got == {
+        "tiny_mlp": "pass",
+        "raises": "eager_1st_run_fail",
+        "aborts": "eager_1st_run_fail",  # killed by SIGABRT in its first eager run
+        "missing_dependency": "model_fail_to_load",
+        "nondeterministic": "eager_two_runs_differ",
+        "perturbed": "fail_accuracy",
+        "hangs": "timeout",
+        "tiny_mlp_after_hang": "pass",
+    }
+    assert statuses.summary.passrate_text == "25%, 2/8"
+
+
+def test_result_files_have_pytorch_columns_and_failure_rows(statuses: RunReport) -> None:
+    perf_lines = statuses.paths.performance.read_text().splitlines()
+    acc_lines = statuses.paths.accuracy.read_text().splitlines()
+    assert perf_lines[0] == PERF_HEADER
+    assert acc_lines[0] == ACC_HEADER
+    for name in ("raises", "aborts", "missing_dependency", "hangs"):
+        assert f"cpu,{name},0,0.0,0.0" in perf_lines
+    assert "cpu,missing_dependency,0,model_fail_to_load,,,," in acc_lines
+    rows = {r.name: r for r in read_performance_csv(statuses.paths.performance)}
+    assert len(rows) == 8 and len(perf_lines) == 9
+    ok = rows["tiny_mlp"]
+    assert ok.batch_size == 4 and ok.speedup > 0 and ok.abs_latency > 0
+    assert ok.compilation_latency is not None and ok.stats.unique_graphs == 1 and ok.stats.graph_breaks == 0
+    assert ok.eager_peak_mem is not None and ok.dynamo_peak_mem is not None
+
+
+def test_manifest_and_samples(statuses: RunReport) -> None:
+    manifest = Manifest.read(statuses.paths.manifest)
+    assert manifest.torch_version and manifest.torch_git_commit
+    assert manifest.machine.cpu_model and manifest.machine.cpu_count
+    assert manifest.config.env["MALLOC_MMAP_THRESHOLD_"] == "65536"
+    assert manifest.start_time is not None and manifest.end_time is not None
+    errors = manifest.model_errors
+    assert set(errors) == {"raises", "aborts", "missing_dependency", "hangs"}  # verdicts are not errors
+    assert "always raises" in errors["raises"]
+    assert "SIGABRT" in errors["aborts"]
+    assert "perfdash_no_such_module" in errors["missing_dependency"]
+    assert "timed out" in errors["hangs"]
+    samples = {s.name: s for s in read_samples(statuses.paths.samples)}
+    assert {"tiny_mlp", "perturbed", "tiny_mlp_after_hang"} <= set(samples)
+    assert len(samples["tiny_mlp"].eager_ms) == len(samples["tiny_mlp"].compiled_ms) == 3
+
+
+def test_rerunning_a_finished_run_does_nothing(statuses: RunReport) -> None:
+    before = statuses.paths.performance.read_text(), statuses.paths.accuracy.read_text()
+    again = run_suite(RunOptions(suite="torchbench", models_file=DATA / "statuses.toml", backend="aot_eager",
+                                 repeat=3, timeout_s=TIMEOUT_S, output_dir=statuses.paths.performance.parent))
+    assert again.ran == ()
+    assert (again.paths.performance.read_text(), again.paths.accuracy.read_text()) == before
+    assert again.summary == statuses.summary
+
+
+def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
+    def options(pattern: str) -> RunOptions:
+        return RunOptions(suite="torchbench", models_file=DATA / "statuses.toml", backend="eager", repeat=2,
+                          timeout_s=TIMEOUT_S, output_dir=tmp_path, filters=(pattern,), performance=True)
+
+    first = run_suite(options("^tiny_mlp$"))  # as if the run stopped after its first model
+    assert first.ran == ("tiny_mlp",)
+    first_row = first.paths.performance.read_text().splitlines()[1]
+    resumed = run_suite(options("^tiny_mlp"))
+    assert resumed.ran == ("tiny_mlp_after_hang",)
+    lines = resumed.paths.performance.read_text().splitlines()
+    assert lines[1] == first_row
+    assert [line.split(",")[1] for line in lines[1:]] == ["tiny_mlp", "tiny_mlp_after_hang"]
+    assert not resumed.paths.accuracy.exists()  # --performance only
+    assert json.loads(resumed.paths.manifest.read_text())["start_time"] == \
+        json.loads(first.paths.manifest.read_text())["start_time"]
+
+
+def test_perfdash_run_on_tiny_real_models(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """timm and transformers models built by the suites' own builders (tiny configs), compiled by Inductor."""
+    code = main(["run", "--suite", "timm_models", "--models-file", str(DATA / "tiny_real.toml"), "--repeat", "5",
+                 "--timeout", "300", "--output-dir", str(tmp_path), "--no-progress"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "100%, 3/3" in printed and "inductor_timm_models_float32_inference_cpu" in printed
+    acc = {r.name: r.accuracy for r in read_accuracy_csv(tmp_path / "inductor_timm_models_float32_inference_cpu_"
+                                                                   "accuracy.csv")}
+    assert acc == {"resnet18": "pass", "BertForMaskedLM": "pass", "tiny_mlp": "pass"}
+    perf = {r.name: r for r in read_performance_csv(tmp_path / "inductor_timm_models_float32_inference_cpu_"
+                                                               "performance.csv")}
+    resnet = perf["resnet18"]
+    assert resnet.speedup > 0 and resnet.compilation_latency is not None and resnet.compilation_latency > 0
+    assert resnet.eager_peak_mem and resnet.dynamo_peak_mem and resnet.compression_ratio
+    manifest = Manifest.read(tmp_path / "inductor_timm_models_float32_inference_cpu_manifest.json")
+    assert manifest.config.env["TORCHINDUCTOR_FREEZING"] == "1"
+    assert "timm" in manifest.suite_versions
+    assert manifest.model_errors == {}
+
+
+def test_training_single_thread(tmp_path: Path) -> None:
+    report = run_suite(RunOptions(suite="huggingface", models_file=DATA / "tiny_real.toml", only="tiny_mlp",
+                                  mode="training", threads=1, repeat=3, timeout_s=300, output_dir=tmp_path))
+    assert report.paths.performance.name == "inductor_huggingface_float32_training_cpu_performance.csv"
+    [outcome] = report.outcomes
+    assert outcome.status == "pass", outcome.error
+    assert outcome.performance is not None and outcome.performance.speedup > 0
+    assert report.manifest.config.env["OMP_NUM_THREADS"] == "1"
+    assert report.manifest.config.thread_config == "single-thread"
+    assert "TORCHINDUCTOR_FREEZING" not in report.manifest.config.env

@@ -1,0 +1,52 @@
+"""The summary `perfdash run` prints, on hand-made rows: PyTorch's formulas and formatting."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from rich.console import Console
+
+from perfdash.contract import AccuracyRow, PerformanceRow, RunConfig, append_row
+from perfdash.metrics import summarize_results
+from runner.api import RunPaths, read_results
+from runner.summary import render
+
+
+def _write(tmp_path: Path) -> RunPaths:
+    config = RunConfig(suite="timm_models", backend="inductor")
+    paths = RunPaths.for_config(tmp_path, config)
+    rows = [  # name, speedup, compile s, memory ratio, accuracy
+        ("a", 2.0, 10.0, 1.5, "pass"),
+        ("b", 0.5, 20.0, 0.8, "pass"),
+        ("c", 3.0, 30.0, 2.0, "fail_accuracy"),  # gated: speedup counts as 0
+        ("d", 1.2, 60.0, 1.0, "pass_due_to_skip"),
+    ]
+    for name, speedup, compile_s, ratio, status in rows:
+        append_row(paths.performance, PerformanceRow("cpu", name, 8, speedup, 1.0, compile_s, ratio, 1.0, 1.0))
+        append_row(paths.accuracy, AccuracyRow("cpu", name, 8, status))
+    append_row(paths.performance, PerformanceRow.failure("cpu", "e"))
+    append_row(paths.accuracy, AccuracyRow("cpu", "e", 8, "eager_1st_run_fail"))
+    return paths
+
+
+def test_summary_formulas(tmp_path: Path) -> None:
+    results = read_results(_write(tmp_path))
+    summary = summarize_results(results)
+    assert (summary.passed, summary.total) == (3, 5)
+    assert summary.passrate_text == "60%, 3/5"
+    # clipped: max(s, 1) before the geometric mean; unclipped shows that b got slower
+    assert math.isclose(summary.geomean_speedup, (2.0 * 1.0 * 1.2) ** (1 / 3))
+    assert math.isclose(summary.geomean_speedup_unclipped, (2.0 * 0.5 * 1.2) ** (1 / 3))
+    assert math.isclose(summary.mean_compile_time_s, (10 + 20 + 60) / 3)
+    assert math.isclose(summary.mean_compression_ratio, (1.5 + 0.8 + 1.0) / 3)
+
+
+def test_printed_summary(tmp_path: Path) -> None:
+    results = read_results(_write(tmp_path))
+    console = Console(width=200, record=True)
+    console.print(render(RunConfig(suite="timm_models", backend="inductor"), summarize_results(results), results))
+    text = console.export_text()
+    assert "inductor_timm_models_float32_inference_cpu" in text
+    for expected in ("60%, 3/5", "1.34x", "1.06x", "30.00", "1.10x", "fail_accuracy", "b: speedup 0.50x"):
+        assert expected in text, expected
