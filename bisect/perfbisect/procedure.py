@@ -102,7 +102,7 @@ class Bisector:
         """Measure good and bad, interleaved (against drift), in rounds until the regression is confirmed or not."""
         result: Confirmation | None = None
         for round_ in range(1, self.policy.max_rounds + 1):
-            target = round_ * self.policy.repeats
+            target = round_ * self.policy.repeats * self.policy.reference_factor
             for n in range(1, target + 1):
                 self._measure_to(good, n)
                 self._measure_to(bad, n)
