@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 
 from perfdash.contract import ContractError
-from service.api import annotations, compare, configurations, history, runs, summary
+from service.api import annotations, bisections, compare, configurations, findings, history, runs, summary
 from service.api.limits import BodySizeLimit
 from service.db import make_engine, make_session_factory
 from service.ingest import IngestConflict, PostIngestHook
@@ -42,7 +42,7 @@ def create_app(settings: Settings | None = None, post_ingest_hooks: Sequence[Pos
     app = FastAPI(title="perfdash", version="1", lifespan=lifespan,
                   description="Nightly performance of torch.compile: runs, summaries, history, comparisons.")
     app.add_middleware(BodySizeLimit)
-    for module in (runs, summary, history, compare, configurations, annotations):
+    for module in (runs, summary, history, compare, configurations, annotations, findings, bisections):
         app.include_router(module.router)
     install_web(app)  # HTML pages and /static (service/web)
 

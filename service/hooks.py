@@ -11,4 +11,6 @@ from service.settings import Settings
 
 def post_ingest_hooks(settings: Settings) -> list[PostIngestHook]:
     del settings  # for hooks that need configuration (e.g. GitHub reporting)
-    return []
+    from service.detection.detector import detection_hook  # detection after every ingest (issue 5)
+
+    return [detection_hook]

@@ -8,7 +8,7 @@ import importlib.util
 import io
 import sys
 from collections.abc import Callable, Iterator
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -59,23 +59,22 @@ def _csv(kind: str, rows: list) -> bytes:
     return out.getvalue().encode()
 
 
-StoreRun = Callable[..., int]
+RunFiles = Callable[..., dict[str, bytes]]
 
 
 @pytest.fixture
-def store_run(session: Session) -> StoreRun:
-    """store_run(night_index, {model: speedup | None}, statuses={model: status}, **config) -> run id.
+def run_files() -> RunFiles:
+    """run_files(night_index, {model: speedup | None}, statuses={model: status}, **config) -> {file name: bytes}.
 
-    Writes the run's CSVs and manifest with the contract's own types and stores them with service.ingest.
-    Latency is 10 ms / speedup, compile time 20 s and memory ratio 1.2 unless given."""
+    The run's CSVs and manifest, written with the contract's own types (what the runner writes). Latency is
+    10 ms / speedup, compile time 20 s and memory ratio 1.2 unless given."""
     from perfdash.contract import AccuracyRow, MachineInfo, Manifest, PerformanceRow, RunConfig
-    from service.ingest import bundles_from_files, store_run
 
     def make(night: int, speedups: dict[str, float | None], statuses: dict[str, str] | None = None,
              compile_s: dict[str, float] | None = None, suite: str = "timm_models", backend: str = "inductor",
-             **config) -> int:
+             **config) -> dict[str, bytes]:
         statuses = statuses or {}
-        start = datetime(2026, 1, 1, 1, 0, tzinfo=datetime.now().astimezone().tzinfo) + timedelta(days=night)
+        start = datetime(2026, 1, 1, 1, 0, tzinfo=UTC) + timedelta(days=night)
         manifest = Manifest(
             source="perfdash", config=RunConfig(suite=suite, backend=backend, **config),
             machine=MachineInfo(host="agent-1", device="cpu", cpu_model="Test Xeon", cpu_count=2),
@@ -90,9 +89,19 @@ def store_run(session: Session) -> StoreRun:
             acc.append(AccuracyRow(dev="cpu", name=name, batch_size=8,
                                    accuracy=statuses.get(name, "pass" if speedup is not None else "fail_to_run")))
         stem = manifest.config.key().stem
-        files = {f"{stem}_performance.csv": _csv("performance", perf), f"{stem}_accuracy.csv": _csv("accuracy", acc),
-                 f"{stem}_manifest.json": manifest.model_dump_json().encode()}
-        (bundle,) = bundles_from_files(files)
+        return {f"{stem}_performance.csv": _csv("performance", perf), f"{stem}_accuracy.csv": _csv("accuracy", acc),
+                f"{stem}_manifest.json": manifest.model_dump_json().encode()}
+
+    return make
+
+
+@pytest.fixture
+def store_run(session: Session, run_files: RunFiles) -> Callable[..., int]:
+    """store_run(night_index, {model: speedup | None}, ...) -> run id, stored with service.ingest (no hooks)."""
+    from service.ingest import bundles_from_files, store_run
+
+    def make(night: int, speedups: dict[str, float | None], **kwargs) -> int:
+        (bundle,) = bundles_from_files(run_files(night, speedups, **kwargs))
         stored = store_run(session, bundle)
         session.flush()
         return stored.run_id
@@ -133,3 +142,26 @@ def github() -> Iterator:
 @pytest.fixture
 def today() -> date:
     return date(2026, 1, 1)
+
+
+@pytest.fixture
+def app_client(migrated_url: str, session: Session, github, tmp_path: Path) -> Iterator:
+    """The app with the default post-ingest hooks (detection), GitHub pointed at the stand-in, on the test session."""
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.db import get_session
+    from service.settings import Settings
+
+    settings = Settings(database_url=migrated_url, ingest_tokens=TOKEN, github_token="ghp_apiSECRET",
+                        github_repository="pytorch/pytorch", github_api_url=github.url, report_issue=None,
+                        dashboard_url="http://perfdash.example", spool_dir=tmp_path / "spool")
+    app = create_app(settings)
+    app.dependency_overrides[get_session] = lambda: session
+    with TestClient(app) as client:
+        yield client
+
+
+@pytest.fixture
+def auth() -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKEN}"}

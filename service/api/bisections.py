@@ -1,0 +1,92 @@
+"""/api/v1/bisections: bisection requests (one per finding) and their results, as agreed with the bisect client.
+
+A result that names a culprit is commented on the regression's GitHub issue at once when GitHub is configured; a
+failure to post stays in the ledger and is retried by the next `perfdash report --post`, never failing the request.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+from fastapi import APIRouter, HTTPException, Response, status
+from sqlalchemy.orm import Session
+
+from service.api.deps import IngestAuth
+from service.db import SessionDep, SettingsDep
+from service.detection.models import BisectionRequest
+from service.detection.queries import (
+    BisectionError,
+    BisectionIn,
+    BisectionOut,
+    BisectionResult,
+    list_bisections,
+    record_result,
+    request_bisection,
+)
+from service.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+router = APIRouter(prefix="/api/v1/bisections", tags=["bisections"])
+
+
+@router.post("", response_model=BisectionOut, status_code=status.HTTP_201_CREATED, dependencies=[IngestAuth],
+             summary="Request a bisection (201), or get the finding's existing request (200)")
+def bisections_create(session: SessionDep, body: BisectionIn, response: Response) -> BisectionOut:
+    from pydantic import ValidationError
+
+    try:
+        row, created = request_bisection(session, body)
+    except LookupError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    except BisectionError as exc:
+        raise HTTPException(422, str(exc)) from None
+    except ValidationError as exc:
+        raise HTTPException(422, exc.errors(include_url=False)) from None
+    session.commit()
+    if not created:
+        response.status_code = status.HTTP_200_OK
+    return BisectionOut.model_validate(row)
+
+
+@router.get("", response_model=list[BisectionOut], summary="List bisection requests")
+def bisections_list(session: SessionDep,
+                    status: Literal["pending", "running", "done"] | None = None) -> list[BisectionOut]:
+    return list_bisections(session, status)
+
+
+@router.get("/{bisection_id}", response_model=BisectionOut, summary="One bisection request")
+def bisections_get(session: SessionDep, bisection_id: int) -> BisectionOut:
+    row = session.get(BisectionRequest, bisection_id)
+    if row is None:
+        raise HTTPException(404, f"no bisection {bisection_id}")
+    return BisectionOut.model_validate(row)
+
+
+@router.post("/{bisection_id}/result", response_model=BisectionOut, dependencies=[IngestAuth],
+             summary="Report a bisection's result: marks it done and comments the culprit on the regression's issue")
+def bisections_result(session: SessionDep, settings: SettingsDep, bisection_id: int,
+                      body: BisectionResult) -> BisectionOut:
+    try:
+        row = record_result(session, bisection_id, body)
+    except LookupError as exc:
+        raise HTTPException(404, str(exc)) from None
+    session.commit()
+    _comment_on_github(session, settings, row)
+    return BisectionOut.model_validate(row)
+
+
+def _comment_on_github(session: Session, settings: Settings, row: BisectionRequest) -> None:
+    from service.github.client import GitHubClient, GitHubConfig
+    from service.github.publisher import comment_culprit
+
+    config = GitHubConfig.from_settings(settings)
+    if config is None or row.finding_id is None:
+        return
+    # A short retry budget: the bisect job is waiting on this answer; what does not get through is retried later.
+    with GitHubClient(config, max_attempts=3, max_wait_s=10.0) as client:
+        post = comment_culprit(session, client, row, settings.dashboard_url)
+    session.commit()
+    if post is not None and post.status != "posted":
+        logger.warning("culprit of bisection %s not posted yet: %s", row.id, post.last_error)

@@ -1,0 +1,258 @@
+"""Findings and bisection requests as API shapes, and the queries the routers and pages use (no FastAPI here)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
+
+from service.detection.changepoint import HIGHER_IS_BETTER, MIN_EFFECT
+from service.detection.models import BisectionRequest, Finding
+from service.models import Run
+
+BISECT_METRICS = ("speedup", "abs_latency", "compilation_latency", "compression_ratio", "accuracy")
+
+
+class FindingOut(BaseModel):
+    id: int
+    kind: str
+    category: str
+    configuration_id: int
+    series_id: int | None
+    run_id: int
+    night: date
+    suite: str
+    backend: str
+    model: str | None
+    metric: str | None
+    old_status: str | None
+    new_status: str | None
+    old_value: float | None
+    new_value: float | None
+    change_pct: float | None
+    p_value: float | None
+    good_commit: str | None
+    bad_commit: str | None
+    change_point_run_id: int | None  # the first run of the new level
+    summary: str
+    acknowledged: bool
+    acknowledged_at: datetime | None
+    acknowledged_by: str | None
+    ack_note: str | None
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Finding) -> FindingOut:
+        return cls(
+            id=row.id, kind=row.kind, category=row.category, configuration_id=row.configuration_id,
+            series_id=row.series_id, run_id=row.run_id, night=row.run.night, suite=row.configuration.suite,
+            backend=row.configuration.backend_variant, model=row.model, metric=row.metric, old_status=row.old_status,
+            new_status=row.new_status, old_value=row.old_value, new_value=row.new_value, change_pct=row.change_pct,
+            p_value=row.p_value, good_commit=row.good_commit, bad_commit=row.bad_commit,
+            change_point_run_id=row.change_point.run_id if row.change_point else None, summary=row.summary,
+            acknowledged=row.acknowledged, acknowledged_at=row.acknowledged_at, acknowledged_by=row.acknowledged_by,
+            ack_note=row.ack_note, created_at=row.created_at)
+
+
+class AcknowledgeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    note: str = Field(min_length=1, max_length=10_000)
+    author: str | None = Field(None, max_length=200)
+
+
+def list_findings(session: Session, *, run_id: int | None = None, configuration_id: int | None = None,
+                  series_id: int | None = None, category: str | None = None, kind: str | None = None,
+                  acknowledged: bool | None = None, since: date | None = None, limit: int = 200,
+                  offset: int = 0) -> list[FindingOut]:
+    query = sa.select(Finding).join(Finding.run).order_by(Run.night.desc(), Finding.id.desc())
+    for column, value in ((Finding.run_id, run_id), (Finding.configuration_id, configuration_id),
+                          (Finding.series_id, series_id), (Finding.category, category), (Finding.kind, kind)):
+        if value is not None:
+            query = query.where(column == value)
+    if acknowledged is not None:
+        query = query.where(Finding.acknowledged_at.is_not(None) if acknowledged else Finding.acknowledged_at.is_(None))
+    if since is not None:
+        query = query.where(Run.night >= since)
+    return [FindingOut.from_row(f) for f in session.scalars(query.limit(limit).offset(offset)).unique()]
+
+
+def get_finding(session: Session, finding_id: int) -> FindingOut | None:
+    row = session.get(Finding, finding_id)
+    return FindingOut.from_row(row) if row is not None else None
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Bisection requests (the agreed contract: see the bisect engineer's client)
+
+
+class Culprit(BaseModel):
+    sha: str
+    subject: str = ""
+    author: str = ""
+    date: str = ""
+
+
+class BisectStep(BaseModel):
+    sha: str
+    samples: list[float] = Field(default_factory=list)
+    decision: str
+
+
+class BisectionResult(BaseModel):
+    verdict: Literal["culprit_found", "not_reproduced", "inconclusive", "error"]
+    culprit: Culprit | None = None
+    steps: list[BisectStep] = Field(default_factory=list)
+    good_samples: list[float] = Field(default_factory=list)
+    bad_samples: list[float] = Field(default_factory=list)
+    summary: str = ""
+    jenkins_build_url: str | None = None
+
+
+class BisectionFields(BaseModel):
+    """A request made without a finding: every field of the configuration explicitly."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite: str
+    model: str
+    backend: str
+    variant: str = ""
+    compile_mode: str = "default"
+    dtype: str = "float32"
+    mode: str = "inference"
+    device: str = "cpu"
+    threads: int | None = None
+    batch_size: int | None = None
+    metric: Literal["speedup", "abs_latency", "compilation_latency", "compression_ratio", "accuracy"]
+    direction: Literal["higher", "lower"] | None = None
+    good_commit: str = Field(min_length=4, max_length=64)
+    bad_commit: str = Field(min_length=4, max_length=64)
+    threshold_pct: float | None = Field(None, ge=0)
+
+
+class BisectionIn(BaseModel):
+    """``{"finding_id": int}`` or the explicit fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    finding_id: int | None = None
+    suite: str | None = None
+    model: str | None = None
+    backend: str | None = None
+    variant: str = ""
+    compile_mode: str = "default"
+    dtype: str = "float32"
+    mode: str = "inference"
+    device: str = "cpu"
+    threads: int | None = None
+    batch_size: int | None = None
+    metric: str | None = None
+    direction: Literal["higher", "lower"] | None = None
+    good_commit: str | None = None
+    bad_commit: str | None = None
+    threshold_pct: float | None = Field(None, ge=0)
+
+
+class BisectionOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    status: Literal["pending", "running", "done"]
+    finding_id: int | None
+    suite: str
+    model: str
+    backend: str
+    variant: str
+    compile_mode: str
+    dtype: str
+    mode: str
+    device: str
+    threads: int | None
+    batch_size: int | None
+    metric: str
+    direction: Literal["higher", "lower"]
+    good_commit: str
+    bad_commit: str
+    threshold_pct: float
+    created_at: datetime
+    result: BisectionResult | None
+
+
+class BisectionError(ValueError):
+    """A request that cannot be made (422)."""
+
+
+def _direction(metric: str) -> str:
+    return "higher" if HIGHER_IS_BETTER.get(metric, True) else "lower"
+
+
+def _threshold(metric: str) -> float:
+    return 100.0 * MIN_EFFECT.get(metric, 0.0)
+
+
+def request_bisection(session: Session, body: BisectionIn) -> tuple[BisectionRequest, bool]:
+    """(request, created). One request per finding: asking again returns the existing one. Flushes."""
+    if body.finding_id is not None:
+        existing = session.scalars(sa.select(BisectionRequest)
+                                   .where(BisectionRequest.finding_id == body.finding_id)).first()
+        if existing is not None:
+            return existing, False
+        finding = session.get(Finding, body.finding_id)
+        if finding is None:
+            raise LookupError(f"no finding {body.finding_id}")
+        if finding.series_id is None or finding.series is None or finding.metric not in BISECT_METRICS:
+            raise BisectionError(f"finding {finding.id} is not about one model's metric: nothing to bisect")
+        if not finding.good_commit or not finding.bad_commit:
+            raise BisectionError(f"finding {finding.id} has no commit range (runs without a torch git commit)")
+        c = finding.configuration
+        row = BisectionRequest(
+            status="pending", finding_id=finding.id, suite=c.suite, model=finding.series.name, backend=c.backend,
+            variant=c.variant, compile_mode=c.compile_mode, dtype=c.dtype, mode=c.mode, device=c.device,
+            threads=c.threads, batch_size=finding.series.batch_size, metric=finding.metric,
+            direction=body.direction or _direction(finding.metric), good_commit=finding.good_commit,
+            bad_commit=finding.bad_commit,
+            threshold_pct=body.threshold_pct if body.threshold_pct is not None else _threshold(finding.metric))
+    else:
+        fields = BisectionFields.model_validate(body.model_dump(exclude={"finding_id"}))
+        data = fields.model_dump()
+        data["direction"] = data["direction"] or _direction(fields.metric)
+        if data["threshold_pct"] is None:
+            data["threshold_pct"] = _threshold(fields.metric)
+        row = BisectionRequest(status="pending", **data)
+    session.add(row)
+    session.flush()
+    session.refresh(row)
+    return row, True
+
+
+def list_bisections(session: Session, status: str | None = None, limit: int = 200) -> list[BisectionOut]:
+    query = sa.select(BisectionRequest).order_by(BisectionRequest.id).limit(limit)
+    if status is not None:
+        query = query.where(BisectionRequest.status == status)
+    return [BisectionOut.model_validate(b) for b in session.scalars(query)]
+
+
+def bisections_for_series(session: Session, series_id: int) -> list[BisectionOut]:
+    """For the model page: the bisections of this series' findings, newest first."""
+    query = (sa.select(BisectionRequest).join(Finding, Finding.id == BisectionRequest.finding_id)
+             .where(Finding.series_id == series_id).order_by(BisectionRequest.id.desc()))
+    return [BisectionOut.model_validate(b) for b in session.scalars(query)]
+
+
+def record_result(session: Session, bisection_id: int, result: BisectionResult) -> BisectionRequest:
+    row = session.get(BisectionRequest, bisection_id)
+    if row is None:
+        raise LookupError(f"no bisection {bisection_id}")
+    row.result = result.model_dump(mode="json")
+    row.status = "done"
+    row.updated_at = datetime.now(UTC)
+    session.flush()
+    return row
+
+
+def result_dict(row: BisectionRequest) -> dict[str, Any] | None:
+    return row.result

@@ -1,0 +1,108 @@
+"""Findings and bisections over HTTP, with detection wired as the post-ingest hook and GitHub as the stand-in."""
+
+from __future__ import annotations
+
+
+def _upload(client, auth, files: dict[str, bytes]):
+    multipart = [("files", (name, data, "text/csv")) for name, data in files.items()]
+    response = client.post("/api/v1/runs", files=multipart, headers=auth)
+    assert response.status_code in (200, 201), response.text
+    assert response.json()["hook_errors"] == []
+    return response.json()["runs"][0]["run_id"]
+
+
+def _nights(app_client, auth, run_files, series_values, nights: int = 22, drop_from: int = 20) -> list[int]:
+    a, b = series_values(1, nights), series_values(2, nights, level=2.0)
+    runs = []
+    for night in range(nights):
+        speed = a[night] * (0.8 if night >= drop_from else 1.0)
+        status = {"vit_small": "fail_accuracy"} if night == nights - 1 else None
+        runs.append(_upload(app_client, auth, run_files(night, {"resnet18": speed, "vit_small": b[night]},
+                                                        statuses=status)))
+    return runs
+
+
+def test_ingest_runs_detection_and_findings_are_listed(app_client, auth, run_files, series_values) -> None:
+    runs = _nights(app_client, auth, run_files, series_values)
+    findings = app_client.get("/api/v1/findings").json()
+    by_kind = {(f["kind"], f["model"], f["metric"], f["category"]) for f in findings}
+    assert ("performance", "resnet18", "speedup", "regression") in by_kind
+    assert ("status", "vit_small", "accuracy", "new_failure") in by_kind
+    speedup = next(f for f in findings if f["metric"] == "speedup")
+    assert speedup["run_id"] == runs[21] and speedup["change_point_run_id"] == runs[20]
+    assert speedup["suite"] == "timm_models" and speedup["backend"] == "inductor"
+    assert app_client.get(f"/api/v1/findings?run_id={runs[5]}").json() == []
+    one = app_client.get(f"/api/v1/findings/{speedup['id']}").json()
+    assert one["summary"] == speedup["summary"]
+    assert app_client.get("/api/v1/findings/999999").status_code == 404
+
+
+def test_acknowledge(app_client, auth, run_files, series_values) -> None:
+    _nights(app_client, auth, run_files, series_values)
+    (failure,) = app_client.get("/api/v1/findings?kind=status").json()
+    url = f"/api/v1/findings/{failure['id']}/acknowledge"
+    assert app_client.post(url, json={"note": "flaky"}).status_code == 401
+    assert app_client.post(url, json={"note": ""}, headers=auth).status_code == 422
+    done = app_client.post(url, json={"note": "timm 1.0.31 bug", "author": "bob"}, headers=auth)
+    assert done.status_code == 200 and done.json()["acknowledged"] and done.json()["ack_note"] == "timm 1.0.31 bug"
+    open_ids = {f["id"] for f in app_client.get("/api/v1/findings?acknowledged=false").json()}
+    assert failure["id"] not in open_ids
+    notes = app_client.get(f"/api/v1/annotations?series_id={failure['series_id']}").json()
+    assert any("timm 1.0.31 bug" in n["text"] for n in notes)
+
+
+def test_bisection_contract(app_client, auth, run_files, series_values, github) -> None:
+    _nights(app_client, auth, run_files, series_values)
+    speedup = next(f for f in app_client.get("/api/v1/findings").json() if f["metric"] == "speedup")
+    assert app_client.post("/api/v1/bisections", json={"finding_id": speedup["id"]}).status_code == 401
+    created = app_client.post("/api/v1/bisections", json={"finding_id": speedup["id"]}, headers=auth)
+    assert created.status_code == 201, created.text
+    request = created.json()
+    assert {k: request[k] for k in ("status", "finding_id", "suite", "model", "backend", "variant", "compile_mode",
+                                    "dtype", "mode", "device", "threads", "batch_size", "metric", "direction",
+                                    "threshold_pct", "result")} == {
+        "status": "pending", "finding_id": speedup["id"], "suite": "timm_models", "model": "resnet18",
+        "backend": "inductor", "variant": "", "compile_mode": "default", "dtype": "float32", "mode": "inference",
+        "device": "cpu", "threads": None, "batch_size": 8, "metric": "speedup", "direction": "higher",
+        "threshold_pct": 5.0, "result": None}
+    assert (request["good_commit"], request["bad_commit"]) == (speedup["good_commit"], speedup["bad_commit"])
+    again = app_client.post("/api/v1/bisections", json={"finding_id": speedup["id"]}, headers=auth)
+    assert again.status_code == 200 and again.json()["id"] == request["id"]
+    assert [b["id"] for b in app_client.get("/api/v1/bisections?status=pending").json()] == [request["id"]]
+    assert app_client.get("/api/v1/bisections?status=done").json() == []
+
+    result = {"verdict": "culprit_found",
+              "culprit": {"sha": "abc123def", "subject": "[inductor] slower conv", "author": "dev <d@x>",
+                          "date": "2026-01-21"},
+              "steps": [{"sha": "abc123def", "samples": [1.2, 1.21], "decision": "bad"}],
+              "good_samples": [1.5, 1.49], "bad_samples": [1.2, 1.21], "summary": "1 step",
+              "jenkins_build_url": "http://jenkins/job/bisect/7/"}
+    url = f"/api/v1/bisections/{request['id']}/result"
+    assert app_client.post(url, json={**result, "verdict": "maybe"}, headers=auth).status_code == 422
+    done = app_client.post(url, json=result, headers=auth)
+    assert done.status_code == 200, done.text
+    assert done.json()["status"] == "done" and done.json()["result"]["culprit"]["sha"] == "abc123def"
+    assert app_client.get(f"/api/v1/bisections/{request['id']}").json()["result"]["verdict"] == "culprit_found"
+    # GitHub: the regression's issue (filed now, it had not been) and the culprit comment on it.
+    (issue,) = github.state.issues.values()
+    (comment,) = github.state.comments.values()
+    assert comment["issue_number"] == issue["number"] and "abc123def" in comment["body"]
+    assert "http://jenkins/job/bisect/7/" in comment["body"]
+
+
+def test_bisection_explicit_fields_and_errors(app_client, auth, run_files, series_values) -> None:
+    explicit = {"suite": "huggingface", "model": "gpt2", "backend": "inductor", "metric": "abs_latency",
+                "good_commit": "aaaa1111", "bad_commit": "bbbb2222"}
+    made = app_client.post("/api/v1/bisections", json=explicit, headers=auth)
+    assert made.status_code == 201, made.text
+    assert made.json()["direction"] == "lower" and made.json()["threshold_pct"] == 5.0
+    assert made.json()["finding_id"] is None
+    missing = app_client.post("/api/v1/bisections", json={"suite": "huggingface"}, headers=auth)
+    assert missing.status_code == 422
+    assert app_client.post("/api/v1/bisections", json={"finding_id": 999999}, headers=auth).status_code == 404
+    _nights(app_client, auth, run_files, series_values, nights=3, drop_from=99)
+    runs = app_client.get("/api/v1/findings?kind=summary").json()
+    passrate = next(f for f in runs if f["metric"] == "passrate")
+    refused = app_client.post("/api/v1/bisections", json={"finding_id": passrate["id"]}, headers=auth)
+    assert refused.status_code == 422 and "nothing to bisect" in refused.text
+    assert app_client.get("/api/v1/bisections/999999").status_code == 404
