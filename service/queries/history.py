@@ -48,7 +48,8 @@ class ModelHistory(BaseModel):
 
 class SuitePoint(BaseModel):
     """One night of a suite summary's history. ``summary.warnings`` is left empty here (a 3-year history would carry
-    tens of thousands); a run's warnings come with the night's summary or the run."""
+    tens of thousands; ``summary.warnings_count`` has their number); a run's warnings come with the night's summary
+    or the run."""
 
     run_id: int
     night: date
@@ -91,13 +92,12 @@ def model_history(session: Session, series_id: int, since: date | None = None,
                        r.abs_latency, r.compilation_latency, r.compression_ratio, r.eager_peak_mem,
                        r.dynamo_peak_mem, r.graph_breaks)
              .join(Run, Run.id == r.run_id).where(r.series_id == series_id).order_by(Run.night, Run.id))
-    # model_construct: trusted values from our own tables; a 3-year history is ~1,100 points
-    points = [ModelPoint.model_construct(run_id=row[0], night=row[1], started_at=row[2], torch_git_commit=row[3],
-                                         accuracy=row[4], passed=row[5], speedup=row[6],
-                                         gated_speedup=(row[6] or 0.0) if row[5] else 0.0, abs_latency=row[7],
-                                         compilation_latency=row[8], compression_ratio=row[9],
-                                         eager_peak_mem=row[10], dynamo_peak_mem=row[11], graph_breaks=row[12])
-              for row in session.execute(_night_range(query, since, until))]
+    points = [ModelPoint.model_validate({
+        "run_id": row[0], "night": row[1], "started_at": row[2], "torch_git_commit": row[3], "accuracy": row[4],
+        "passed": row[5], "speedup": row[6], "gated_speedup": (row[6] or 0.0) if row[5] else 0.0,
+        "abs_latency": row[7], "compilation_latency": row[8], "compression_ratio": row[9], "eager_peak_mem": row[10],
+        "dynamo_peak_mem": row[11], "graph_breaks": row[12]})
+        for row in session.execute(_night_range(query, since, until))]
     out = SeriesOut(id=series.id, name=series.name, batch_size=series.batch_size,
                     configuration=ConfigurationOut.from_row(series.configuration))
     return ModelHistory(series=out, points=points)
@@ -111,10 +111,11 @@ def suite_history(session: Session, configuration_id: int, since: date | None = 
         return None
     s = RunSummary
     query = (sa.select(Run.id, Run.night, Run.torch_git_commit, s.passed, s.total, s.geomean_speedup,
-                       s.geomean_speedup_unclipped, s.mean_compile_time_s, s.mean_compression_ratio)
+                       s.geomean_speedup_unclipped, s.mean_compile_time_s, s.mean_compression_ratio,
+                       sa.func.json_array_length(s.warnings))
              .join(s, s.run_id == Run.id)
              .where(Run.configuration_id == configuration_id).order_by(Run.night, Run.id))
-    points = [SuitePoint.model_construct(run_id=run_id, night=night, torch_git_commit=commit,
-                                         summary=SummaryOut.from_values(*values, []))
-              for run_id, night, commit, *values in session.execute(_night_range(query, since, until))]
+    points = [SuitePoint(run_id=run_id, night=night, torch_git_commit=commit,
+                         summary=SummaryOut.from_values(*values, None, warnings_count=count))
+              for run_id, night, commit, *values, count in session.execute(_night_range(query, since, until))]
     return SuiteHistory(configuration=ConfigurationOut.from_row(configuration), points=points)

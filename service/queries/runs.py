@@ -11,10 +11,10 @@ from service.queries.schemas import RESULT_COLUMNS, ConfigurationOut, ResultOut,
 
 
 def list_runs(session: Session, filters: RunFilter = RunFilter(), *, limit: int = 100, offset: int = 0) -> list[RunOut]:
-    """Runs matching ``filters``, newest night first."""
+    """Runs matching ``filters``, newest night first; summaries carry warnings_count, not the warnings."""
     query = (sa.select(Run).join(Run.configuration).where(*filters.clauses())
              .order_by(Run.night.desc(), Run.id.desc()).limit(limit).offset(offset))
-    return [RunOut.from_row(r) for r in session.scalars(query).unique()]
+    return [RunOut.from_row(r, with_warnings=False) for r in session.scalars(query).unique()]
 
 
 def results_of(session: Session, run_id: int, *, with_samples: bool = False) -> list[ResultOut]:

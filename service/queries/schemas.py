@@ -76,28 +76,34 @@ class SummaryOut(BaseModel):
     compile_time_text: str
     mean_compression_ratio: float | None
     compression_text: str
-    warnings: list[WarningOut]
+    warnings_count: int
+    warnings: list[WarningOut]  # may be left empty in lists and histories; warnings_count is always right
 
     @classmethod
-    def from_row(cls, row: RunSummary) -> SummaryOut:
+    def from_row(cls, row: RunSummary, *, with_warnings: bool = True) -> SummaryOut:
         return cls.from_values(row.passed, row.total, row.geomean_speedup, row.geomean_speedup_unclipped,
-                               row.mean_compile_time_s, row.mean_compression_ratio, row.warnings)
+                               row.mean_compile_time_s, row.mean_compression_ratio, row.warnings,
+                               with_warnings=with_warnings)
 
     @classmethod
     def from_values(cls, passed: int, total: int, geomean: float | None, geomean_unclipped: float | None,
-                    compile_s: float | None, ratio: float | None, warnings: list[dict[str, str]]) -> SummaryOut:
-        # Trusted values from our own table: model_construct skips re-validation (history pages build ~1000).
+                    compile_s: float | None, ratio: float | None, warnings: list[dict[str, str]] | None,
+                    *, with_warnings: bool = True, warnings_count: int | None = None) -> SummaryOut:
+        """``with_warnings=False`` (lists, histories) keeps only their count: a night has dozens per run.
+        ``warnings_count`` stands in when the warnings themselves were not loaded."""
         metrics = SuiteSummary(passed=passed, total=total, geomean_speedup=geomean,
                                geomean_speedup_unclipped=geomean_unclipped, mean_compile_time_s=compile_s,
                                mean_compression_ratio=ratio)
-        return cls.model_construct(
-            passed=passed, total=total, passrate=metrics.passrate, passrate_text=metrics.passrate_text,
-            geomean_speedup=geomean, geomean_speedup_text=metrics.geomean_text,
-            geomean_speedup_unclipped=geomean_unclipped,
-            geomean_speedup_unclipped_text=metrics.geomean_unclipped_text, mean_compile_time_s=compile_s,
-            compile_time_text=metrics.compile_time_text, mean_compression_ratio=ratio,
-            compression_text=metrics.compression_text,
-            warnings=[WarningOut.model_construct(name=w["name"], reason=w["reason"]) for w in warnings])
+        # model_validate on a dict runs in pydantic-core; model_construct is pure Python and slower here.
+        return cls.model_validate({
+            "passed": passed, "total": total, "passrate": metrics.passrate, "passrate_text": metrics.passrate_text,
+            "geomean_speedup": geomean, "geomean_speedup_text": metrics.geomean_text,
+            "geomean_speedup_unclipped": geomean_unclipped,
+            "geomean_speedup_unclipped_text": metrics.geomean_unclipped_text, "mean_compile_time_s": compile_s,
+            "compile_time_text": metrics.compile_time_text, "mean_compression_ratio": ratio,
+            "compression_text": metrics.compression_text,
+            "warnings_count": len(warnings or ()) if warnings_count is None else warnings_count,
+            "warnings": (warnings or []) if with_warnings else []})
 
 
 class RunOut(BaseModel):
@@ -119,13 +125,14 @@ class RunOut(BaseModel):
     summary: SummaryOut | None
 
     @classmethod
-    def from_row(cls, row: Run) -> RunOut:
+    def from_row(cls, row: Run, *, with_warnings: bool = True) -> RunOut:
         return cls(id=row.id, run_key=row.run_key, night=row.night, started_at=row.started_at, ended_at=row.ended_at,
                    torch_version=row.torch_version, torch_git_commit=row.torch_git_commit,
                    suite_versions=row.suite_versions, host=row.host, jenkins_url=row.jenkins_url, source=row.source,
                    partition_id=row.partition_id, total_partitions=row.total_partitions, ingested_at=row.ingested_at,
                    configuration=ConfigurationOut.from_row(row.configuration),
-                   summary=SummaryOut.from_row(row.summary) if row.summary is not None else None)
+                   summary=(SummaryOut.from_row(row.summary, with_warnings=with_warnings)
+                            if row.summary is not None else None))
 
 
 class ResultOut(BaseModel):
@@ -160,8 +167,8 @@ class ResultOut(BaseModel):
     def from_values(cls, values: dict[str, Any]) -> ResultOut:
         """From a mapping of RESULT_COLUMNS (and optionally ``samples``), e.g. a row of a column select."""
         speedup = values["speedup"]
-        return cls.model_construct(**{**{"samples": None}, **values},
-                                   gated_speedup=(speedup or 0.0) if values["passed"] else 0.0)
+        return cls.model_validate({"samples": None, **values,
+                                   "gated_speedup": (speedup or 0.0) if values["passed"] else 0.0})
 
 
 # The columns of a result that ResultOut carries, besides the (large, deferred) raw samples.

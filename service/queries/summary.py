@@ -19,7 +19,7 @@ from service.queries.schemas import RunOut
 
 class SummaryRow(BaseModel):
     run: RunOut  # carries its configuration and stored summary
-    previous: RunOut | None
+    previous: RunOut | None  # summary without the warnings list (warnings_count only)
 
 
 class NightSummary(BaseModel):
@@ -50,8 +50,10 @@ def _rows(session: Session, runs: list[Run]) -> list[SummaryRow]:
                                                               .where(Run.id.in_([r.id for r in runs])))}
     wanted = [p for p in pairs.values() if p is not None]
     previous = {r.id: r for r in session.scalars(sa.select(Run).where(Run.id.in_(wanted))).unique()} if wanted else {}
+    # the previous night comes with its numbers and warnings_count; its warnings are that night's business
     return [SummaryRow(run=RunOut.from_row(r),
-                       previous=RunOut.from_row(previous[pairs[r.id]]) if pairs.get(r.id) in previous else None)
+                       previous=(RunOut.from_row(previous[pairs[r.id]], with_warnings=False)
+                                 if pairs.get(r.id) in previous else None))
             for r in runs]
 
 
