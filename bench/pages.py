@@ -115,7 +115,7 @@ def pick_pages(database_url: str) -> list[tuple[str, str]]:
         ("suite", f"/suite/{new}"),
         ("model (1 year)", f"/model/{series}"),
         ("model (all years)", f"/model/{series}?from={first}&to={last}"),
-        ("trends (90 days)", "/trends"),
+        ("trends (90 days)", f"/trends?device={device}&dtype={dtype}&mode={mode}"),
         ("trends (1 group, all)", f"/trends?device={device}&dtype={dtype}&mode={mode}&from={first}&to={last}"),
         ("trends (1 suite, all)", f"/trends?suite={suite}&backend={backend_variant}&from={first}&to={last}"),
         ("compare (prev night)", f"/compare?base={base}&new={new}"),
@@ -129,7 +129,7 @@ def pick_pages(database_url: str) -> list[tuple[str, str]]:
 
 def time_pages(base_url: str, pages: list[tuple[str, str]], repeat: int, warmup: int) -> list[Timing]:
     out = []
-    with httpx.Client(base_url=base_url, timeout=60) as client:
+    with httpx.Client(base_url=base_url, timeout=60, follow_redirects=True) as client:
         for name, path in pages:
             for _ in range(warmup):
                 client.get(path).raise_for_status()

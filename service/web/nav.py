@@ -21,4 +21,5 @@ NAV: tuple[NavItem, ...] = (
     NavItem("trends", "Trends", "/trends"),
     NavItem("compare", "Compare", "/compare"),
     NavItem("runs", "Runs", "/runs"),
+    NavItem("vision", "Vision", "/vision"),
 )

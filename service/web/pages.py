@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from service.db import SessionDep
@@ -161,6 +161,11 @@ def trends(request: Request, session: SessionDep, suite: FilterParam = None, bac
            granularity: Annotated[str, Query(pattern="^(auto|day|week|month)$")] = "auto") -> Response:
     if not q.has_runs(session):
         return _empty(request, "trends")
+    if not request.query_params:
+        # Every configuration at once is a tangle of lines: start where the Summary starts, as a permalink.
+        first = views.first_group_filter(q.configurations(session))
+        if first is not None:
+            return RedirectResponse(f"/trends?{urlencode(first)}", status_code=303)
     config_filter = _config_filter(suite, backend, device, dtype, mode, thread_config)
     since, until = _date_range(since, until, TRENDS_DEFAULT_DAYS, q.latest_night(session))
     step = granularity if granularity != "auto" else ("day" if (until - since).days <= DAILY_UP_TO_DAYS else "week")

@@ -87,6 +87,20 @@ class HomeGroup:
     trends_query: dict[str, str]
 
 
+def _group_order(key: tuple[str, ...]) -> tuple[object, ...]:
+    device, dtype, mode, threads, *rest = key
+    return (device != "cuda", mode, dtype, threads, *rest)  # GPU first, as PyTorch's dashboard lists them
+
+
+def first_group_filter(configs: Sequence[Configuration]) -> dict[str, str] | None:
+    """The (device, dtype, mode, threads) of the first Summary group, when there is more than one group."""
+    keys = {(c.device, c.dtype, c.mode, c.thread_config) for c in configs}
+    if len(keys) < 2:
+        return None
+    device, dtype, mode, threads = min(keys, key=_group_order)
+    return {"device": device, "dtype": dtype, "mode": mode, "thread_config": threads}
+
+
 def home_groups(latest: Sequence[tuple[Run, Run | None]]) -> list[HomeGroup]:
     """The executive summary: one group per (device, dtype, mode, threads, machine), rows backend, columns suite."""
     grouped: dict[tuple[str, ...], list[tuple[Run, Run | None]]] = {}
@@ -94,7 +108,7 @@ def home_groups(latest: Sequence[tuple[Run, Run | None]]) -> list[HomeGroup]:
         c = run.configuration
         grouped.setdefault((c.device, c.dtype, c.mode, c.thread_config, c.machine.fingerprint), []).append((run, base))
     groups = []
-    for key in sorted(grouped, key=lambda k: (k[0] != "cuda", k[2], k[1], k[3], k[4])):
+    for key in sorted(grouped, key=_group_order):
         pairs = grouped[key]
         night = max(run.night for run, _ in pairs)
         latest_run = max((run for run, _ in pairs), key=lambda r: (r.night, r.id))
