@@ -102,7 +102,11 @@ class Bisector:
         """Measure good and bad, interleaved (against drift), in rounds until the regression is confirmed or not."""
         result: Confirmation | None = None
         for round_ in range(1, self.policy.max_rounds + 1):
-            target = round_ * self.policy.repeats * self.policy.reference_factor
+            self._measure_to(good, 1)
+            self._measure_to(bad, 1)
+            numeric = not is_status(self.state.samples[good][0]) and not is_status(self.state.samples[bad][0])
+            # Statuses are mostly deterministic: the extra reference runs only pay off for noisy numbers.
+            target = round_ * self.policy.repeats * (self.policy.reference_factor if numeric else 1)
             for n in range(1, target + 1):
                 self._measure_to(good, n)
                 self._measure_to(bad, n)
@@ -145,6 +149,11 @@ class Bisector:
                 return self._finish("error", None, (), [], None,
                                     f"the {end} commit {sha[:10]} does not build: {failure}")
         confirmation = self.confirm(good, bad)
+        good_samples = self.state.samples[good]
+        if all(s in (CRASH, "timeout") for s in good_samples):
+            # Nothing can be compared with a good commit that cannot be measured: a broken --measure, not a regression.
+            return self._finish("error", None, (), [], confirmation,
+                                f"every measurement of the good commit {good[:10]} failed ({good_samples[-1]})")
         if not confirmation.reproduced:
             return self._finish("not_reproduced", None, (), [], confirmation,
                                 f"regression not reproduced: {confirmation.reason}")
