@@ -65,8 +65,9 @@ def create_app(settings: Settings | None = None, post_ingest_hooks: Sequence[Pos
 
     @app.exception_handler(sa_exc.IntegrityError)
     async def integrity_error(_request: Request, _exc: sa_exc.IntegrityError) -> JSONResponse:
-        # two uploads of the same run (or new machine) at once: the loser rolled back and may simply retry
-        return JSONResponse(status_code=status.HTTP_409_CONFLICT,
+        # two uploads creating the same run, machine or series at once: the loser rolled back; a retry finds the
+        # winner's rows (503 + Retry-After, so `perfdash ingest --url` retries it like any transient failure)
+        return JSONResponse(status_code=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "1"},
                             content={"detail": "a concurrent upload stored the same rows; retry"})
 
     def openapi() -> dict:
