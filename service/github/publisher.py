@@ -172,13 +172,29 @@ def _repro(finding: Finding) -> str:
 
 
 def issue_finding_ids(session: Session, run_ids: list[int] | None = None) -> list[int]:
-    """Confirmed regressions that deserve an issue: change-point regressions (per model or the suite geomean),
-    not acknowledged."""
-    query = sa.select(Finding.id).where(Finding.category == "regression", Finding.change_point_id.is_not(None),
-                                        Finding.acknowledged_at.is_(None)).order_by(Finding.id)
+    """Confirmed regressions that deserve an issue: change-point regressions, not acknowledged, one per regression.
+
+    One slowdown shows as several change points on the same night: a model's speedup and its absolute latency, and
+    the suite's geomean. Those are one regression to a reader, so one issue: the speedup's (latency only when the
+    speedup did not move), and the suite's geomean only when no model of it changed on that night. Compile time and
+    memory are their own regressions.
+    """
+    query = (sa.select(Finding).join(Finding.change_point)
+             .where(Finding.category == "regression", Finding.acknowledged_at.is_(None)).order_by(Finding.id))
     if run_ids is not None:
         query = query.where(Finding.run_id.in_(run_ids))
-    return list(session.scalars(query))
+    findings = list(session.scalars(query).unique())
+    nights = {(f.configuration_id, f.series_id, f.change_point.run_id, f.metric) for f in findings if f.change_point}
+    model_nights = {(c, r) for c, s, r, _m in nights if s is not None}
+    chosen = []
+    for f in findings:
+        cp_run = f.change_point.run_id if f.change_point else None
+        if f.metric == "abs_latency" and (f.configuration_id, f.series_id, cp_run, "speedup") in nights:
+            continue
+        if f.series_id is None and (f.configuration_id, cp_run) in model_nights:
+            continue
+        chosen.append(f.id)
+    return chosen
 
 
 def file_issue(session: Session, client: GitHubClient, finding: Finding, dashboard_url: str | None) -> GithubPost:
