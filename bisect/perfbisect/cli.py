@@ -110,11 +110,12 @@ def _handle_request(args: argparse.Namespace, console: Any) -> int:
             return 1
         target = request.target
         args.good, args.bad = request.good_commit, request.bad_commit
-        args.suite, args.model, args.metric = target.suite, target.model, target.metric
-        args.backend, args.compile_mode, args.device = target.backend, target.compile_mode, target.device
-        args.dtype, args.mode, args.threads = target.dtype, target.mode, target.threads
-        args.batch_size, args.dynamic_shapes = target.batch_size, target.dynamic_shapes
         args.metric_direction, args.threshold = request.direction, request.threshold_pct
+        if not args.measure:  # a --measure CMD given by hand replaces perfdash run (e.g. a quicker reproducer)
+            args.suite, args.model, args.metric = target.suite, target.model, target.metric
+            args.backend, args.compile_mode, args.device = target.backend, target.compile_mode, target.device
+            args.dtype, args.mode, args.threads = target.dtype, target.mode, target.threads
+            args.batch_size, args.dynamic_shapes = target.batch_size, target.dynamic_shapes
         console.print(f"request {request.id}: {target.suite}/{target.model} {target.metric} "
                       f"{request.good_commit[:10]}..{request.bad_commit[:10]}")
         try:

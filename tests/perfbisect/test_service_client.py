@@ -1,0 +1,138 @@
+"""``perfdash bisect --request-id``: fetch the request from the service, bisect, post the result back.
+
+The service is stood in for by a small HTTP server on 127.0.0.1 that serves one request and records what it gets
+(the agreed contract: GET /api/v1/bisections/{id}, POST /api/v1/bisections/{id}/result).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from perfbisect.service import BisectionRequest, ServiceClient, ServiceError
+
+from perfdash.cli import main
+
+
+@dataclass
+class Recorder:
+    request: dict[str, Any]
+    received: list[tuple[str, str, dict[str, str], Any]] = field(default_factory=list)
+    fail_first_gets: int = 0  # answer 503 this many times first (a service restarting)
+    url: str = ""
+
+
+def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass  # quiet
+
+        def _reply(self, status: int, body: Any) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            recorder.received.append(("GET", self.path, dict(self.headers), None))
+            if recorder.fail_first_gets > 0:
+                recorder.fail_first_gets -= 1
+                self._reply(503, {"detail": "restarting"})
+            elif self.path == f"/api/v1/bisections/{recorder.request['id']}":
+                self._reply(200, recorder.request)
+            else:
+                self._reply(404, {"detail": "no such bisection"})
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            recorder.received.append(("POST", self.path, dict(self.headers), body))
+            if self.headers.get("Authorization") != "Bearer s3cret":
+                self._reply(401, {"detail": "bad token"})
+                return
+            self._reply(200, {**recorder.request, "status": "done", "result": body})
+
+    return Handler
+
+
+def _request(good: str, bad: str, **overrides: Any) -> dict[str, Any]:
+    data = {"id": 7, "status": "pending", "finding_id": 3, "suite": "timm_models", "model": "resnet18",
+            "backend": "inductor", "variant": "", "compile_mode": "default", "dtype": "float32",
+            "mode": "inference", "device": "cpu", "threads": 1, "batch_size": 4, "metric": "abs_latency",
+            "direction": "lower", "good_commit": good, "bad_commit": bad, "threshold_pct": 5.0,
+            "created_at": "2026-01-02T03:04:05Z", "result": None}
+    data.update(overrides)
+    return data
+
+
+@pytest.fixture
+def service() -> Iterator[Recorder]:
+    recorder = Recorder(request={})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(recorder))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    recorder.url = f"http://127.0.0.1:{server.server_address[1]}"
+    yield recorder
+    server.shutdown()
+    server.server_close()
+
+
+def test_request_is_fetched_bisected_and_posted(service, perf_history, tmp_path, capsys, monkeypatch):
+    service.request = _request(perf_history.shas[0], perf_history.shas[-1])
+    service.fail_first_gets = 1
+    monkeypatch.setenv("JENKINS_BUILD_URL", "https://jenkins.example/job/perfdash-bisect/12/")
+    # The request names the model; a --measure given by hand stands in for perfdash run.
+    code = main(["bisect", "--request-id", "7", "--url", service.url, "--token", "s3cret", "--repo",
+                 str(perf_history.repo), "--build", "sh build.sh", "--measure", "sh measure.sh",
+                 "--cache-dir", str(tmp_path / "cache")])
+    assert code == 0, capsys.readouterr().err
+    gets = [r for r in service.received if r[0] == "GET"]
+    assert len(gets) == 2  # one 503, retried
+    posts = [r for r in service.received if r[0] == "POST"]
+    assert len(posts) == 1
+    _, path, headers, body = posts[0]
+    assert path == "/api/v1/bisections/7/result"
+    assert headers["Authorization"] == "Bearer s3cret"
+    assert set(body) == {"verdict", "culprit", "steps", "good_samples", "bad_samples", "summary", "jenkins_build_url"}
+    assert body["verdict"] == "culprit_found"
+    assert body["culprit"]["sha"] == perf_history.shas[17]
+    assert set(body["culprit"]) == {"sha", "subject", "author", "date"}
+    assert body["jenkins_build_url"] == "https://jenkins.example/job/perfdash-bisect/12/"
+    assert all(set(step) == {"sha", "samples", "decision"} for step in body["steps"])
+    assert perf_history.shas[17][:10] in body["summary"]
+
+
+def test_a_failing_bisection_posts_an_error_verdict(service, perf_history, tmp_path, capsys):
+    service.request = _request("0" * 40, perf_history.shas[-1])  # a good commit the clone does not have
+    code = main(["bisect", "--request-id", "7", "--url", service.url, "--token", "s3cret", "--repo",
+                 str(perf_history.repo), "--measure", "sh measure.sh", "--cache-dir", str(tmp_path / "cache")])
+    assert code == 1
+    (_, _, _, body), = [r for r in service.received if r[0] == "POST"]
+    assert body["verdict"] == "error" and body["culprit"] is None and "failed" in body["summary"]
+
+
+def test_client_reports_a_missing_request_and_a_refused_token(service):
+    service.request = _request("a" * 40, "b" * 40)
+    with ServiceClient(service.url, "wrong", attempts=2) as client:
+        with pytest.raises(ServiceError, match="404"):
+            client.fetch(8)
+        with pytest.raises(ServiceError, match="401"):
+            client.post_result(7, {"verdict": "error"})
+
+
+def test_request_fields_become_the_pytorch_configuration():
+    request = BisectionRequest.from_json(_request("a" * 40, "b" * 40, variant="max_autotune_dynamic",
+                                                  compile_mode="max-autotune", threads="single", metric="speedup",
+                                                  direction=None))
+    assert request.direction == "higher"  # speedup: higher is better
+    assert request.target.threads == 1 and request.target.dynamic_shapes is True
+    assert request.target.key().filename("performance") == \
+        "inductor_max_autotune_dynamic_timm_models_float32_inference_cpu_performance.csv"
+    with pytest.raises(ServiceError, match="malformed"):
+        BisectionRequest.from_json({"id": 1})
