@@ -80,9 +80,18 @@ def default_cache_dir(repo: Path) -> Path:
     return base / "perfbisect" / f"{repo.resolve().name}-{digest}"
 
 
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def handle(args: argparse.Namespace) -> int:
+    import signal
+
     from rich.console import Console
 
+    # Jenkins stops a job (abort, timeout) with SIGTERM: end it like Ctrl-C, killing the running command's process
+    # group and keeping the state for --resume, instead of dying with a measurement still running.
+    signal.signal(signal.SIGTERM, _interrupt)
     console = Console(stderr=True)
     if args.request_id is not None:
         return _handle_request(args, console)
