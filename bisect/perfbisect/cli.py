@@ -43,7 +43,8 @@ def register(subparsers: Any) -> None:
     run = p.add_argument_group("running")
     run.add_argument("--json", type=Path, metavar="FILE", help="write the full result as JSON")
     run.add_argument("--cache-dir", type=Path, metavar="DIR",
-                     help="checkouts and build results per commit (default ~/.cache/perfbisect/<repo>)")
+                     help="checkouts and build results per commit (default $PERFBISECT_CACHE_DIR or "
+                          "~/.cache/perfbisect, then <repo>-<hash>)")
     run.add_argument("--state", type=Path, metavar="FILE", help="resumable state (default in the cache dir)")
     run.add_argument("--resume", action="store_true", help="continue an interrupted bisection from its state")
     run.add_argument("--build-timeout", type=float, metavar="S", help="per build, seconds (timeout: skipped)")
@@ -75,9 +76,11 @@ def register(subparsers: Any) -> None:
 
 
 def default_cache_dir(repo: Path) -> Path:
+    """$PERFBISECT_CACHE_DIR (a persistent volume on the agents), else ~/.cache/perfbisect; one folder per repo."""
     digest = hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:10]
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "perfbisect" / f"{repo.resolve().name}-{digest}"
+    env = os.environ.get("PERFBISECT_CACHE_DIR")
+    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "perfbisect"
+    return base / f"{repo.resolve().name}-{digest}"
 
 
 def _interrupt(signum: int, _frame: object) -> None:
