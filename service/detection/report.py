@@ -241,6 +241,12 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
+def _value(value: float | None, metric: str | None) -> str:
+    if value is None:
+        return "-"
+    return f"{100 * value:.0f}%" if metric == "passrate" else f"{value:.4g}"
+
+
 def _short(commit: str | None) -> str:
     return (commit or "?")[:10]
 
@@ -249,7 +255,7 @@ def environment() -> jinja2.Environment:
     # Markdown, not HTML: no autoescape; table cells go through the `cell` filter instead.
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    env.filters.update(cell=_cell, num=_num, short=_short)
+    env.filters.update(cell=_cell, num=_num, value=_value, short=_short)
     return env
 
 

@@ -42,11 +42,11 @@ def test_report_layout_and_numbers(session, store_run) -> None:
     text = render_report(context)
     assert text.splitlines()[1] == "# Performance Dashboard for float32 precision -- multiple-threads"
     assert "## Executive Summary ##" in text
-    passrate = text.split("\nPassrate\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    passrate = text.split("\nPassrate\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert passrate[0] == "| Compiler | huggingface | timm_models |"
     assert passrate[2] == "| aot_eager | 50%, 1/2 (-50%) | 100%, 3/3 | "
     assert passrate[3] == "| inductor | 100%, 2/2 | 67%, 2/3 | "
-    geomean = text.split("\nGeometric mean speedup\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    geomean = text.split("\nGeometric mean speedup\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
     # inductor timm: speedups 1.10 and 0.8 clipped to 1.0 -> sqrt(1.1) = 1.05; the night before sqrt(1.3) = 1.14
     assert geomean[3] == "| inductor | 1.73x | 1.05x (-0.09) | "
     assert "9.9" not in text
@@ -54,6 +54,7 @@ def test_report_layout_and_numbers(session, store_run) -> None:
     assert "| t5 | 8 | fail_accuracy | 0.00x | 1.00x |" in text
     assert "timm_models / vit_small: speedup 0.80x < 0.95x" in text
     assert "| huggingface | t5 | accuracy | pass | fail_accuracy |" in text  # a new failure, from the findings
+    assert "| huggingface | (suite) | passrate | 100% | 50% | -50.0% |" in text
     assert "- timm: 1.0.31" in text and "perfdash run --suite timm_models" in text
     assert "Dashboard: http://perfdash.example/suite/" in text
     assert context.marker in text
