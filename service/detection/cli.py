@@ -19,7 +19,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     detect = subparsers.add_parser(
         "detect", help="find status changes and performance change points in DATABASE_URL, store them as findings",
         description="Runs detection for the latest run of every configuration (or --run, or --all runs oldest "
-                    "first, for a backfill). Idempotent: what is already stored is not found again.")
+                    "first, for a backfill). Idempotent: what is already stored is not found again. Without --all the "
+                    "whole history since each series' last change is searched; with --all each run searches only "
+                    "its newest window, as the post-ingest hook does.")
     target = detect.add_mutually_exclusive_group()
     target.add_argument("--run", type=int, help="one run id")
     target.add_argument("--all", action="store_true", help="every stored run, oldest first")
@@ -51,7 +53,7 @@ def _detect(args: argparse.Namespace) -> int:
             total = 0
             for run_id in run_ids:
                 try:
-                    found = detect_run(session, run_id)
+                    found = detect_run(session, run_id, incremental=args.all)
                 except LookupError as exc:
                     print(f"error: {exc}", file=sys.stderr)
                     return 1

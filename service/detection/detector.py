@@ -106,11 +106,16 @@ def _status_findings(session: Session, run: Run, previous: Run) -> list[Finding]
 
 
 def _store_change_points(session: Session, run: Run, series_id: int | None, model: str | None, metric: str,
-                         points: list[Point], stored: set[int], config: DetectionConfig) -> list[Finding]:
+                         points: list[Point], stored: set[int], config: DetectionConfig,
+                         incremental: bool) -> list[Finding]:
     if len(points) < 5:
         return []
     positions = {p.run_id: i for i, p in enumerate(points)}
     baseline = max((positions[r] for r in stored if r in positions), default=0)
+    if incremental:
+        # Every earlier window was the last window of an earlier run, examined when that run arrived: only the
+        # window ending tonight is new. Keeps a night's detection cost flat however long the history grows.
+        baseline = max(baseline, len(points) - config.window)
     found = []
     for cp in detect_change_points([p.value for p in points], baseline_start=baseline, config=config):
         first, last_old = points[cp.index], points[cp.index - 1]
@@ -140,7 +145,7 @@ def _store_change_points(session: Session, run: Run, series_id: int | None, mode
     return found
 
 
-def _performance_findings(session: Session, run: Run) -> list[Finding]:
+def _performance_findings(session: Session, run: Run, incremental: bool) -> list[Finding]:
     series_in_run = dict(session.execute(
         sa.select(Result.series_id, Result.name).where(Result.run_id == run.id, Result.passed)).all())
     if not series_in_run:
@@ -162,11 +167,11 @@ def _performance_findings(session: Session, run: Run) -> list[Finding]:
         if not points or points[-1].run_id != run.id:
             continue  # the metric is missing tonight: nothing new to say about it
         found += _store_change_points(session, run, series_id, series_in_run[series_id], metric, points,
-                                      stored[(series_id, metric)], DetectionConfig.for_metric(metric))
+                                      stored[(series_id, metric)], DetectionConfig.for_metric(metric), incremental)
     return found
 
 
-def _suite_findings(session: Session, run: Run, previous: Run | None) -> list[Finding]:
+def _suite_findings(session: Session, run: Run, previous: Run | None, incremental: bool) -> list[Finding]:
     found = []
     summary = session.get(RunSummary, run.id)
     if summary is None:
@@ -191,12 +196,17 @@ def _suite_findings(session: Session, run: Run, previous: Run | None) -> list[Fi
     if points and points[-1].run_id == run.id:
         stored = _baselines(session, run.configuration_id)[(None, SUITE_METRIC)]
         found += _store_change_points(session, run, None, None, SUITE_METRIC, points, stored,
-                                      DetectionConfig(min_effect=0.05))
+                                      DetectionConfig(min_effect=0.05), incremental)
     return found
 
 
-def detect_run(session: Session, run_id: int) -> DetectionReport:
-    """Detect what changed with this run (flushes; the caller commits). Safe to run again."""
+def detect_run(session: Session, run_id: int, *, incremental: bool = False) -> DetectionReport:
+    """Detect what changed with this run (flushes; the caller commits). Safe to run again.
+
+    ``incremental``: only the newest window of each series is searched — exact when detection ran for every earlier
+    run (the post-ingest hook, a backfill oldest first); otherwise the whole history since the last stored change is
+    walked (the first detection over imported history).
+    """
     run = session.get(Run, run_id)
     if run is None:
         raise LookupError(f"no run {run_id}")
@@ -204,8 +214,8 @@ def detect_run(session: Session, run_id: int) -> DetectionReport:
     found = []
     if previous is not None:
         found += _status_findings(session, run, previous)
-    found += _performance_findings(session, run)
-    found += _suite_findings(session, run, previous)
+    found += _performance_findings(session, run, incremental)
+    found += _suite_findings(session, run, previous, incremental)
     logger.info("run %s: %d new findings", run_id, len(found))
     return DetectionReport(run_id=run_id, new_findings=tuple(f.id for f in found))
 
@@ -224,7 +234,7 @@ def runs_to_detect(session: Session, *, all_runs: bool = False) -> list[int]:
 
 def detection_hook(session: Session, run_id: int) -> None:
     """The post-ingest hook (service.hooks): detection for every newly stored run."""
-    detect_run(session, run_id)
+    detect_run(session, run_id, incremental=True)
 
 
 def acknowledge(session: Session, finding_id: int, note: str, author: str | None = None) -> Finding:

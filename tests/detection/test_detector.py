@@ -107,3 +107,13 @@ def test_runs_to_detect(session, store_run) -> None:
     assert runs_to_detect(session, all_runs=True)[:1] in ([a0], [b0])
     assert set(runs_to_detect(session, all_runs=True)) == {a0, a1, b0}
 
+
+
+def test_imported_history_is_searched_whole_unless_incremental(session, store_run, series_values) -> None:
+    # 80 nights imported without detection, a 15 % drop on night 10: only the full walk finds it.
+    a = series_values(7, 80)
+    runs = [store_run(night, {"resnet18": a[night] * (0.85 if night >= 10 else 1.0)}) for night in range(80)]
+    assert detect_run(session, runs[-1], incremental=True).count == 0
+    detect_run(session, runs[-1])
+    (found,) = _findings(session, metric="speedup")
+    assert found.change_point.run_id == runs[10] and found.category == "regression"
