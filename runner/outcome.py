@@ -20,6 +20,9 @@ from runner.protocol import (
     PeakMemoryResult,
 )
 
+# Below this, a peak is page-granular noise (RSS counters are synced lazily per thread) and a ratio means nothing.
+MIN_PEAK_FOR_RATIO_GB = 1 / 1024
+
 # phase -> (status on an error, status on running out of memory)
 _STATUS_BY_PHASE: dict[str, tuple[str, str]] = {
     PHASE_LOAD: ("model_fail_to_load", "model_fail_to_load"),
@@ -93,7 +96,8 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
             compiled = statistics.median(perf.compiled_ms)
             eager_mem = memory.eager_gb if memory is not None else perf.eager_peak_mem
             compiled_mem = memory.compiled_gb if memory is not None else perf.dynamo_peak_mem
-            ratio = eager_mem / compiled_mem if eager_mem and compiled_mem else None
+            measurable = (eager_mem or 0.0) >= MIN_PEAK_FOR_RATIO_GB and (compiled_mem or 0.0) >= MIN_PEAK_FOR_RATIO_GB
+            ratio = eager_mem / compiled_mem if measurable else None  # type: ignore[operator]
             perf_row = PerformanceRow(
                 dev=dev, name=name, batch_size=batch_size, speedup=eager / compiled, abs_latency=compiled,
                 compilation_latency=perf.compilation_latency, compression_ratio=ratio, eager_peak_mem=eager_mem,

@@ -121,7 +121,8 @@ def test_perfdash_run_on_tiny_real_models(tmp_path: Path, capsys: pytest.Capture
                                                                "performance.csv")}
     resnet = perf["resnet18"]
     assert resnet.speedup > 0 and resnet.compilation_latency is not None and resnet.compilation_latency > 0
-    assert resnet.eager_peak_mem and resnet.dynamo_peak_mem and resnet.compression_ratio
+    assert resnet.eager_peak_mem is not None and resnet.dynamo_peak_mem is not None
+    assert resnet.compression_ratio is None or resnet.compression_ratio > 0
     manifest = Manifest.read(tmp_path / "inductor_timm_models_float32_inference_cpu_manifest.json")
     assert manifest.config.env["TORCHINDUCTOR_FREEZING"] == "1"
     assert "timm" in manifest.suite_versions

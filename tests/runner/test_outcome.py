@@ -1,0 +1,77 @@
+"""How a worker's fate becomes a status and rows (without starting workers)."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from runner.outcome import interpret
+from runner.process import WorkerOutcome
+from runner.protocol import Failure, PeakMemoryResult, Performance, WorkerResult
+
+
+def _outcome(result: WorkerResult | None = None, phase: str = "load", returncode: int | None = 0,
+             timed_out: bool = False) -> WorkerOutcome:
+    return WorkerOutcome(result=result, last_phase=phase, returncode=returncode, timed_out=timed_out, wall_s=1.0,
+                         log_tail="")
+
+
+def _status(outcome: WorkerOutcome) -> str:
+    return interpret(outcome, name="m", batch_size=8, dev="cpu", want_accuracy=True, want_performance=True).status
+
+
+@pytest.mark.parametrize("phase, returncode, status", [
+    ("load", -signal.SIGSEGV, "model_fail_to_load"),
+    ("eager_1st_run", -signal.SIGABRT, "eager_1st_run_fail"),
+    ("eager_1st_run", -signal.SIGKILL, "eager_1st_run_OOM"),  # the kernel's OOM killer
+    ("eager_2nd_run", -signal.SIGKILL, "eager_2nd_run_OOM"),
+    ("eager_warmup", -signal.SIGSEGV, "eager_fail_to_run"),
+    ("compile", -signal.SIGSEGV, "fail_to_run"),
+    ("measure", -signal.SIGKILL, "OOM"),
+    ("compiled_run", 1, "fail_to_run"),
+])
+def test_crash_status_depends_on_the_phase(phase: str, returncode: int, status: str) -> None:
+    assert _status(_outcome(phase=phase, returncode=returncode)) == status
+
+
+def test_timeout_and_protocol_failures() -> None:
+    assert _status(_outcome(phase="compile", returncode=-signal.SIGKILL, timed_out=True)) == "timeout"
+    assert _status(_outcome(returncode=0)) == "infra_error"
+
+
+def test_reported_errors_and_oom() -> None:
+    oom = WorkerResult("m", 8, failure=Failure("compile", "oom", "OutOfMemoryError: CUDA out of memory"))
+    assert _status(_outcome(oom)) == "OOM"
+    raised = WorkerResult("m", 8, failure=Failure("eager_2nd_run", "error", "RuntimeError: x"))
+    assert _status(_outcome(raised)) == "eager_2nd_run_fail"
+    differ = WorkerResult("m", 8, accuracy="eager_two_runs_differ", failure=Failure("compile", "error", "boom"))
+    assert _status(_outcome(differ)) == "eager_two_runs_differ"
+
+
+def test_rows_from_a_successful_worker() -> None:
+    perf = Performance(eager_ms=(4.0, 2.0, 3.0), compiled_ms=(1.0, 1.5, 2.0), compilation_latency=12.5,
+                       eager_peak_mem=None, dynamo_peak_mem=None, calls_captured=5, unique_graphs=1, graph_breaks=0,
+                       unique_graph_breaks=0)
+    result = WorkerResult("m", 8, performance=perf, accuracy="pass")
+    out = interpret(_outcome(result, phase="compiled_run"), name="m", batch_size=8, dev="cpu", want_accuracy=True,
+                    want_performance=True, memory=PeakMemoryResult(eager_gb=0.5, compiled_gb=0.25))
+    assert out.status == "pass" and out.error is None
+    row = out.performance
+    assert row is not None
+    assert row.speedup == pytest.approx(3.0 / 1.5) and row.abs_latency == 1.5  # medians
+    assert row.compilation_latency == 12.5 and row.compression_ratio == pytest.approx(2.0)
+    assert out.accuracy is not None and out.accuracy.stats.calls_captured == 5
+    assert out.samples is not None and out.samples.eager_ms == (4.0, 2.0, 3.0)
+    tiny = interpret(_outcome(result), name="m", batch_size=8, dev="cpu", want_accuracy=False, want_performance=True,
+                     memory=PeakMemoryResult(eager_gb=1e-3, compiled_gb=1e-6))
+    assert tiny.performance is not None and tiny.performance.compression_ratio is None  # below page noise
+    assert tiny.accuracy is None
+
+
+def test_failed_performance_is_pytorchs_failure_row() -> None:
+    out = interpret(_outcome(phase="eager_1st_run", returncode=-signal.SIGABRT), name="m", batch_size=8, dev="cuda",
+                    want_accuracy=False, want_performance=True)
+    assert out.performance is not None
+    assert out.performance.to_csv_fields(with_stats=True) == ["cuda", "m", "0", "0.0", "0.0"]
+    assert "SIGABRT" in (out.error or "")
