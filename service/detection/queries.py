@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy.orm import Session
 
 from service.detection.changepoint import HIGHER_IS_BETTER, MIN_EFFECT
@@ -112,6 +112,19 @@ class BisectionResult(BaseModel):
     jenkins_build_url: str | None = None
 
 
+def _thread_count(value: object) -> object:
+    """Threads as a count, or a name as the bisect pipeline sends it: ``single`` is 1; ``all``/``socket``/
+    ``all-cores``/empty mean all cores (None)."""
+    if isinstance(value, str):
+        name = value.strip().lower()
+        if name in ("", "all", "socket", "all-cores"):
+            return None
+        if name in ("single", "single-thread"):
+            return 1
+        return int(name) if name.isdigit() else value
+    return value
+
+
 class BisectionFields(BaseModel):
     """A request made without a finding: every field of the configuration explicitly."""
 
@@ -132,6 +145,8 @@ class BisectionFields(BaseModel):
     good_commit: str = Field(min_length=4, max_length=64)
     bad_commit: str = Field(min_length=4, max_length=64)
     threshold_pct: float | None = Field(None, ge=0)
+
+    _threads = field_validator("threads", mode="before")(_thread_count)
 
 
 class BisectionIn(BaseModel):
@@ -155,6 +170,8 @@ class BisectionIn(BaseModel):
     good_commit: str | None = None
     bad_commit: str | None = None
     threshold_pct: float | None = Field(None, ge=0)
+
+    _threads = field_validator("threads", mode="before")(_thread_count)
 
 
 class BisectionOut(BaseModel):

@@ -91,12 +91,17 @@ def test_bisection_contract(app_client, auth, run_files, series_values, github) 
 
 
 def test_bisection_explicit_fields_and_errors(app_client, auth, run_files, series_values) -> None:
-    explicit = {"suite": "huggingface", "model": "gpt2", "backend": "inductor", "metric": "abs_latency",
-                "good_commit": "aaaa1111", "bad_commit": "bbbb2222"}
+    # what bisect/Jenkinsfile sends for a request without a finding (threads as a name)
+    explicit = {"suite": "huggingface", "model": "gpt2", "backend": "inductor", "variant": "",
+                "compile_mode": "default", "dtype": "float32", "mode": "inference", "device": "cpu",
+                "threads": "all", "metric": "abs_latency", "direction": "lower", "good_commit": "aaaa1111",
+                "bad_commit": "bbbb2222", "threshold_pct": 5}
     made = app_client.post("/api/v1/bisections", json=explicit, headers=auth)
     assert made.status_code == 201, made.text
     assert made.json()["direction"] == "lower" and made.json()["threshold_pct"] == 5.0
-    assert made.json()["finding_id"] is None
+    assert made.json()["finding_id"] is None and made.json()["threads"] is None
+    single = app_client.post("/api/v1/bisections", json={**explicit, "threads": "1", "direction": None}, headers=auth)
+    assert single.status_code == 201 and single.json()["threads"] == 1 and single.json()["direction"] == "lower"
     missing = app_client.post("/api/v1/bisections", json={"suite": "huggingface"}, headers=auth)
     assert missing.status_code == 422
     assert app_client.post("/api/v1/bisections", json={"finding_id": 999999}, headers=auth).status_code == 404
