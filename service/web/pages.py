@@ -14,9 +14,8 @@ from starlette.templating import Jinja2Templates
 from service.db import SessionDep
 from service.models import Configuration, Run, Series
 from service.queries.compare import compare_runs
-from service.queries.filters import ConfigFilter, RunFilter
+from service.queries.filters import ConfigFilter
 from service.queries.history import model_history
-from service.queries.runs import list_runs
 from service.queries.summary import previous_run
 from service.web import queries as q
 from service.web import views
@@ -197,8 +196,8 @@ def compare(request: Request, session: SessionDep, base: int | None = None, new:
             if new_run is None:
                 context["error"] = f"No run of configuration {config} at commit {new_commit}."
         else:
-            runs = q.runs_of_configuration(session, config, limit=1)
-            new_run = runs[0] if runs else None
+            latest = q.run_choices(session, config, limit=1)
+            new_run = q.get_run(session, latest[0].id) if latest else None
     if new_run is not None:
         context["config_id"] = new_run.configuration_id
         if base is not None or not base_commit:
@@ -220,7 +219,7 @@ def compare(request: Request, session: SessionDep, base: int | None = None, new:
         rows = views.model_rows(results, comparison, new_run.summary.warnings if new_run.summary else [])
         context.update(rows=rows, sections=views.comparison_sections(rows, comparison))
     context.update(new_run=new_run, base_run=base_run,
-                   choices=q.runs_of_configuration(session, context["config_id"]) if context["config_id"] else [])
+                   choices=q.run_choices(session, context["config_id"]) if context["config_id"] else [])
     return render(request, "pages/compare.html", active="compare", title="Compare",
                   status_code=400 if context["error"] else 200, **context)
 
@@ -233,8 +232,8 @@ def runs(request: Request, session: SessionDep, suite: FilterParam = None, backe
     if not q.has_runs(session):
         return _empty(request, "runs")
     config_filter = _config_filter(suite, backend, device, dtype, mode, thread_config)
-    rows = list_runs(session, RunFilter(config=config_filter, commit=_blank(commit)), limit=RUNS_PER_PAGE + 1,
-                     offset=(page - 1) * RUNS_PER_PAGE)
+    rows = q.runs_list(session, config_filter, _blank(commit), limit=RUNS_PER_PAGE + 1,
+                       offset=(page - 1) * RUNS_PER_PAGE)
     kept = [(k, v) for k, v in request.query_params.multi_items() if k != "page" and v]
 
     def pager_query(number: int) -> str:
@@ -242,4 +241,4 @@ def runs(request: Request, session: SessionDep, suite: FilterParam = None, backe
 
     return render(request, "pages/runs.html", active="runs", title="Runs", runs=rows[:RUNS_PER_PAGE],
                   has_next=len(rows) > RUNS_PER_PAGE, page=page, choices=q.distinct_values(session),
-                  selected=config_filter, commit=commit or "", pager_query=pager_query)
+                  selected=config_filter, commit=commit or "", pager_query=pager_query, views=views)

@@ -10,46 +10,122 @@ from dataclasses import dataclass
 from datetime import date
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from service.detection.models import Finding
 from service.models import Annotation, Configuration, Result, Run, RunSummary, Series
-from service.queries.filters import ConfigFilter
+from service.queries.filters import ConfigFilter, RunFilter
 
 
 def has_runs(session: Session) -> bool:
     return session.scalar(sa.select(Run.id).limit(1)) is not None
 
 
-def latest_runs_with_base(session: Session) -> list[tuple[Run, Run | None]]:
+@dataclass(frozen=True, slots=True)
+class RunLite:
+    """What list pages show of a run: no JSON columns, no per-model warnings (decoding those dominated the pages)."""
+
+    id: int
+    night: date
+    torch_git_commit: str | None
+    torch_version: str | None
+    host: str | None
+    jenkins_url: str | None
+    suite_versions: dict[str, str] | None
+    partition_id: int
+    total_partitions: int
+    configuration: Configuration
+    summary: SummaryNumbers | None
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryNumbers:
+    """The numbers of a RunSummary (the attribute names views.suite_summary reads)."""
+
+    passed: int
+    total: int
+    geomean_speedup: float | None
+    geomean_speedup_unclipped: float | None
+    mean_compile_time_s: float | None
+    mean_compression_ratio: float | None
+
+
+_SUMMARY_COLUMNS = (RunSummary.passed, RunSummary.total, RunSummary.geomean_speedup,
+                    RunSummary.geomean_speedup_unclipped, RunSummary.mean_compile_time_s,
+                    RunSummary.mean_compression_ratio)
+
+
+def _lite_runs(session: Session, query: sa.Select, with_versions: bool = False) -> list[RunLite]:
+    """Rows of ``query`` (Run columns, then the summary columns) as RunLite, configurations loaded once."""
+    configs = {c.id: c for c in configurations(session)}
+    out = []
+    for row in session.execute(query):
+        summary = SummaryNumbers(*row[-6:]) if row[-6] is not None else None
+        out.append(RunLite(id=row.id, night=row.night, torch_git_commit=row.torch_git_commit,
+                           torch_version=row.torch_version, host=row.host, jenkins_url=row.jenkins_url,
+                           suite_versions=row.suite_versions if with_versions else None,
+                           partition_id=row.partition_id, total_partitions=row.total_partitions,
+                           configuration=configs[row.configuration_id], summary=summary))
+    return out
+
+
+def _lite_select(with_versions: bool = False) -> sa.Select:
+    columns = [Run.id, Run.night, Run.torch_git_commit, Run.torch_version, Run.host, Run.jenkins_url,
+               Run.partition_id, Run.total_partitions, Run.configuration_id]
+    if with_versions:
+        columns.append(Run.suite_versions)
+    return sa.select(*columns, *_SUMMARY_COLUMNS).outerjoin(RunSummary, RunSummary.run_id == Run.id)
+
+
+def latest_runs_with_base(session: Session) -> list[tuple[RunLite, RunLite | None]]:
     """For every configuration: its latest run and its previous night's run, or None.
 
     Same semantics as service.queries.summary: the previous night is the latest run of the same configuration on an
-    earlier night; when a configuration ran twice in one night, the later run counts. One statement for all
-    configurations (window functions), instead of a query per configuration.
+    earlier night; when a configuration ran twice in one night, the later run counts. Correlated subqueries walk
+    the (configuration_id, night) index backwards: two index probes per configuration, whatever the history length.
     """
-    ranked = (
-        sa.select(
-            Run.id.label("run_id"),
-            Run.configuration_id.label("configuration_id"),
-            sa.func.dense_rank()
-            .over(partition_by=Run.configuration_id, order_by=Run.night.desc())
-            .label("rank"),
-            sa.func.row_number()
-            .over(partition_by=(Run.configuration_id, Run.night), order_by=Run.id.desc())
-            .label("latest_of_night"),
-        )
-    ).subquery()
-    rows = session.execute(
-        sa.select(ranked.c.configuration_id, ranked.c.run_id, ranked.c.rank)
-        .where(ranked.c.rank <= 2, ranked.c.latest_of_night == 1)
-    ).all()
-    runs = {r.id: r for r in session.scalars(sa.select(Run).where(Run.id.in_([row.run_id for row in rows])))}
-    latest: dict[int, Run] = {}
-    base: dict[int, Run] = {}
-    for row in rows:
-        (latest if row.rank == 1 else base)[row.configuration_id] = runs[row.run_id]
-    return [(run, base.get(config_id)) for config_id, run in latest.items()]
+    r = aliased(Run)
+    latest_night = (sa.select(sa.func.max(r.night)).where(r.configuration_id == Configuration.id)
+                    .correlate(Configuration).scalar_subquery())
+
+    def newest(before_latest: bool) -> sa.ScalarSelect[int]:
+        r2 = aliased(Run)
+        night_clause = r2.night < latest_night if before_latest else r2.night == latest_night
+        return (sa.select(r2.id).where(r2.configuration_id == Configuration.id, night_clause)
+                .order_by(r2.night.desc(), r2.id.desc()).limit(1).correlate(Configuration).scalar_subquery())
+
+    pairs = session.execute(sa.select(newest(False).label("latest"), newest(True).label("base"))
+                            .select_from(Configuration)).all()
+    ids = [i for pair in pairs for i in pair if i is not None]
+    if not ids:
+        return []
+    runs = {run.id: run for run in _lite_runs(session, _lite_select().where(Run.id.in_(ids)))}
+    return [(runs[latest], runs.get(base) if base is not None else None) for latest, base in pairs
+            if latest is not None]
+
+
+def runs_list(session: Session, config_filter: ConfigFilter, commit: str | None, limit: int,
+              offset: int) -> list[RunLite]:
+    """Runs matching the filters, newest night first (the Runs page)."""
+    query = (_lite_select(with_versions=True).join(Configuration, Configuration.id == Run.configuration_id)
+             .where(*RunFilter(config=config_filter, commit=commit).clauses())
+             .order_by(Run.night.desc(), Run.id.desc()).limit(limit).offset(offset))
+    return _lite_runs(session, query, with_versions=True)
+
+
+@dataclass(frozen=True, slots=True)
+class RunChoice:
+    id: int
+    night: date
+    torch_git_commit: str | None
+
+
+def run_choices(session: Session, configuration_id: int, limit: int = 400) -> list[RunChoice]:
+    """Runs of a configuration for the Compare form's selects, newest first."""
+    rows = session.execute(sa.select(Run.id, Run.night, Run.torch_git_commit)
+                           .where(Run.configuration_id == configuration_id)
+                           .order_by(Run.night.desc(), Run.id.desc()).limit(limit))
+    return [RunChoice(*row) for row in rows]
 
 
 def get_run(session: Session, run_id: int) -> Run | None:
@@ -71,17 +147,6 @@ def run_by_commit(session: Session, configuration_id: int, commit: str) -> Run |
         .order_by(Run.night.desc(), Run.id.desc())
         .limit(1)
     ).first()
-
-
-def runs_of_configuration(session: Session, configuration_id: int, limit: int = 400) -> list[Run]:
-    return list(
-        session.scalars(
-            sa.select(Run)
-            .where(Run.configuration_id == configuration_id)
-            .order_by(Run.night.desc(), Run.id.desc())
-            .limit(limit)
-        )
-    )
 
 
 def get_series(session: Session, series_id: int) -> Series | None:

@@ -10,14 +10,14 @@ from typing import Protocol
 from perfdash.contract import SUITES
 from perfdash.metrics import SuiteSummary
 from service.detection.models import Finding
-from service.models import Configuration, Run, RunSummary
+from service.models import Configuration, RunSummary
 from service.queries.compare import RunComparison
 from service.queries.history import ModelPoint
 from service.web.format import Metric, SummaryCell
-from service.web.queries import SummaryPoint
+from service.web.queries import RunLite, SummaryNumbers, SummaryPoint
 
 
-def suite_summary(summary: RunSummary | None) -> SuiteSummary | None:
+def suite_summary(summary: RunSummary | SummaryNumbers | None) -> SuiteSummary | None:
     """The stored summary of a run as perfdash.metrics' SuiteSummary (its text formats are the dashboard's)."""
     if summary is None:
         return None
@@ -101,9 +101,9 @@ def first_group_filter(configs: Sequence[Configuration]) -> dict[str, str] | Non
     return {"device": device, "dtype": dtype, "mode": mode, "thread_config": threads}
 
 
-def home_groups(latest: Sequence[tuple[Run, Run | None]]) -> list[HomeGroup]:
+def home_groups(latest: Sequence[tuple[RunLite, RunLite | None]]) -> list[HomeGroup]:
     """The executive summary: one group per (device, dtype, mode, threads, machine), rows backend, columns suite."""
-    grouped: dict[tuple[str, ...], list[tuple[Run, Run | None]]] = {}
+    grouped: dict[tuple[str, ...], list[tuple[RunLite, RunLite | None]]] = {}
     for run, base in latest:
         c = run.configuration
         grouped.setdefault((c.device, c.dtype, c.mode, c.thread_config, c.machine.fingerprint), []).append((run, base))
