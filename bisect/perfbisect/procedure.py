@@ -43,6 +43,7 @@ class StepRecord:
     p_good: float | None = None
     p_bad: float | None = None
     position: float | None = None
+    forced: bool = False  # decided on the median alone (see stats.decide): the least certain kind of step
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +136,7 @@ class Bisector:
             decision = decide(samples, good, bad, self.policy, final=round_ == self.policy.max_rounds)
             if decision.verdict is not None:
                 return StepRecord(sha, decision.verdict, tuple(samples), decision.reason, round_, decision.p_good,
-                                  decision.p_bad, decision.position)
+                                  decision.p_bad, decision.position, decision.forced)
         raise AssertionError("the final round always decides")
 
     def run(self, good: str, commits: Sequence[str]) -> BisectOutcome:

@@ -54,7 +54,7 @@ class BisectReport:
         data["report_version"] = REPORT_VERSION
         data["steps"] = [
             {"sha": s.sha, "samples": list(s.samples), "decision": s.decision, "reason": s.reason, "rounds": s.rounds,
-             "p_good": s.p_good, "p_bad": s.p_bad, "position": s.position}
+             "p_good": s.p_good, "p_bad": s.p_bad, "position": s.position, "forced": s.forced}
             for s in self.steps
         ]
         data.update(
@@ -105,6 +105,11 @@ def build_report(outcome: BisectOutcome, commit: Callable[[str], Commit], good: 
     parts = [outcome.reason]
     if outcome.steps:
         parts.append(f"{len(outcome.steps)} steps ({skipped} skipped), {outcome.measurements} measurements")
+    forced = sum(s.forced for s in outcome.steps)
+    if forced:
+        # The bench shows where wrong culprits come from: steps the tests could not decide. Say so, with the remedy.
+        parts.append(f"low confidence: {forced} step(s) decided on the median alone after {policy.max_rounds} "
+                     f"rounds; rerun with more --repeats to confirm")
     if culprit is not None:
         parts.insert(0, f"{culprit.sha[:10]} \"{culprit.subject}\" ({culprit.author}, {culprit.date})")
     return BisectReport(

@@ -106,6 +106,7 @@ class Decision:
     p_bad: float | None  # p that the commit is no better than bad (small: it is better)
     position: float  # 0 = like good, 1 = like bad
     reason: str
+    forced: bool = False  # decided on the median alone: the tests were still undecided after the last round
 
 
 def _numbers(samples: Sequence[Sample]) -> list[float]:
@@ -201,7 +202,7 @@ def decide(samples: Sequence[Sample], good: Sequence[Sample], bad: Sequence[Samp
     if final:
         verdict: Verdict = "bad" if position >= 0.5 else "good"
         return Decision(verdict, p_good, p_bad, position,
-                        f"undecided by the tests; median at {position:.0%} of the way to bad")
+                        f"undecided by the tests; median at {position:.0%} of the way to bad", forced=True)
     return Decision(None, p_good, p_bad, position, f"undecided (p_good={p_good:.2g}, p_bad={p_bad:.2g})")
 
 
@@ -217,5 +218,5 @@ def _decide_status(samples: Sequence[Sample], good: Sequence[Sample], bad: Seque
         return Decision("good", None, None, position, f"{fs:.0%} failing, like good")
     if final:
         verdict: Verdict = "bad" if position >= 0.5 else "good"
-        return Decision(verdict, None, None, position, f"{fs:.0%} failing: closest to {verdict}")
+        return Decision(verdict, None, None, position, f"{fs:.0%} failing: closest to {verdict}", forced=True)
     return Decision(None, None, None, position, f"{fs:.0%} failing (good {fg:.0%}, bad {fb:.0%}): undecided")

@@ -65,7 +65,9 @@ def test_decide_places_commits_and_waits_when_unsure():
     assert decide([110.2, 109.8, 100.7, 110.1, 110.4], good, bad, policy).verdict == "bad"
     middle = decide([103.0, 105.0, 104.0], good, bad, policy)
     assert middle.verdict is None
-    assert decide([103.0, 105.0, 104.0], good, bad, policy, final=True).verdict == "good"  # median below half way
+    forced = decide([103.0, 105.0, 104.0], good, bad, policy, final=True)
+    assert forced.verdict == "good" and forced.forced  # median below half way, flagged as decided on it alone
+    assert not decide([100.2, 99.8, 100.7, 99.1, 100.4], good, bad, policy, final=True).forced
 
 
 def test_status_samples_decide_by_failure_rate():
