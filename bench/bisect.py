@@ -10,6 +10,66 @@ fixed-10 % rule of the existing Jenkins bisect scripts (one run of good as refer
 No git: the search core is driven in-process through the same Bisector the CLI uses.
 
     .venv/bin/python bench/bisect.py [--histories 100] [--seed 1] [--repeats 5]
+
+"correct" counts the culprit named, or, when the commits just before it do not build, "one of" exactly those and the
+culprit (no bisection can do better; git bisect answers the same). perfbisect runs with --threshold 2.5 (half the
+smaller simulated regression), alpha 0.01, at most 3 rounds per commit.
+
+Last printed (2026-11-22, `--histories 200 --sizes 16 32 64 128 256`, seed 1):
+
+   perfbisect vs single-sample fixed-10% rule (200 histories per row, repeats=5, 10% broken builds, 1% outliers)
+┏━━━━━┳━━━━━━━┳━━━━━━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━┳━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┳━━━━━━━━┓
+┃   N ┃ noise ┃ regression ┃ ceil(log2 N) ┃ perfbisect correct ┃ steps ┃ measurements ┃ fixed-10% correct ┃  steps ┃
+┡━━━━━╇━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━╇━━━━━━━╇━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━╇━━━━━━━━┩
+│  16 │    2% │       null │            4 │              99.5% │  4.00 │         23.3 │              0.0% │   4.54 │
+│  16 │    2% │         5% │            4 │              99.0% │  4.25 │         44.5 │              9.0% │   4.42 │
+│  16 │    2% │        20% │            4 │             100.0% │  4.28 │         43.1 │             97.5% │   4.28 │
+│  16 │    5% │       null │            4 │              98.5% │  4.67 │         30.5 │              0.0% │   4.43 │
+│  16 │    5% │         5% │            4 │              50.5% │  4.23 │         69.7 │             12.0% │   4.32 │
+│  16 │    5% │        20% │            4 │             100.0% │  4.22 │         42.6 │             66.5% │   4.23 │
+│  32 │    2% │       null │            5 │              99.5% │  5.00 │         23.2 │              0.0% │   5.60 │
+│  32 │    2% │         5% │            5 │              98.5% │  5.29 │         50.9 │              2.5% │   5.65 │
+│  32 │    2% │        20% │            5 │             100.0% │  5.27 │         49.0 │             97.0% │   5.28 │
+│  32 │    5% │       null │            5 │              97.5% │  5.80 │         31.1 │              0.0% │   5.59 │
+│  32 │    5% │         5% │            5 │              58.5% │  5.33 │         77.8 │             12.0% │   5.48 │
+│  32 │    5% │        20% │            5 │             100.0% │  5.42 │         48.9 │             61.5% │   5.43 │
+│  64 │    2% │       null │            6 │             100.0% │     - │         23.7 │              0.0% │   6.88 │
+│  64 │    2% │         5% │            6 │              98.5% │  6.46 │         57.4 │              2.5% │   6.70 │
+│  64 │    2% │        20% │            6 │             100.0% │  6.39 │         53.6 │             95.0% │   6.41 │
+│  64 │    5% │       null │            6 │              95.0% │  6.50 │         31.4 │              0.0% │   6.74 │
+│  64 │    5% │         5% │            6 │              46.0% │  6.38 │         90.0 │              4.5% │   6.64 │
+│  64 │    5% │        20% │            6 │             100.0% │  6.51 │         54.5 │             57.0% │   6.46 │
+│ 128 │    2% │       null │            7 │             100.0% │     - │         22.3 │              0.0% │   7.92 │
+│ 128 │    2% │         5% │            7 │              99.5% │  7.45 │         62.1 │              0.5% │   7.83 │
+│ 128 │    2% │        20% │            7 │             100.0% │  7.49 │         59.1 │             94.5% │   7.48 │
+│ 128 │    5% │       null │            7 │              99.0% │  8.00 │         29.4 │              0.0% │   7.95 │
+│ 128 │    5% │         5% │            7 │              42.5% │  7.53 │         96.7 │              2.5% │   7.79 │
+│ 128 │    5% │        20% │            7 │             100.0% │  7.62 │         59.2 │             54.5% │   7.55 │
+│ 256 │    2% │       null │            8 │              99.5% │  8.00 │         23.0 │              0.0% │   9.36 │
+│ 256 │    2% │         5% │            8 │              97.0% │  8.74 │         69.0 │              1.0% │   9.10 │
+│ 256 │    2% │        20% │            8 │             100.0% │  8.61 │         65.5 │             94.5% │   8.59 │
+│ 256 │    5% │       null │            8 │              98.0% │  8.25 │         34.0 │              0.0% │   9.05 │
+│ 256 │    5% │         5% │            8 │              43.5% │  8.80 │        106.4 │              1.5% │   8.88 │
+│ 256 │    5% │        20% │            8 │             100.0% │  8.57 │         66.2 │             49.0% │   8.60 │
+└─────┴───────┴────────────┴──────────────┴────────────────────┴───────┴──────────────┴───────────────────┴────────┘
+steps: commits probed after the confirmation (skipped builds included), mean over bisections run;
+measurements: all runs of the measure command, confirmation included. 387 s
+
+With `--repeats 10 --sizes 64 --histories 100` (what 5 % noise needs):
+
+  perfbisect vs single-sample fixed-10% rule (100 histories per row, repeats=10, 10% broken builds, 1% outliers)
+┏━━━━┳━━━━━━━┳━━━━━━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━┳━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┳━━━━━━━━┓
+┃  N ┃ noise ┃ regression ┃ ceil(log2 N) ┃ perfbisect correct ┃ steps ┃ measurements ┃ fixed-10% correct ┃  steps ┃
+┡━━━━╇━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━╇━━━━━━━╇━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━╇━━━━━━━━┩
+│ 64 │    2% │       null │            6 │             100.0% │     - │         42.0 │              0.0% │   6.72 │
+│ 64 │    2% │         5% │            6 │             100.0% │  6.43 │        106.0 │              2.0% │   6.83 │
+│ 64 │    2% │        20% │            6 │             100.0% │  6.46 │        108.4 │             97.0% │   6.44 │
+│ 64 │    5% │       null │            6 │              96.0% │  6.00 │         63.1 │              0.0% │   6.58 │
+│ 64 │    5% │         5% │            6 │              87.0% │  6.39 │        150.5 │              6.0% │   6.60 │
+│ 64 │    5% │        20% │            6 │             100.0% │  6.48 │        106.3 │             59.0% │   6.45 │
+└────┴───────┴────────────┴──────────────┴────────────────────┴───────┴──────────────┴───────────────────┴────────┘
+steps: commits probed after the confirmation (skipped builds included), mean over bisections run;
+measurements: all runs of the measure command, confirmation included. 59 s
 """
 
 from __future__ import annotations
