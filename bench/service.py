@@ -35,6 +35,14 @@ NIGHT_TARGET_S = 2.0
 QUERY_P95_TARGET_MS = 50.0
 
 
+def bench_app():
+    """The app as production runs it, minus post-ingest hooks (detection is measured by bench/detection.py): this
+    benchmark times ingest itself. ``--with-hooks`` serves the default app instead."""
+    from service.app import create_app
+
+    return create_app(post_ingest_hooks=[])
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -86,39 +94,72 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--years", type=float, default=3.0)
     parser.add_argument("--models", type=int, default=150, help="synthetic models per suite")
     parser.add_argument("--requests", type=int, default=100, help="timed requests per query")
+    parser.add_argument("--database-url", help="use this Postgres (filled on the first run, reused afterwards; "
+                                               "each run adds two nights) instead of a throwaway one")
+    parser.add_argument("--with-hooks", action="store_true", help="serve the default app with its post-ingest hooks")
     args = parser.parse_args(argv)
 
     from perfdash.pgcluster import temporary_postgres
 
-    rng = random.Random(0)
-    with temporary_postgres() as url:
-        print(f"SYNTHETIC history: {args.years} years, 3 suites x {args.models} models x 6 configurations")
-        filled = fill_database(url, years=args.years, n_models=args.models)
-        print(f"generated {filled.runs:,} runs, {filled.results:,} result rows in {filled.seconds:.0f} s "
-              f"(nights {filled.first_night} .. {filled.last_night})")
-
-        port = _free_port()
-        env = {**os.environ, "DATABASE_URL": url, "PERFDASH_INGEST_TOKENS": TOKEN,
-               "PERFDASH_MAX_UPLOAD_BYTES": str(64 * 1024 * 1024)}
-        server = subprocess.Popen([sys.executable, "-m", "uvicorn", "service.app:create_app", "--factory",
-                                   "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"], env=env)
-        try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
-                deadline = time.monotonic() + 60
-                while True:
-                    try:
-                        if client.get("/healthz").status_code == 200:
-                            break
-                    except httpx.TransportError:
-                        pass
-                    if time.monotonic() > deadline:
-                        raise RuntimeError("uvicorn did not start")
-                    time.sleep(0.2)
-                _report(client, url, filled, args, rng)
-        finally:
-            server.terminate()
-            server.wait(10)
+    if args.database_url:
+        _run(args.database_url, args)
+    else:
+        with temporary_postgres() as url:
+            _run(url, args)
     return 0
+
+
+def _filled(url: str, args: argparse.Namespace):
+    """Generate the history, or describe what an earlier run of this benchmark left in ``url``."""
+    import sqlalchemy as sa
+
+    from bench.synthetic_history import Filled
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            exists = sa.inspect(connection).has_table("runs")
+            first, last, runs = connection.execute(sa.text(
+                "SELECT min(night), max(night), count(*) FROM runs WHERE command LIKE 'SYNTHETIC%'")).one() \
+                if exists else (None, None, 0)
+            results = connection.scalar(sa.text("SELECT count(*) FROM results")) if runs else 0
+    finally:
+        engine.dispose()
+    if runs:
+        print(f"reusing SYNTHETIC history in {url}")
+        return Filled(runs=runs, results=results, first_night=first, last_night=last, seconds=0.0)
+    print(f"SYNTHETIC history: {args.years} years, 3 suites x {args.models} models x 6 configurations")
+    return fill_database(url, years=args.years, n_models=args.models)
+
+
+def _run(url: str, args: argparse.Namespace) -> None:
+    rng = random.Random(0)
+    filled = _filled(url, args)
+    print(f"database: {filled.runs:,} runs, {filled.results:,} result rows "
+          f"(nights {filled.first_night} .. {filled.last_night}); generated in {filled.seconds:.0f} s")
+
+    port = _free_port()
+    env = {**os.environ, "DATABASE_URL": url, "PERFDASH_INGEST_TOKENS": TOKEN,
+           "PERFDASH_MAX_UPLOAD_BYTES": str(64 * 1024 * 1024)}
+    factory = "service.app:create_app" if args.with_hooks else "bench.service:bench_app"
+    server = subprocess.Popen([sys.executable, "-m", "uvicorn", factory, "--factory",
+                               "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"], env=env)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if client.get("/healthz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError("uvicorn did not start")
+                time.sleep(0.2)
+            _report(client, url, filled, args, rng)
+    finally:
+        server.terminate()
+        server.wait(60)
 
 
 def _report(client: httpx.Client, url: str, filled, args: argparse.Namespace, rng: random.Random) -> None:
