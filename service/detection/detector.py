@@ -15,14 +15,14 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from service.detection.changepoint import HIGHER_IS_BETTER, DetectionConfig, detect_change_points
 from service.detection.models import ChangePointRow, Finding
-from service.models import Annotation, Result, Run, RunSummary, Series
+from service.models import Annotation, Result, Run, RunSummary
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ PASSRATE_DROP = 0.05  # absolute: 5 percentage points fewer models passing than 
 @dataclass(frozen=True, slots=True)
 class Point:
     run_id: int
-    night: object
+    night: date
     commit: str | None
     value: float
 
@@ -76,10 +76,6 @@ def _add_finding(session: Session, finding: Finding) -> Finding | None:
     session.add(finding)
     session.flush()
     return finding
-
-
-def _pct(new: float | None, old: float | None) -> float | None:
-    return None if new is None or not old else 100.0 * (new / old - 1.0)
 
 
 def _status_findings(session: Session, run: Run, previous: Run) -> list[Finding]:
@@ -252,7 +248,3 @@ def acknowledge(session: Session, finding_id: int, note: str, author: str | None
                            text=f"Acknowledged finding #{finding.id} ({finding.summary}): {note}"))
     session.flush()
     return finding
-
-
-def series_name(session: Session, series_id: int) -> str | None:
-    return session.scalar(sa.select(Series.name).where(Series.id == series_id))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Any, Literal
+from typing import Literal
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -269,7 +269,3 @@ def record_result(session: Session, bisection_id: int, result: BisectionResult) 
     row.updated_at = datetime.now(UTC)
     session.flush()
     return row
-
-
-def result_dict(row: BisectionRequest) -> dict[str, Any] | None:
-    return row.result
