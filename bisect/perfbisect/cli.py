@@ -67,6 +67,9 @@ def register(subparsers: Any) -> None:
     pt.add_argument("--install", choices=("auto", "nightly", "source"), default="auto",
                     help="how torch is installed at each commit (auto: nightly wheel, else source build)")
     pt.add_argument("--install-cmd", metavar="CMD", help="custom install command (installs into $PERFBISECT_SITE)")
+    pt.add_argument("--nightly-ref", default="origin/nightly", metavar="REF",
+                    help="PyTorch's nightly branch in --repo: commits with a nightly wheel are bisected first "
+                         "(default origin/nightly; ignored when missing)")
     svc = p.add_argument_group("service")
     svc.add_argument("--request-id", type=int, metavar="ID", help="run the service's bisection request ID")
     svc.add_argument("--url", metavar="URL", help="the perfdash service")
@@ -155,7 +158,7 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
     from perfbisect.commands import CommandOracle
     from perfbisect.gitops import commit_info, commits_between, rev_parse
     from perfbisect.procedure import Bisector
-    from perfbisect.pytorch import METRIC_DIRECTION, TorchOracle, TorchTarget
+    from perfbisect.pytorch import METRIC_DIRECTION, TorchOracle, TorchTarget, nightly_commits
     from perfbisect.report import build_report
     from perfbisect.state import BisectState
     from perfbisect.stats import Policy
@@ -180,6 +183,7 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
     identity: dict[str, Any] = {"repo": str(repo), "good": good, "bad": bad, "build": args.build,
                                 "measure": args.measure, "policy": asdict(policy)}
     oracle: CommandOracle
+    preferred: frozenset[str] = frozenset()
     if pytorch_mode:
         if not args.suite or not args.model:
             raise ValueError("PyTorch mode needs both --suite and --model")
@@ -190,10 +194,15 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
                              models_file=args.models_file.resolve() if args.models_file else None)
         identity.update(target={k: str(v) for k, v in asdict(target).items()}, install=args.install,
                         install_cmd=args.install_cmd)
+        uses_nightlies = args.install in ("auto", "nightly") and not args.install_cmd and not args.build
+        nightlies = nightly_commits(repo, args.nightly_ref) if uses_nightlies else {}
+        preferred = frozenset(sha for sha in commits if sha in nightlies)
+        if preferred:
+            log(f"{len(preferred)} of the commits have a nightly wheel: bisecting among those first")
         oracle = TorchOracle(repo=repo, measure_cmd="", cache_dir=cache_dir, build_cmd=args.build,
                              build_timeout=args.build_timeout, measure_timeout=args.measure_timeout, log=log,
                              target=target, strategy="custom" if args.install_cmd else args.install,
-                             install_cmd=args.install_cmd)
+                             install_cmd=args.install_cmd, nightlies=nightlies)
     else:
         if not args.measure:
             raise ValueError("--measure CMD is required (or --suite and --model for PyTorch mode)")
@@ -204,7 +213,7 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
     log(f"{len(commits)} commits after {good[:10]} up to {bad[:10]}; state in {state_path}")
     bisector = Bisector(oracle, policy, state, log)
     try:
-        outcome = bisector.run(good, commits)
+        outcome = bisector.run(good, commits, preferred)
     except KeyboardInterrupt:
         console.print(f"[bold yellow]interrupted[/]: {len(state.samples)} commits measured so far are kept in "
                       f"{state_path}; rerun the same command with --resume to continue")

@@ -139,7 +139,8 @@ class Bisector:
                                   decision.p_bad, decision.position, decision.forced)
         raise AssertionError("the final round always decides")
 
-    def run(self, good: str, commits: Sequence[str]) -> BisectOutcome:
+    def run(self, good: str, commits: Sequence[str], preferred: frozenset[str] = frozenset()) -> BisectOutcome:
+        """Confirm, then search; ``preferred`` commits (cheap to build) are probed first while they narrow the range."""
         if not commits:
             raise ValueError("nothing to bisect: bad is not after good")
         bad = commits[-1]
@@ -169,7 +170,7 @@ class Bisector:
                      f"samples={_fmt(record.samples)}")
             return record.decision
 
-        found = search(commits, probe)
+        found = search(commits, probe, preferred)
         if found.culprit is not None:
             return self._finish("culprit_found", found.culprit, found.candidates, steps, confirmation,
                                 f"first bad commit {found.culprit[:10]} ({confirmation.reason})")

@@ -15,15 +15,16 @@ changed. Strategies, tried in order for ``auto``:
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime
 from pathlib import Path
 
 from perfbisect.commands import CommandOracle, run_command
-from perfbisect.gitops import commit_info
+from perfbisect.gitops import GitError, commit_info, git
 from perfbisect.procedure import CRASH, MeasureFailed
 from perfbisect.stats import Direction, Sample
 from perfdash.contract import ContractError, RunKey, read_accuracy_csv, read_performance_csv
@@ -109,6 +110,24 @@ class TorchTarget:
 # --------------------------------------------------------------------------------------------------------------------
 # Install strategies: each turns (commit, checkout, site dir) into one shell command.
 
+# PyTorch's `nightly` branch has one commit per nightly, "2025-01-02 nightly release (<sha of main>)": the local
+# clone says, without any network, which commits of main have a wheel and for which date.
+_NIGHTLY_SUBJECT = re.compile(r"^(\d{4}-\d{2}-\d{2}) nightly release \(([0-9a-f]{40})\)")
+
+
+def nightly_commits(repo: Path, ref: str) -> dict[str, date]:
+    """sha of main -> date of its nightly wheel, read from the nightly branch ``ref``; empty if there is none."""
+    try:
+        subjects = git(repo, "log", "--format=%s", ref).splitlines()
+    except GitError:
+        return {}
+    out: dict[str, date] = {}
+    for subject in subjects:
+        match = _NIGHTLY_SUBJECT.match(subject)
+        if match:
+            out[match.group(2)] = date.fromisoformat(match.group(1))
+    return out
+
 
 def torch_version_base(src: Path) -> str:
     """``2.7.0a0`` in version.txt -> ``2.7.0`` (the nightlies are ``2.7.0.devYYYYMMDD``)."""
@@ -116,7 +135,7 @@ def torch_version_base(src: Path) -> str:
     return text.split("a")[0].split("+")[0]
 
 
-def nightly_command(version_base: str, commit_date: datetime, site: Path, device: str, sha: str,
+def nightly_command(version_base: str, commit_date: date, site: Path, device: str, sha: str,
                     python: str = sys.executable, cuda: str = "cu126") -> str:
     """Install the nightly of the commit's date into ``site``, then fail unless it was built from ``sha``."""
     channel = "cpu" if device == "cpu" else cuda
@@ -146,6 +165,7 @@ class TorchOracle(CommandOracle):
     strategy: str = "auto"  # auto | nightly | source | custom
     install_cmd: str | None = None
     run_cmd: Sequence[str] = (sys.executable, "-m", "perfdash.cli", "run")
+    nightlies: dict[str, date] = field(default_factory=dict)  # commits with a nightly wheel (nightly_commits)
 
     def site(self, sha: str) -> Path:
         return self.commit_dir(sha) / "site"
@@ -158,10 +178,12 @@ class TorchOracle(CommandOracle):
                 raise ValueError("strategy custom needs --install-cmd")
             return [("custom", self.install_cmd)]
         out: list[tuple[str, str]] = []
-        if self.strategy in ("auto", "nightly"):
-            date = datetime.fromisoformat(commit_info(self.repo, sha).date)
+        # With a nightly map, only the commits that have a wheel try one (at its exact date); without one, the
+        # commit's own date is a guess that the git_version check after the install accepts or rejects.
+        if self.strategy in ("auto", "nightly") and (sha in self.nightlies or not self.nightlies):
+            day = self.nightlies.get(sha) or datetime.fromisoformat(commit_info(self.repo, sha).date).date()
             device = self.target.device if self.target else "cpu"
-            out.append(("nightly", nightly_command(torch_version_base(src), date, site, device, sha)))
+            out.append(("nightly", nightly_command(torch_version_base(src), day, site, device, sha)))
         if self.strategy in ("auto", "source"):
             out.append(("source", source_command(site, self.commit_dir(sha) / "wheel")))
         return out

@@ -26,25 +26,33 @@ class SearchResult:
     probes: tuple[tuple[str, Outcome], ...]  # every probe in order
 
 
-def next_probe(lo: int, hi: int, skipped: set[int]) -> int | None:
-    """The untested index strictly between lo and hi closest to the middle (lower first), or None."""
+def next_probe(lo: int, hi: int, skipped: set[int], preferred: frozenset[int] = frozenset()) -> int | None:
+    """The untested index strictly between lo and hi closest to the middle (lower first), or None.
+
+    Indices in ``preferred`` (commits that are cheap to test, e.g. those with a nightly wheel) go first while any is
+    left in the range: the range narrows to two neighbouring cheap commits before anything is built from source.
+    Any probe order finds the same first bad commit; only the cost changes.
+    """
     middle = (lo + hi) // 2
-    for distance in range(hi - lo):
-        for index in (middle - distance, middle + distance) if distance else (middle,):
-            if lo < index < hi and index not in skipped:
-                return index
+    for pool in (preferred, None):
+        for distance in range(hi - lo):
+            for index in (middle - distance, middle + distance) if distance else (middle,):
+                if lo < index < hi and index not in skipped and (pool is None or index in pool):
+                    return index
     return None
 
 
-def search(commits: Sequence[str], probe: Callable[[str], Outcome]) -> SearchResult:
+def search(commits: Sequence[str], probe: Callable[[str], Outcome],
+           preferred: frozenset[str] = frozenset()) -> SearchResult:
     """Find the first bad commit in ``commits`` (oldest first, all after the good one; the last one is known bad)."""
     if not commits:
         raise ValueError("no commits between good and bad")
     lo, hi = -1, len(commits) - 1
     skipped: set[int] = set()
+    cheap = frozenset(i for i, sha in enumerate(commits) if sha in preferred)
     probes: list[tuple[str, Outcome]] = []
     while True:
-        index = next_probe(lo, hi, skipped)
+        index = next_probe(lo, hi, skipped, cheap)
         if index is None:
             break
         outcome = probe(commits[index])

@@ -172,3 +172,15 @@ def test_bisector_stops_when_not_reproduced_and_errs_when_an_end_does_not_build(
     assert outcome.verdict == "not_reproduced" and outcome.steps == () and outcome.culprit is None
     broken_bad = Bisector(Flat(1), Policy(), BisectState(identity={})).run("good", COMMITS[:11])
     assert broken_bad.verdict == "error" and "does not build" in broken_bad.reason
+
+
+def test_search_probes_cheap_commits_first_and_still_finds_the_culprit():
+    commits = [f"c{i}" for i in range(64)]
+    nightlies = frozenset(f"c{i}" for i in range(0, 64, 8))  # one commit in eight has a wheel
+    for culprit in (0, 13, 40, 63):
+        result = search(commits, lambda sha, c=culprit: "bad" if int(sha[1:]) >= c else "good", nightlies)
+        assert result.culprit == f"c{culprit}"
+        probed = [sha for sha, _ in result.probes]
+        cheap = [sha in nightlies for sha in probed]
+        assert cheap == sorted(cheap, reverse=True)  # every cheap probe before the first expensive one
+        assert sum(not c for c in cheap) <= 3  # then at most log2(8) builds inside the remaining gap

@@ -172,3 +172,28 @@ def test_pytorch_mode_bisects_with_install_cmd_and_the_real_perfdash_run(synth, 
     assert result["good_samples"] == ["pass"] and result["bad_samples"] == ["fail_accuracy"]
     # Each commit measured with its own install: perfdash run wrote its CSVs under the commit's cache dir.
     assert list((tmp_path / "cache" / history.shas[2] / "runs" / "0").glob("eager_timm_models_*_accuracy.csv"))
+
+
+def test_nightly_branch_maps_commits_to_wheel_dates_and_only_those_try_a_wheel(synth, tmp_path):
+    history = synth.make_history(tmp_path, [synth.touch(n) for n in range(1, 5)], {"version.txt": "2.7.0a0\n"})
+    git = synth.git
+    git(history.repo, "checkout", "--quiet", "--orphan", "nightly")
+    for day, index in (("2026-01-03", 1), ("2026-01-04", 3)):
+        git(history.repo, "commit", "--quiet", "--allow-empty", "-m",
+            f"{day} nightly release ({history.shas[index]})")
+    git(history.repo, "commit", "--quiet", "--allow-empty", "-m", "unrelated maintenance commit")
+    git(history.repo, "checkout", "--quiet", "main")
+
+    from perfbisect.pytorch import nightly_commits
+
+    nightlies = nightly_commits(history.repo, "nightly")
+    assert {history.index(sha): str(day) for sha, day in nightlies.items()} == {1: "2026-01-03", 3: "2026-01-04"}
+    assert nightly_commits(history.repo, "no-such-ref") == {}
+
+    oracle = TorchOracle(repo=history.repo, measure_cmd="", cache_dir=tmp_path / "cache",
+                         target=TorchTarget(suite="timm_models", model="m"), nightlies=nightlies)
+    with_wheel = oracle.install_commands(history.shas[3], oracle.source(history.shas[3]))
+    assert [name for name, _ in with_wheel] == ["nightly", "source"]
+    assert "torch==2.7.0.dev20260104" in with_wheel[0][1]
+    without = oracle.install_commands(history.shas[2], oracle.source(history.shas[2]))
+    assert [name for name, _ in without] == ["source"]
