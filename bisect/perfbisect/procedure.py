@@ -6,7 +6,7 @@ nothing of git, so the bench runs it on simulated histories and the CLI on real 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from perfbisect.search import Outcome, search
@@ -57,7 +57,6 @@ class BisectOutcome:
     confirmation: Confirmation | None
     reason: str
     measurements: int = 0  # measurements taken by this run (not those replayed from a resumed state)
-    extra: dict[str, object] = field(default_factory=dict)
 
 
 class Bisector:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ class BisectReport:
     measurements: int
     summary: str
     jenkins_build_url: str | None = None
+    subjects: dict[str, str] = field(default_factory=dict)  # sha -> subject of every commit probed
 
     def to_service(self) -> dict[str, Any]:
         """The body of ``POST /api/v1/bisections/{id}/result`` (the agreed contract, nothing more)."""
@@ -53,7 +54,8 @@ class BisectReport:
         data = self.to_service()
         data["report_version"] = REPORT_VERSION
         data["steps"] = [
-            {"sha": s.sha, "samples": list(s.samples), "decision": s.decision, "reason": s.reason, "rounds": s.rounds,
+            {"sha": s.sha, "subject": self.subjects.get(s.sha, ""), "samples": list(s.samples),
+             "decision": s.decision, "reason": s.reason, "rounds": s.rounds,
              "p_good": s.p_good, "p_bad": s.p_bad, "position": s.position, "forced": s.forced}
             for s in self.steps
         ]
@@ -77,7 +79,7 @@ class BisectReport:
             table.add_column(column, overflow="fold")
         table.add_row("good", self.good.sha[:10], self.good.subject[:50], "reference", _samples(self.good_samples), "")
         table.add_row("bad", self.bad.sha[:10], self.bad.subject[:50], "reference", _samples(self.bad_samples), "")
-        subjects = {c.sha: c.subject for c in (*self.candidates, self.good, self.bad)}
+        subjects = self.subjects
         for number, step in enumerate(self.steps, start=1):
             style = {"good": "green", "bad": "red", "skip": "yellow"}[step.decision]
             table.add_row(str(number), step.sha[:10], subjects.get(step.sha, "")[:50],
@@ -118,4 +120,5 @@ def build_report(outcome: BisectOutcome, commit: Callable[[str], Commit], good: 
         bad_samples=outcome.bad_samples, change_pct=confirmation.change_pct if confirmation else None,
         p_value=confirmation.p_value if confirmation else None, policy=policy, commits_in_range=commits_in_range,
         measurements=outcome.measurements, summary="; ".join(parts), jenkins_build_url=jenkins_build_url,
+        subjects={s.sha: commit(s.sha).subject for s in outcome.steps},
     )
