@@ -244,3 +244,31 @@ def test_failing_hook_is_reported_and_the_run_stays(settings, session, run_files
     assert response.status_code == 201
     assert "detector down" in response.json()["hook_errors"][0]
     assert _count(session, Run) == 1
+
+
+def test_malformed_json_results_name_the_result(client, auth, session, manifest):
+    body = {"manifest": json.loads(manifest().model_dump_json()),
+            "results": [{"name": "ok", "accuracy": "pass", "speedup": 1.1},
+                        {"name": "bad", "accuracy": "pass", "speedup": -2.0}]}
+    response = client.post("/api/v1/runs", json=body, headers=auth)
+    assert response.status_code == 422
+    assert response.json()["detail"]["file"] == "results[1]"
+    assert "speedup" in response.json()["detail"]["message"]
+    body["results"][1] = {"name": "neither"}
+    assert client.post("/api/v1/runs", json=body, headers=auth).json()["detail"]["file"] == "results[1]"
+    del body["manifest"]["config"]
+    invalid = client.post("/api/v1/runs", json=body, headers=auth)
+    assert invalid.status_code == 422 and invalid.json()["detail"][0]["loc"][:2] == ["manifest", "config"]
+    assert _count(session, Run) == 0
+
+
+def test_performance_csv_without_accuracy_counts_every_speedup(upload, session):
+    files = {PERF: (b"dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_peak_mem,"
+                    b"dynamo_peak_mem\ncpu,a,1,2.0,1.0,5.0,1.0,1,1\ncpu,b,1,0.5,1.0,7.0,1.0,1,1\ncpu,c,0,0.0,0.0\n")}
+    response = upload(files, machine="m")
+    assert response.status_code == 201, response.text
+    summary = session.get(RunSummary, response.json()["runs"][0]["run_id"])
+    assert (summary.passed, summary.total) == (2, 3)
+    assert summary.mean_compile_time_s == pytest.approx(6.0)
+    accuracy = session.scalars(sa.select(Result.accuracy).where(Result.run_id == summary.run_id)).all()
+    assert accuracy == [None, None, None]
