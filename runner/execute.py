@@ -186,15 +186,20 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
             else:
                 with phases.enter(PHASE_FP64):
                     fp64_result = _fp64_reference(built, base, job)
+        reusable: Callable[[], Any] | None = None
         if job.performance:
-            performance = _measure(base, job, phases)
+            performance, reusable = _measure(base, job, phases)
         if job.accuracy and accuracy is None:
             with phases.enter(PHASE_ACCURACY_COMPILED):
-                torch._dynamo.reset()
-                m = copy.deepcopy(base.module)
-                # Inductor's own RNG differs from eager's; fall back to eager's for the comparison, as PyTorch does.
-                with torch._inductor.config.patch(fallback_random=True):
-                    compiled_result = collect(m, make_step(compiled(m, job), base, job), job)
+                if reusable is not None:
+                    # Inference leaves the weights as they were: the timed compiled model is checked as it ran.
+                    compiled_result = collect(base.module, reusable, job)
+                else:
+                    torch._dynamo.reset()
+                    m = copy.deepcopy(base.module)
+                    # Inductor's RNG differs from eager's; fall back to eager's for the comparison, as PyTorch does.
+                    with torch._inductor.config.patch(fallback_random=True):
+                        compiled_result = collect(m, make_step(compiled(m, job), base, job), job)
                 tol = job.tolerance
                 accuracy = ("pass" if acc.same(eager_result, compiled_result, fp64_result, tol.tol, tol.cosine)
                             else "fail_accuracy")
@@ -219,7 +224,8 @@ def _fp64_reference(built: BuiltModel, base: Prepared, job: Job) -> list[Any] | 
         return None
 
 
-def _measure(base: Prepared, job: Job, phases: Phases) -> Performance:
+def _measure(base: Prepared, job: Job, phases: Phases) -> tuple[Performance, Callable[[], Any] | None]:
+    """Timings and graph stats; also the compiled step when the accuracy check may reuse it (inference)."""
     from torch._dynamo.utils import counters
 
     eager_model = copy.deepcopy(base.module)
@@ -252,9 +258,10 @@ def _measure(base: Prepared, job: Job, phases: Phases) -> Performance:
             memory = PeakMemory(job.device)
             eager_peak = memory.measure(eager_step)
             dynamo_peak = memory.measure(compiled_step)
-    return Performance(eager_ms=tuple(eager_ms), compiled_ms=tuple(compiled_ms),
-                       compilation_latency=max(compiled_warm - eager_warm, 0.0), eager_peak_mem=eager_peak,
-                       dynamo_peak_mem=dynamo_peak, **stats)
+    performance = Performance(eager_ms=tuple(eager_ms), compiled_ms=tuple(compiled_ms),
+                              compilation_latency=max(compiled_warm - eager_warm, 0.0), eager_peak_mem=eager_peak,
+                              dynamo_peak_mem=dynamo_peak, **stats)
+    return performance, (compiled_step if job.mode == "inference" else None)
 
 
 def _peak_memory(base: Prepared, job: Job, phases: Phases) -> PeakMemoryResult | None:

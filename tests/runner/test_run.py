@@ -109,17 +109,18 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
 
 def test_perfdash_run_on_tiny_real_models(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """timm and transformers models built by the suites' own builders (tiny configs), compiled by Inductor."""
-    code = main(["run", "--suite", "timm_models", "--models-file", str(DATA / "tiny_real.toml"), "--repeat", "5",
+    code = main(["run", "--suite", "timm_models", "--models-file", str(DATA / "tiny_real.toml"), "-x", "tiny_mlp",
+                 "--repeat", "5",
                  "--timeout", "300", "--output-dir", str(tmp_path), "--no-progress"])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "100%, 3/3" in printed and "inductor_timm_models_float32_inference_cpu" in printed
+    assert "100%, 2/2" in printed and "inductor_timm_models_float32_inference_cpu" in printed
     acc = {r.name: r.accuracy for r in read_accuracy_csv(tmp_path / "inductor_timm_models_float32_inference_cpu_"
                                                                    "accuracy.csv")}
-    assert acc == {"resnet18": "pass", "BertForMaskedLM": "pass", "tiny_mlp": "pass"}
+    assert acc == {"resnet10t": "pass", "BertForMaskedLM": "pass"}
     perf = {r.name: r for r in read_performance_csv(tmp_path / "inductor_timm_models_float32_inference_cpu_"
                                                                "performance.csv")}
-    resnet = perf["resnet18"]
+    resnet = perf["resnet10t"]
     assert resnet.speedup > 0 and resnet.compilation_latency is not None and resnet.compilation_latency > 0
     assert resnet.eager_peak_mem is not None and resnet.dynamo_peak_mem is not None
     assert resnet.compression_ratio is None or resnet.compression_ratio > 0
