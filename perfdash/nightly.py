@@ -239,6 +239,20 @@ def shift_to_next_night(results_dir: Path, latest: date | None) -> int:
     return days
 
 
+def ingest_files(results_dir: Path) -> tuple[list[str], list[str]]:
+    """The result files to ingest, and the runs left out: a suite stopped before its first model leaves a manifest
+    without CSVs, which the ingest would refuse, and with it the whole night."""
+    csv_stems = {path.name.rsplit("_", 1)[0] for path in results_dir.glob("*.csv")}
+    files, empty = [], []
+    for path in sorted(results_dir.iterdir()):
+        stem = path.name.rsplit("_", 1)[0]
+        if path.suffix == ".csv" or (stem in csv_stems and path.name.endswith(("_manifest.json", "_samples.jsonl"))):
+            files.append(str(path))
+        elif path.name.endswith("_manifest.json"):
+            empty.append(stem)
+    return files, empty
+
+
 def run_nightly(config: NightlyConfig) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -262,8 +276,14 @@ def run_nightly(config: NightlyConfig) -> int:
             if days:
                 console.print(f"  this database already has this night: recorded as {days} day(s) later "
                               "(manifest start/end times moved; --night real keeps them)")
+        argv = step.argv
+        if argv[0] == "ingest" and config.results_dir.is_dir():
+            files, empty = ingest_files(config.results_dir)
+            for stem in empty:
+                console.print(f"  [yellow]{stem}: no model finished, nothing to ingest[/yellow]")
+            argv = ("ingest", *files) if files else argv
         started = time.monotonic()
-        code = _call(step.argv)
+        code = _call(argv)
         elapsed = time.monotonic() - started
         outcomes.append((step.title, "ok" if code == 0 else f"exit {code}", elapsed))
         if code != 0:

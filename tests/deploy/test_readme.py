@@ -73,3 +73,13 @@ def test_configuration_table_lists_every_setting() -> None:
     table = README.read_text().split("## Configuration", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"^\| `([A-Z0-9_]+)` \|", table, re.M))
     assert names <= listed, f"settings missing from README's configuration table: {sorted(names - listed)}"
+
+
+def test_readme_names_the_two_commands_and_shows_a_real_screenshot() -> None:
+    text = README.read_text()
+    assert "make run" in text and "make test" in text
+    image = re.search(r"!\[[^\]]*\]\((docs/[\w.-]+\.png)\)", text)
+    assert image, "README shows no screenshot under docs/"
+    png = README.parent / image.group(1)
+    assert png.exists(), f"{image.group(1)} is missing"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

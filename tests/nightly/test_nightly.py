@@ -190,3 +190,16 @@ def test_nightly_flow_on_postgres(postgres_url: str, tmp_path: Path, restore_dat
         connection.execute(sa.text("CREATE DATABASE perfdash_nightly"))
     admin.dispose()
     _check_two_nights(postgres_url.rsplit("/", 1)[0] + "/perfdash_nightly", tmp_path)
+
+
+def test_a_suite_that_stopped_before_its_first_model_does_not_block_the_night(tmp_path: Path) -> None:
+    write_night(tmp_path, datetime(2026, 11, 22, 21, 30, tzinfo=UTC), 1.2)
+    # huggingface was killed before its first model: a manifest and no CSV.
+    config = RunConfig(suite="huggingface", backend="inductor", batch_size=2)
+    Manifest(config=config, start_time=datetime(2026, 11, 22, 21, 30, tzinfo=UTC)).write(
+        tmp_path / config.key().filename("manifest"))
+    files, empty = nightly.ingest_files(tmp_path)
+    assert empty == ["inductor_huggingface_float32_inference_cpu"]
+    names = sorted(Path(f).name for f in files)
+    assert len(names) == 6 and not any("huggingface" in n for n in names)
+    assert sum(n.endswith("_manifest.json") for n in names) == 2
