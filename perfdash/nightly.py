@@ -42,6 +42,8 @@ DEFAULT_PICKS: tuple[SuitePick, ...] = (
     SuitePick("torchbench", ("resnet18",), 4),
     SuitePick("huggingface", ("DistilBertForMaskedLM",), 2),
     SuitePick("timm_models", ("lcnet_050",), 4),
+    # Not in DEFAULT_SUITES (a ResNet-50 adds about 4 minutes): `--suites ...,hf_vision` fills the Vision page.
+    SuitePick("hf_vision", ("ResNet_bs1",), 1),  # rows are named <model>_bs<N>
 )
 
 

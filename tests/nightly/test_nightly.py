@@ -8,7 +8,6 @@ import contextlib
 import io
 import os
 import sqlite3
-import tomllib
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -17,8 +16,6 @@ import pytest
 from perfdash import nightly
 from perfdash.cli import build_parser
 from perfdash.contract import AccuracyRow, MachineInfo, Manifest, PerformanceRow, RunConfig, append_row
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _registered() -> set[str]:
@@ -33,12 +30,14 @@ def _config(**overrides) -> nightly.NightlyConfig:
     return nightly.config_from_args(args, datetime(2026, 11, 22, 21, 0, tzinfo=UTC))
 
 
-def test_default_picks_are_models_of_the_suites_lists() -> None:
+def test_default_picks_select_exactly_their_models_in_the_runner() -> None:
+    from runner.options import RunOptions, validate
+
     for pick in nightly.DEFAULT_PICKS:
-        listed = tomllib.loads((REPO / "runner" / "suites" / "data" / f"{pick.suite}.toml").read_text())
-        names = {model["name"] for model in listed["model"]}
-        assert set(pick.models) <= names, f"{pick.suite}: {set(pick.models) - names} not in its list"
-    assert {p.suite for p in nightly.DEFAULT_PICKS} == set(nightly.DEFAULT_SUITES)
+        _, selected = validate(RunOptions(suite=pick.suite, filters=(nightly._only(pick.models),),
+                                          batch_size=pick.batch_size))
+        assert [m.name for m in selected] == list(pick.models), pick.suite
+    assert set(nightly.DEFAULT_SUITES) <= {p.suite for p in nightly.DEFAULT_PICKS}
 
 
 def test_plan_runs_each_suite_then_ingests_detects_and_reports() -> None:
