@@ -140,3 +140,28 @@ def test_bad_not_after_good_is_an_error(perf_history, cache_dir, capsys):
                  perf_history.shas[2], "--measure", MEASURE, "--cache-dir", str(cache_dir)])
     assert code == 1
     assert "not an ancestor" in capsys.readouterr().err
+
+
+def test_a_hanging_measurement_times_out_and_its_process_tree_is_killed(perf_history, tmp_path):
+    from perfbisect.commands import CommandOracle
+    from perfbisect.procedure import MeasureFailed
+
+    pid_file = tmp_path / "child.pid"
+    oracle = CommandOracle(repo=perf_history.repo, cache_dir=tmp_path / "cache", measure_timeout=1.0,
+                           measure_cmd=f"sleep 60 & echo $! > {pid_file}; wait")
+    started = time.monotonic()
+    try:
+        oracle.measure(perf_history.shas[0], 0)
+    except MeasureFailed as exc:
+        assert exc.status == "timeout"
+    else:
+        raise AssertionError("a hanging measurement must time out")
+    assert time.monotonic() - started < 30
+    child = int(pid_file.read_text())
+    time.sleep(0.2)
+    try:
+        os.kill(child, 0)
+        alive = Path(f"/proc/{child}/stat").read_text().split()[2] != "Z"
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the command's children must be killed with it"
