@@ -218,8 +218,13 @@ def compare(request: Request, session: SessionDep, base: int | None = None, new:
         results = [m.new for m in comparison.models if m.new is not None]
         rows = views.model_rows(results, comparison, new_run.summary.warnings if new_run.summary else [])
         context.update(rows=rows, sections=views.comparison_sections(rows, comparison))
-    context.update(new_run=new_run, base_run=base_run,
-                   choices=q.run_choices(session, context["config_id"]) if context["config_id"] else [])
+    choices = q.run_choices(session, context["config_id"]) if context["config_id"] else []
+    # The selects must show the runs compared, also when they are older than the newest few hundred.
+    listed = {c.id for c in choices}
+    for shown in (base_run, new_run):
+        if shown is not None and shown.id not in listed and shown.configuration_id == context["config_id"]:
+            choices.append(q.RunChoice(shown.id, shown.night, shown.torch_git_commit))
+    context.update(new_run=new_run, base_run=base_run, choices=choices)
     return render(request, "pages/compare.html", active="compare", title="Compare",
                   status_code=400 if context["error"] else 200, **context)
 

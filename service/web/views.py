@@ -339,6 +339,10 @@ def _distinguishing_labels(parts: dict[int, tuple[str, ...]]) -> dict[int, str]:
         return {}
     width = len(next(iter(parts.values())))
     varying = [i for i in range(width) if len({p[i] for p in parts.values()}) > 1] or [0, 1]
+    # The last part (the machine) only when the others leave two lines with one label.
+    shorter = [i for i in varying if i != width - 1]
+    if shorter and len({tuple(p[i] for i in shorter) for p in parts.values()}) == len(parts):
+        varying = shorter
     return {cid: " · ".join(p[i] for i in varying) for cid, p in parts.items()}
 
 

@@ -230,6 +230,8 @@ def test_compare_by_runs_and_by_commits(populated, lookup, page: Page) -> None:
     expect(counts).to_contain_text("1 fixed")
     expect(counts).to_contain_text("1 new models")
     expect(page.locator("#section-regressions tbody tr")).to_have_attribute("data-name", "mobilenetv3_large_100")
+    expect(page.locator("select[name=base]")).to_have_value(str(lookup.run_id("timm_models", "inductor", NIGHT1)))
+    expect(page.locator("select[name=new]")).to_have_value(str(lookup.run_id("timm_models", "inductor", NIGHT2)))
     expect(page.locator("#section-new-failures tbody tr")).to_have_attribute("data-name", "efficientnet_b0")
     page.fill("input[name=base_commit]", "1111111111")
     page.fill("input[name=new_commit]", "2222222")
