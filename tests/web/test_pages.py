@@ -82,6 +82,17 @@ def test_home_cell_links_to_the_suite_page(populated, lookup, page: Page) -> Non
     expect(page.locator("h1")).to_contain_text("timm_models")
 
 
+def test_home_group_links_to_its_trends_and_runs(populated, page: Page) -> None:
+    page.goto(populated.url + "/")
+    page.locator("section.group .meta a", has_text="runs").click()
+    expect(page).to_have_url(re.compile(r"/runs\?device=cpu&dtype=float32&mode=inference&thread_config=all-cores$"))
+    manifests = sorted(DATA.glob("night*/*_manifest.json"))  # one group: every fixture run is in it
+    expect(page.locator("#runs tbody tr")).to_have_count(len(manifests))
+    page.go_back()
+    page.locator("section.group .meta a", has_text="trends").click()
+    expect(page.locator("#trend-table tbody tr")).to_have_count(len({m.name for m in manifests}))
+
+
 def test_suite_page_marks_failures_new_models_and_deltas(populated, lookup, page: Page) -> None:
     page.goto(f"{populated.url}/suite/{lookup.run_id('timm_models', 'inductor', NIGHT2)}")
     new, old = speedups("night2", "inductor", "timm_models"), speedups("night1", "inductor", "timm_models")
