@@ -1,7 +1,8 @@
 """Builders: turn a ``ModelSpec`` into a real model and its example inputs. Runs in the worker (imports torch).
 
 ``BUILDERS`` maps a builder kind (the part before ``:``) to a function ``(spec, ctx) -> BuiltModel``. To add a kind,
-write such a function and add it to the mapping; suites then name it in their data files.
+write such a function and add it to the mapping (a read-only view: edit the literal); suites then name it in their
+data files.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -196,14 +198,14 @@ def build_py(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
     return _call_target(getattr(module, function), spec, ctx)
 
 
-BUILDERS: dict[str, Callable[[ModelSpec, BuildContext], BuiltModel]] = {
+BUILDERS: Mapping[str, Callable[[ModelSpec, BuildContext], BuiltModel]] = MappingProxyType({
     "timm": build_timm,
     "torchvision": build_torchvision,
     "torchbenchmark": build_torchbenchmark,
     "hf": build_hf,
     "module": build_module,
     "py": build_py,
-}
+})
 
 
 def build(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
