@@ -228,3 +228,29 @@ if __name__ == "__main__":
 # fixed 10% vs ref. run     55.0/ 79.0 d2    61.9/ 85.6 d2    68.0/ 89.3 d0    99.5/ 99.5 d0   152.38  19.44   738    0
 # z>=5, 100-pt lookback      2.0/  7.0 d6     3.1/  5.7 d3     2.9/  7.8 d4    43.5/ 44.5 d0     6.46   0.38   309    4
 #    series-nights scored per method: 48000
+#
+# The threshold trade-off (`python -m bench.detection --series 50 --sweep`, same day): no single p-value meets both
+# targets at 2 % noise (>= 95 % of 5 % steps within 3 nights and <= 1 false alert per 1,000 series-nights):
+#
+# 50 series per kind x 6 kinds x 2 noise levels, 90 nights each; alerts matched to a change within 10 nights
+# step cells: % found within 3 nights / % found within the match window, d = median delay (nights)
+#
+# == noise CV 2% (300 series, 478 single-night spikes) ==
+# method                          step 3%          step 5%         step 10%         step 30% false/1k dup/1k spike    s
+# perfdash E-div + t-test    26.0/ 60.0 d4    77.8/100.0 d2   100.0/100.0 d1    98.9/ 98.9 d1     1.71   0.17     2  139
+# fixed 10% vs ref. run     12.0/ 22.0 d3    16.2/ 27.3 d2    50.9/ 60.2 d0   100.0/100.0 d0    30.38   3.75   360    0
+# z>=5, 100-pt lookback      6.0/ 12.0 d4    11.1/ 17.2 d2    21.3/ 25.0 d0    59.1/ 60.2 d0     9.58   1.96   228    3
+# perfdash p<0.0001         18.0/ 50.0 d4    61.6/ 94.9 d3   100.0/100.0 d1   100.0/100.0 d1     1.00   0.04     1  116
+# perfdash p<0.002          36.0/ 70.0 d3    88.9/100.0 d2   100.0/100.0 d1    97.8/ 97.8 d1     3.83   0.54     2   76
+# perfdash p<0.005          42.0/ 74.0 d3    94.9/100.0 d1   100.0/100.0 d1    95.7/ 95.7 d1     6.50   0.79     2   72
+#    series-nights scored per method: 24000
+#
+# == noise CV 5% (300 series, 455 single-night spikes) ==
+# method                          step 3%          step 5%         step 10%         step 30% false/1k dup/1k spike    s
+# perfdash E-div + t-test     6.0/ 14.0 d5    12.1/ 28.0 d4    57.1/ 87.8 d3   100.0/100.0 d2     5.00   0.33     7   80
+# fixed 10% vs ref. run     50.0/ 82.0 d2    65.4/ 83.2 d1    72.4/ 86.7 d0   100.0/100.0 d0   149.12  20.46   397    0
+# z>=5, 100-pt lookback      0.0/  0.0 d-     3.7/  6.5 d3     3.1/  6.1 d3    41.1/ 41.1 d0     6.62   0.38   159    4
+# perfdash p<0.0001          2.0/  4.0 d3     6.5/ 16.8 d4    42.9/ 83.7 d3   100.0/100.0 d2     2.79   0.29     4   80
+# perfdash p<0.002           8.0/ 22.0 d5    17.8/ 42.1 d5    71.4/ 93.9 d2   100.0/100.0 d2    10.04   0.62    11   68
+# perfdash p<0.005          20.0/ 46.0 d4    29.9/ 53.3 d3    74.5/ 99.0 d2   100.0/100.0 d2    16.67   0.88    13   64
+#    series-nights scored per method: 24000
