@@ -38,6 +38,8 @@ def test_default_picks_select_exactly_their_models_in_the_runner() -> None:
                                           batch_size=pick.batch_size))
         assert [m.name for m in selected] == list(pick.models), pick.suite
     assert set(nightly.DEFAULT_SUITES) <= {p.suite for p in nightly.DEFAULT_PICKS}
+    # One configuration group a night: the report covers one group, and the batch size is part of it.
+    assert len({p.batch_size for p in nightly.DEFAULT_PICKS}) == 1
 
 
 def test_plan_runs_each_suite_then_ingests_detects_and_reports() -> None:
