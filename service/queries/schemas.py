@@ -76,8 +76,8 @@ class SummaryOut(BaseModel):
     compile_time_text: str
     mean_compression_ratio: float | None
     compression_text: str
-    warnings_count: int
-    warnings: list[WarningOut]  # may be left empty in lists and histories; warnings_count is always right
+    warnings_count: int | None  # None where the warnings were not loaded (suite history)
+    warnings: list[WarningOut]  # may be left empty in lists and histories; then see warnings_count
 
     @classmethod
     def from_row(cls, row: RunSummary, *, with_warnings: bool = True) -> SummaryOut:
@@ -102,7 +102,8 @@ class SummaryOut(BaseModel):
             "geomean_speedup_unclipped_text": metrics.geomean_unclipped_text, "mean_compile_time_s": compile_s,
             "compile_time_text": metrics.compile_time_text, "mean_compression_ratio": ratio,
             "compression_text": metrics.compression_text,
-            "warnings_count": len(warnings or ()) if warnings_count is None else warnings_count,
+            "warnings_count": (len(warnings) if warnings is not None else None) if warnings_count is None
+            else warnings_count,
             "warnings": (warnings or []) if with_warnings else []})
 
 

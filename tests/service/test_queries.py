@@ -44,6 +44,9 @@ def test_one_run_with_results(client, three_nights):
     assert results["vit"]["speedup"] == 1.2
     assert results["resnet"]["gated_speedup"] == 1.5
     assert client.get("/api/v1/runs/999999").status_code == 404
+    assert [w["name"] for w in run["summary"]["warnings"]] == ["vit"]
+    listed = next(r for r in client.get("/api/v1/runs").json() if r["id"] == ids[2])
+    assert listed["summary"]["warnings"] == [] and listed["summary"]["warnings_count"] == 1  # lists carry the count
 
 
 def test_model_history(client, three_nights):
