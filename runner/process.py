@@ -86,6 +86,10 @@ def run_worker(job: Job, env: dict[str, str], timeout_s: float, log_path: Path,
             timed_out = True
             _kill_group(proc)
             proc.wait()
+        except BaseException:  # interrupted (Ctrl-C, SIGTERM from Jenkins): leave no orphaned worker behind
+            _kill_group(proc)
+            proc.wait()
+            raise
         reader.join(timeout=10)
     wall = time.perf_counter() - start
     return WorkerOutcome(result=sink.get("result"), last_phase=str(sink["phase"]),  # type: ignore[arg-type]
