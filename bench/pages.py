@@ -13,28 +13,29 @@ Run from the repository root as a module (``python bench/pages.py`` would put be
 bench/bisect.py shadows the standard library's bisect):
 ``.venv/bin/python -m bench.pages [--years 3] [--repeat 40] [--database-url URL]``.
 
-Last printed (2026-11-22, the shared 2-core machine at load average 11-13, i.e. 5-6 runnable processes per core:
-wall-clock figures are inflated several times; cpu50 is this process's CPU per request, Postgres not included),
-SYNTHETIC history of 18 configurations, 19,710 runs, 2,700 series, 2,956,500 results::
+Last printed (2026-11-22 22:50 UTC, final code; the shared 2-core machine at load average 9.8-9.9, i.e. about
+five runnable processes per core: wall-clock figures are inflated several times; cpu50 is this process's CPU per
+request, app + client, Postgres not included), SYNTHETIC history of 18 configurations, 19,710 runs, 2,700 series,
+2,956,500 results::
 
     page                        p50      p95   wall50   wall95    cpu50     KiB
-    home                      113.2    165.2    133.2    187.3     27.6      25  OVER
-    suite                     149.4    244.3    163.7    264.2     37.1     106  OVER
-    model (1 year)            140.1    180.1    152.3    209.6     32.8      65  OVER
-    model (all years)         290.0    501.7    309.2    535.6     50.8     119  OVER
-    trends (90 days)          130.4    218.7    143.5    237.4     28.9      38  OVER
-    trends (1 group, all)     255.3    351.5    271.7    367.7     42.2      59  OVER
-    trends (1 suite, all)     200.2    302.5    210.9    320.0     34.2      50  OVER
-    compare (prev night)      168.2    514.3    191.8    556.6     45.4     155  OVER
-    compare (3 years)         193.4    965.6    206.7    981.0     53.5     170  OVER
-    compare (commits)         179.8    503.9    192.1    521.3     46.3     155  OVER
-    runs                       62.0     91.7     72.5    103.3     19.2      53  ok
-    runs (filtered)            93.2    129.9    107.6    140.5     24.9      52  ok
-    home rendered in headless Chromium (5 cold loads): median 670 ms, max 1764 ms (target < 1000 ms) ok
+    home                       81.7    117.6     89.3    128.4     20.8      26  ok
+    suite                     123.7    223.3    136.5    232.7     30.7     106  OVER
+    model (1 year)            127.8    185.0    139.3    195.1     26.7      65  OVER
+    model (all years)         187.1    288.9    201.0    298.1     43.8     119  OVER
+    trends (90 days)           99.8    137.0    113.8    154.0     22.8      38  ok
+    trends (1 group, all)     263.4    384.6    277.5    405.4     38.0      59  OVER
+    trends (1 suite, all)     146.8    213.6    157.4    226.8     28.6      49  OVER
+    compare (prev night)      120.5    567.0    131.1    584.9     39.6     155  OVER
+    compare (3 years)         127.0    608.0    135.0    616.6     40.7     170  OVER
+    compare (commits)         185.5    616.5    201.8    641.0     55.5     155  OVER
+    runs                       76.3    132.4     85.3    145.0     24.7      53  ok
+    runs (filtered)            62.0     71.2     69.0     79.9     20.2      52  ok
+    home rendered in headless Chromium (7 cold loads): median 465 ms, max 1457 ms (target < 1000 ms) ok
 
-At load average ~8 an earlier run of the same code but the last two commits printed home 36.5/52.8, suite
-55.5/71.0, model (1 year) 44.1/52.8, trends (90 days) 51.5/74.7, compare (prev night) 118.0/144.3, runs 47.0/66.7
-(p50/p95 ms) and home rendered in 294 ms: the figures follow the machine's load more than the code.
+At load average ~8 an earlier run (before the last few commits) printed home 36.5/52.8, suite 55.5/71.0, model
+(1 year) 44.1/52.8, trends (90 days) 51.5/74.7, compare (prev night) 118.0/144.3, runs 47.0/66.7 (p50/p95 ms) and
+home rendered in 294 ms: on this machine the figures follow its load more than the code.
 """
 
 from __future__ import annotations
