@@ -132,8 +132,17 @@ def _filled(url: str, args: argparse.Namespace):
     return fill_database(url, years=args.years, n_models=args.models)
 
 
+def _cpu_check() -> str:
+    """How busy the (shared) machine is: the same loop on an idle modern core takes ~0.15-0.2 s."""
+    started = time.perf_counter()
+    sum(range(10**7))
+    return f"CPU check: sum(range(10**7)) took {time.perf_counter() - started:.2f} s; load average " \
+           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+
+
 def _run(url: str, args: argparse.Namespace) -> None:
     rng = random.Random(0)
+    print(_cpu_check())
     filled = _filled(url, args)
     print(f"database: {filled.runs:,} runs, {filled.results:,} result rows "
           f"(nights {filled.first_night} .. {filled.last_night}); generated in {filled.seconds:.0f} s")
@@ -282,6 +291,7 @@ def _in_process(url, filled, configurations_list, runs_by_configuration, series_
 
             size = connection.scalar(sa.text("SELECT pg_size_pretty(pg_total_relation_size('results'))"))
             print(f"\nresults table with its indexes: {size}")
+        print(_cpu_check())
     finally:
         engine.dispose()
 

@@ -91,11 +91,19 @@ class SummaryOut(BaseModel):
                     *, with_warnings: bool = True, warnings_count: int | None = None) -> SummaryOut:
         """``with_warnings=False`` (lists, histories) keeps only their count: a night has dozens per run.
         ``warnings_count`` stands in when the warnings themselves were not loaded."""
+        # model_validate on a dict runs in pydantic-core; model_construct is pure Python and slower here.
+        return cls.model_validate(cls.values(passed, total, geomean, geomean_unclipped, compile_s, ratio, warnings,
+                                             with_warnings=with_warnings, warnings_count=warnings_count))
+
+    @staticmethod
+    def values(passed: int, total: int, geomean: float | None, geomean_unclipped: float | None,
+               compile_s: float | None, ratio: float | None, warnings: list[dict[str, str]] | None,
+               *, with_warnings: bool = True, warnings_count: int | None = None) -> dict[str, Any]:
+        """The fields as a dict, texts made by perfdash.metrics (for validating many at once)."""
         metrics = SuiteSummary(passed=passed, total=total, geomean_speedup=geomean,
                                geomean_speedup_unclipped=geomean_unclipped, mean_compile_time_s=compile_s,
                                mean_compression_ratio=ratio)
-        # model_validate on a dict runs in pydantic-core; model_construct is pure Python and slower here.
-        return cls.model_validate({
+        return {
             "passed": passed, "total": total, "passrate": metrics.passrate, "passrate_text": metrics.passrate_text,
             "geomean_speedup": geomean, "geomean_speedup_text": metrics.geomean_text,
             "geomean_speedup_unclipped": geomean_unclipped,
@@ -104,7 +112,7 @@ class SummaryOut(BaseModel):
             "compression_text": metrics.compression_text,
             "warnings_count": (len(warnings) if warnings is not None else None) if warnings_count is None
             else warnings_count,
-            "warnings": (warnings or []) if with_warnings else []})
+            "warnings": (warnings or []) if with_warnings else []}
 
 
 class RunOut(BaseModel):
