@@ -40,11 +40,11 @@ def test_upgrade_downgrade_upgrade(empty_database: str):
 
 
 def test_models_match_the_migrations(fresh_postgres: str):
-    """Autogenerate finds nothing to add for our tables: the models and revision 0001 describe the same schema."""
+    """Autogenerate finds nothing to change for our tables: the models and the migrations describe the same schema."""
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
-    upgrade(fresh_postgres, "0001")
+    upgrade(fresh_postgres)
     engine = sa.create_engine(fresh_postgres)
     try:
         with engine.connect() as connection:
