@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from perfdash.contract import Manifest
+from perfdash.contract import AccuracyRow, Manifest, PerformanceRow, append_row
 
 DATA = Path(__file__).parent / "data"
 
@@ -50,7 +50,11 @@ def _env() -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def vision_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`perfdash run --suite hf_vision` for real: two tiny models at batch size 1; returns the results directory."""
+    """`perfdash run --suite hf_vision` for real: two tiny models at batch size 1; returns the results directory.
+    PERFDASH_HF_VISION_RESULTS=DIR reuses the files of an earlier such run (to iterate on the page quickly)."""
+    reuse = os.environ.get("PERFDASH_HF_VISION_RESULTS")
+    if reuse:
+        return Path(reuse)
     out = tmp_path_factory.mktemp("hf_vision") / "results"
     command = [sys.executable, "-m", "perfdash.cli", "run", "--suite", "hf_vision", "--models-file", str(TINY),
                "--batch-size", "1", "--filter", MODELS, "--repeat", "5", "--warmup", "1", "--timeout", "600",
@@ -60,9 +64,11 @@ def vision_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def derive(source: Path, target: Path, *, days_earlier: int = 0, compile_mode: str | None = None) -> Path:
+def derive(source: Path, target: Path, *, days_earlier: int = 0, compile_mode: str | None = None,
+           oom: tuple[tuple[str, int], ...] = ()) -> Path:
     """A copy of a run's files as another night and/or compile mode: same rows, moved manifest and file names.
-    Only the page's night axis and mode selector need these; every number still comes from the real run."""
+    Only the page's night axis and mode selector need these; every number still comes from the real run. ``oom``
+    adds (row name, batch size) rows as the runner writes a model that ran out of memory (a CPU cannot be made to)."""
     target.mkdir(parents=True)
     manifest = Manifest.read(source / f"{STEM}_manifest.json")
     config = manifest.config
@@ -79,18 +85,23 @@ def derive(source: Path, target: Path, *, days_earlier: int = 0, compile_mode: s
     manifest.write(target / f"{stem}_manifest.json")
     for kind in ("performance.csv", "accuracy.csv", "samples.jsonl"):
         shutil.copyfile(source / f"{STEM}_{kind}", target / f"{stem}_{kind}")
+    for name, batch_size in oom:
+        append_row(target / f"{stem}_performance.csv", PerformanceRow.failure("cpu", name))
+        append_row(target / f"{stem}_accuracy.csv", AccuracyRow(dev="cpu", name=name, batch_size=batch_size,
+                                                                accuracy="OOM"))
     return target
 
 
 @pytest.fixture(scope="session")
 def vision_server(vision_run: Path, postgres_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """The app on a fresh Postgres holding the real run (latest night), the same rows one night earlier, and the
-    same rows filed under compile mode reduce-overhead."""
+    same rows filed under compile mode reduce-overhead with ResNet out of memory at batch size 16."""
     base = tmp_path_factory.mktemp("derived")
     url = web.fresh_database(postgres_url)
     web.ingest_dir(url, derive(vision_run, base / "earlier", days_earlier=1))
     web.ingest_dir(url, vision_run)
-    web.ingest_dir(url, derive(vision_run, base / "reduce_overhead", compile_mode="reduce-overhead"))
+    web.ingest_dir(url, derive(vision_run, base / "reduce_overhead", compile_mode="reduce-overhead",
+                                         oom=(("ResNet_bs16", 16),)))
     server = web.start_server(url)
     yield server
     server.stop()

@@ -65,7 +65,7 @@ def test_ingest_command_takes_the_run(vision_run: Path, vision_server) -> None: 
     finally:
         engine.dispose()
     assert runs == 3  # the real night, the derived earlier night, the derived reduce-overhead run
-    assert names == sorted(ROWS)
+    assert names == sorted([*ROWS, "ResNet_bs16"])
 
 
 def _row(page: Page, name: str):  # type: ignore[no-untyped-def]
@@ -118,9 +118,16 @@ def test_compile_mode_selector_switches_the_tables(vision_server, page: Page) ->
     page.wait_for_url("**compile_mode=reduce-overhead**")
     expect(page.locator("section.vision-group h2")).to_contain_text("compile mode reduce-overhead")
     expect(page.locator("section.vision-group h2")).to_contain_text("inductor_reduce_overhead")
-    expect(page.locator("table.vision tbody tr")).to_have_count(2)
+    expect(page.locator("table.vision[data-batch-size='1'] tbody tr")).to_have_count(2)
+    # An OOM at batch size 16 is that size's row; batch size 1 still has its numbers.
+    oom = page.locator("table.vision[data-batch-size='16'] tr[data-name='ResNet_bs16'] td")
+    expect(oom.nth(2)).to_have_text("OOM")
+    expect(oom.nth(3)).to_have_text("OOM")
+    expect(oom.nth(6)).to_have_text("OOM")
+    expect(page.locator("h3")).to_have_text(["batch size 1", "batch size 16"])
     data = json.loads(page.locator("#vision-data").text_content() or "{}")
-    assert [len(t["nights"]) for t in data["trends"]] == [1]
+    assert [len(t["nights"]) for t in data["trends"]] == [1, 1]
+    assert data["bars"][1]["compiled"] == [None]
 
 
 def test_median_statistic_matches_the_csv(vision_run: Path, vision_server, page: Page) -> None:  # type: ignore[no-untyped-def]
