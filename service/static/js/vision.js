@@ -18,6 +18,8 @@
   }
 
   function bars(node, data) {
+    // Room for every model's bars: the publication's twelve rows need more height than a two-row test run.
+    node.style.height = Math.max(280, 90 + data.labels.length * 34) + "px";
     const chart = echarts.init(node, null, { renderer: "canvas" });
     const improvement = node.dataset.kind === "improvement";
     const option = {
