@@ -41,16 +41,16 @@ def _merge(defaults: Mapping[str, Any], overrides: Overrides) -> dict[str, Any]:
 
 
 def _no_backbone(name: str) -> Callable[[Overrides, Overrides], Any]:
-    """A config without a backbone sub-config: backbone overrides make no sense there."""
+    """A config class without a backbone sub-config, from ``_CONFIG_DEFAULTS[name]`` plus overrides."""
 
-    def make(overrides: Overrides, backbone: Overrides, defaults: Mapping[str, Any]) -> Any:
+    def make(overrides: Overrides, backbone: Overrides) -> Any:
         import transformers
 
         if backbone:
             raise SuiteError(f"{name} has no backbone to override (got backbone = {dict(backbone)})")
-        return getattr(transformers, name)(**_merge(defaults, overrides))
+        return getattr(transformers, name)(**_merge(_CONFIG_DEFAULTS[name], overrides))
 
-    return lambda overrides, backbone: make(overrides, backbone, _CONFIG_DEFAULTS[name])
+    return make
 
 
 _CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
