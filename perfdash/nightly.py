@@ -36,8 +36,9 @@ class SuitePick:
 
 
 # One small member of each suite's list (names as the runner selects them). Measured on two cores of an idle Xeon
-# with a cold cache, a model takes 3-5 minutes (three compiles of 55-95 s each: performance, accuracy, peak memory),
-# so one model a suite is what fits the 15-minute budget of `make run`; `--models SUITE=A,B` runs more. One batch
+# with a cold cache, a model took 3-5 minutes when it compiled three times (55-95 s each); it now compiles once in
+# inference (accuracy reuses the timed model, peak memory is measured in the same worker), but one model a suite is
+# still what fits the 15-minute budget of `make run` on a busy machine; `--models SUITE=A,B` runs more. One batch
 # size for all: the batch size is part of a configuration, and the report covers one configuration group.
 DEFAULT_PICKS: tuple[SuitePick, ...] = (
     SuitePick("torchbench", ("resnet18",), 4),

@@ -1,8 +1,8 @@
 """The runner's Python API: ``run_suite(RunOptions) -> RunReport``; ``perfdash run`` and the nightly job call it.
 
 One worker process per model (see runner.process); rows are appended as each model finishes, so running the same
-command again resumes after the models already in the CSVs. On CPU a model whose performance run succeeded gets a
-second, short worker for peak memory (see runner.protocol.Job.purpose).
+command again resumes after the models already in the CSVs. The same worker measures peak memory, on CPU too (see
+runner.measure.PeakMemory): one process, and one compilation in inference, per model.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
@@ -28,10 +28,10 @@ from perfdash.contract import (
 )
 from perfdash.metrics import SuiteSummary, summarize_results
 from runner.manifest import load_or_create
-from runner.options import MEMORY_PROCESS_ENV, RunOptions, validate
+from runner.options import RunOptions, validate
 from runner.outcome import ModelOutcome, interpret
 from runner.process import run_worker
-from runner.protocol import Job, PeakMemoryResult
+from runner.protocol import Job
 from runner.suites import ModelSpec, Suite
 from runner.suites.base import ToleranceQuery
 
@@ -149,7 +149,7 @@ def make_job(options: RunOptions, suite: Suite, spec: ModelSpec) -> Job:
 
 
 def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, progress: Progress | None = None) -> ModelOutcome:
-    """One model in its own worker (plus the CPU memory worker), turned into its result rows."""
+    """One model in its own worker, turned into its result rows."""
     job = make_job(options, suite, spec)
     env = options.worker_env()
     cache_dir = tempfile.mkdtemp(prefix="perfdash-inductor-") if options.cold_start else None
@@ -163,20 +163,10 @@ def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, progress: Prog
 
     try:
         outcome = run_worker(job, env, options.timeout_s, log, on_phase)
-        memory: PeakMemoryResult | None = None
-        result = outcome.result
-        timings = {**(result.timings if result is not None else {}), "worker_wall": outcome.wall_s}
-        if options.device == "cpu" and result is not None and result.performance is not None:
-            memory_job = replace(job, purpose="memory", accuracy=False, performance=False)
-            memory_outcome = run_worker(memory_job, {**env, **MEMORY_PROCESS_ENV}, options.timeout_s, log, on_phase)
-            timings["memory_worker_wall"] = memory_outcome.wall_s
-            if memory_outcome.result is not None:
-                timings.update({f"memory_{k}": v for k, v in memory_outcome.result.timings.items()})
-            if memory_outcome.result is not None and memory_outcome.result.failure is None:
-                memory = memory_outcome.result.peak_memory
     finally:
         if cache_dir is not None:
             shutil.rmtree(cache_dir, ignore_errors=True)
     return interpret(outcome, name=spec.name, batch_size=job.batch_size, dev=options.device,
-                     want_accuracy=options.run_accuracy, want_performance=options.run_performance, memory=memory,
-                     timings=timings)
+                     want_accuracy=options.run_accuracy, want_performance=options.run_performance,
+                     timings={**(outcome.result.timings if outcome.result is not None else {}),
+                              "worker_wall": outcome.wall_s})

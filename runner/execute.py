@@ -1,8 +1,11 @@
 """What a worker does with one job: build the model, check accuracy, measure performance (imports torch).
 
 Order: load -> accuracy's eager runs (1st, 2nd, fp64 reference) -> performance (eager warm-up, compiled warm-up =
-compilation, interleaved timing, peak memory) -> accuracy's compiled run. Performance comes before any compilation
-so its compiled warm-up measures a real compile; the accuracy check then compiles a fresh copy of the same weights.
+compilation, interleaved timing, then peak memory of one eager and one compiled step) -> accuracy's compiled run.
+Performance comes before any compilation so its compiled warm-up measures a real compile; in inference the accuracy
+check reuses the timed compiled model, in training it compiles a fresh copy of the same weights. Peak memory comes
+after the timed loop, in the same process: CPU memory is replayed from torch.profiler's memory events (see
+runner.measure.PeakMemory), which would only disturb the timings if it ran among them.
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from runner.protocol import (
     PHASE_MEMORY,
     Failure,
     Job,
-    PeakMemoryResult,
     Performance,
     WorkerResult,
 )
@@ -163,16 +165,12 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
     phases = Phases(emit, timings)
     performance: Performance | None = None
     accuracy: str | None = None
-    peak: PeakMemoryResult | None = None
     try:
         with phases.enter(PHASE_LOAD):
             ctx = BuildContext(device=job.device, batch_size=job.batch_size, training=job.mode == "training")
             torch.manual_seed(SEED)
             built = build(job.spec, ctx)
             base = prepare(built, job)
-        if job.purpose == "memory":
-            peak = _peak_memory(base, job, phases)
-            return WorkerResult(name=job.spec.name, batch_size=job.batch_size, peak_memory=peak, timings=timings)
         eager_result = fp64_result = None
         if job.accuracy:
             with phases.enter(PHASE_EAGER_1ST):
@@ -253,31 +251,12 @@ def _measure(base: Prepared, job: Job, phases: Phases) -> tuple[Performance, Cal
             compiled_ms.append(seconds * 1000)
         phases.record("timed_loop_wall", time.perf_counter() - start)
         phases.record("timed", (sum(eager_ms) + sum(compiled_ms)) / 1000)
-        eager_peak = dynamo_peak = None
-        if job.device == "cuda":  # on CPU the parent measures memory in a separate process (see protocol.Job)
-            memory = PeakMemory(job.device)
-            eager_peak = memory.measure(eager_step)
-            dynamo_peak = memory.measure(compiled_step)
+    with phases.enter(PHASE_MEMORY):  # both steps are warm: neither compilation nor first-call caches count
+        memory = PeakMemory(job.device)
+        eager_peak = memory.measure(eager_step)
+        dynamo_peak = memory.measure(compiled_step)
     performance = Performance(eager_ms=tuple(eager_ms), compiled_ms=tuple(compiled_ms),
                               compilation_latency=max(compiled_warm - eager_warm, 0.0), eager_peak_mem=eager_peak,
                               dynamo_peak_mem=dynamo_peak, **stats)
     return performance, (compiled_step if job.mode == "inference" else None)
 
-
-def _peak_memory(base: Prepared, job: Job, phases: Phases) -> PeakMemoryResult | None:
-    """Peak memory of one eager and one compiled step, each after a warm-up (so compilation is not counted)."""
-    memory = PeakMemory(job.device)
-    if not memory.available():
-        return None
-    eager_model = copy.deepcopy(base.module)
-    compiled_model = copy.deepcopy(base.module)
-    eager_step = make_step(eager_model, base, job)
-    with phases.enter(PHASE_EAGER_WARMUP):
-        eager_step()
-    with phases.enter(PHASE_COMPILE):
-        compiled_step = make_step(compiled(compiled_model, job), base, job)
-        compiled_step()
-        compiled_step()
-    with phases.enter(PHASE_MEMORY):
-        eager_step()
-        return PeakMemoryResult(eager_gb=memory.measure(eager_step), compiled_gb=memory.measure(compiled_step))

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -29,33 +27,58 @@ def timed(fn: Callable[[], Any], device: str) -> tuple[float, Any]:
     return time.perf_counter() - start, out
 
 
-def _status_kb(field: str) -> int:
-    match = re.search(rf"^{field}:\s+(\d+)\s+kB", Path("/proc/self/status").read_text(), re.MULTILINE)
-    if match is None:
-        raise OSError(f"/proc/self/status has no {field}")
-    return int(match.group(1))
+# The profiler range that marks the measured call inside the profiled pair (see cpu_peak_bytes).
+_WINDOW = "perfdash::peak_memory"
+
+
+def peak_above_start(deltas: Iterable[int]) -> int:
+    """The highest running total of allocation deltas (bytes, frees negative), counted from 0 at the start.
+
+    A free of memory that was in use before the start lowers the total below 0 as it lowers the process's
+    footprint, so the result is the peak above the baseline at the start, never below 0.
+    """
+    current = peak = 0
+    for nbytes in deltas:
+        current += nbytes
+        peak = max(peak, current)
+    return peak
+
+
+def cpu_peak_bytes(fn: Callable[[], Any]) -> int:
+    """Peak CPU memory of one call above what was in use before it, replayed from torch.profiler's memory events.
+
+    The events are every allocation and free of c10's CPU allocator (eager tensors, Inductor's buffers, oneDNN
+    scratch space) in the calling thread, in order. The profiler only learns a block's size when it sees the block
+    allocated, so a free of older memory would go unrecorded; ``fn`` therefore runs twice in one profiling session
+    and only the second call is replayed: what one step leaves behind for the next (training's gradients, freed by
+    ``zero_grad``) was allocated under the profiler and its free is counted. Unlike RSS, this needs no
+    MALLOC_MMAP_THRESHOLD_ and does not depend on the malloc in use (glibc, jemalloc).
+    """
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()  # primes the profiler's block sizes; not measured
+        with record_function(_WINDOW):
+            fn()
+    events = list(prof.profiler.kineto_results.events())  # type: ignore[union-attr]
+    window = next(e for e in events if e.name() == _WINDOW)
+    memory = sorted(((e.start_ns(), e.nbytes()) for e in events
+                     if e.name() == "[memory]" and e.device_type() == DeviceType.CPU
+                     and window.start_ns() <= e.start_ns() <= window.end_ns()), key=lambda event: event[0])
+    return peak_above_start(nbytes for _, nbytes in memory)
 
 
 @dataclass(frozen=True, slots=True)
 class PeakMemory:
-    """Peak memory of one call in GB above what was in use before it.
+    """Peak memory of one call in GB above what was in use before it, measured in the timing worker itself.
 
-    CUDA: ``max_memory_allocated`` after resetting the peak. CPU: the process's high-water mark (VmHWM) after
-    resetting it by writing "5" to /proc/self/clear_refs, minus the resident size at the reset. The worker runs
-    with MALLOC_MMAP_THRESHOLD_ set so freed buffers go back to the OS and RSS follows the allocator.
+    CUDA: ``max_memory_allocated`` after resetting the peak. CPU: the replay of torch.profiler's memory events (see
+    cpu_peak_bytes). Both count the bytes of memory the allocator handed out, not resident pages, so the two
+    devices' figures mean the same thing.
     """
 
     device: str
-
-    def available(self) -> bool:
-        if self.device == "cuda":
-            return True
-        try:
-            Path("/proc/self/clear_refs").write_text("5")
-            _status_kb("VmHWM")
-        except OSError:
-            return False
-        return True
 
     def measure(self, fn: Callable[[], Any]) -> float:
         if self.device == "cuda":
@@ -65,10 +88,7 @@ class PeakMemory:
             fn()
             torch.cuda.synchronize()
             return max(torch.cuda.max_memory_allocated() - base, 0) / GB
-        Path("/proc/self/clear_refs").write_text("5")
-        base_kb = _status_kb("VmRSS")
-        fn()
-        return max(_status_kb("VmHWM") - base_kb, 0) * 1024 / GB
+        return cpu_peak_bytes(fn) / GB
 
 
 def autocast(device: str, dtype: str) -> AbstractContextManager[Any]:

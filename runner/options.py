@@ -16,8 +16,6 @@ assert set(RUNNABLE_BACKENDS) <= set(BACKENDS)
 DEFAULT_REPEAT = 30
 DEFAULT_WARMUP = 2
 DEFAULT_TIMEOUT_S = 1800.0
-# Peak memory on CPU is read from RSS; glibc must hand freed buffers back at once for RSS to follow the allocator.
-MEMORY_PROCESS_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536"}
 
 
 class OptionsError(ValueError):
@@ -78,8 +76,6 @@ class RunOptions:
 
     def run_config(self) -> RunConfig:
         env = self.worker_env()
-        if self.device == "cpu" and self.run_performance:
-            env.update(MEMORY_PROCESS_ENV)
         return RunConfig(suite=self.suite, backend=self.backend, variant=self.variant, compile_mode=self.compile_mode,
                          dtype=self.dtype, mode=self.mode, device=self.device, threads=self.threads,
                          dynamic_shapes=self.dynamic_shapes, cold_start=self.cold_start, batch_size=self.batch_size,

@@ -17,10 +17,11 @@ from runner.protocol import (
     PHASE_FP64,
     PHASE_LOAD,
     PHASE_MEASURE,
-    PeakMemoryResult,
+    PHASE_MEMORY,
 )
 
-# Below this, a peak is page-granular noise (RSS counters are synced lazily per thread) and a ratio means nothing.
+# Below this, a peak is a few small tensors of a toy model (or the CUDA allocator's 512-byte rounding): its ratio says
+# nothing about a real model's memory, so compression_ratio stays empty.
 MIN_PEAK_FOR_RATIO_GB = 1 / 1024
 
 # phase -> (status on an error, status on running out of memory)
@@ -32,6 +33,7 @@ _STATUS_BY_PHASE: dict[str, tuple[str, str]] = {
     PHASE_EAGER_WARMUP: ("eager_fail_to_run", "OOM"),
     PHASE_COMPILE: ("fail_to_run", "OOM"),
     PHASE_MEASURE: ("fail_to_run", "OOM"),
+    PHASE_MEMORY: ("fail_to_run", "OOM"),
     PHASE_ACCURACY_COMPILED: ("fail_to_run", "OOM"),
 }
 
@@ -51,14 +53,13 @@ class ModelOutcome:
     accuracy: AccuracyRow | None
     samples: ModelSamples | None
     error: str | None
-    # Seconds per part of the work: the worker's phases, "worker_wall" as the parent saw it, "memory_*" for the
-    # CPU memory worker (bench/harness.py reads these).
+    # Seconds per part of the work: the worker's phases and "worker_wall" as the parent saw it (bench/harness.py
+    # reads these).
     timings: dict[str, float] = field(default_factory=dict)
 
 
 def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, want_accuracy: bool,
-              want_performance: bool, memory: PeakMemoryResult | None = None,
-              timings: dict[str, float] | None = None) -> ModelOutcome:
+              want_performance: bool, timings: dict[str, float] | None = None) -> ModelOutcome:
     result = outcome.result
     error: str | None = None
     if outcome.timed_out:
@@ -94,8 +95,7 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
         else:
             eager = statistics.median(perf.eager_ms)
             compiled = statistics.median(perf.compiled_ms)
-            eager_mem = memory.eager_gb if memory is not None else perf.eager_peak_mem
-            compiled_mem = memory.compiled_gb if memory is not None else perf.dynamo_peak_mem
+            eager_mem, compiled_mem = perf.eager_peak_mem, perf.dynamo_peak_mem
             measurable = (eager_mem or 0.0) >= MIN_PEAK_FOR_RATIO_GB and (compiled_mem or 0.0) >= MIN_PEAK_FOR_RATIO_GB
             ratio = eager_mem / compiled_mem if measurable else None  # type: ignore[operator]
             perf_row = PerformanceRow(

@@ -66,7 +66,7 @@ def run_worker(job: Job, env: dict[str, str], timeout_s: float, log_path: Path,
     sink: dict[str, object] = {"phase": PHASE_LOAD}
     start = time.perf_counter()
     with log_path.open("ab") as log:
-        log.write(f"=== {job.spec.name} ({job.purpose}) ===\n".encode())
+        log.write(f"=== {job.spec.name} ===\n".encode())
         log.flush()
         proc = subprocess.Popen(
             [sys.executable, "-m", "runner.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,

@@ -15,7 +15,7 @@ from typing import Any
 
 from runner.suites.base import ModelSpec, Tolerance
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: peak memory measured by the timing worker (no memory job, no Job.purpose)
 
 # Phases in the order the worker runs them.
 PHASE_LOAD = "load"
@@ -24,11 +24,11 @@ PHASE_EAGER_2ND = "eager_2nd_run"  # accuracy: second eager run (must agree with
 PHASE_FP64 = "fp64_reference"  # accuracy: fp64 reference (its failure is tolerated, as in PyTorch)
 PHASE_EAGER_WARMUP = "eager_warmup"  # performance
 PHASE_COMPILE = "compile"  # performance: the compiled warm-up (compilation happens here)
-PHASE_MEASURE = "measure"  # performance: interleaved timing and peak memory
+PHASE_MEASURE = "measure"  # performance: interleaved timing
+PHASE_MEMORY = "memory"  # performance: peak memory of one eager and one compiled step, after the timed loop
 PHASE_ACCURACY_COMPILED = "compiled_run"  # accuracy: the compiled model's output
-PHASE_MEMORY = "memory"  # the memory job: peak memory of one eager and one compiled step
 PHASES = (PHASE_LOAD, PHASE_EAGER_1ST, PHASE_EAGER_2ND, PHASE_FP64, PHASE_EAGER_WARMUP, PHASE_COMPILE,
-          PHASE_MEASURE, PHASE_ACCURACY_COMPILED, PHASE_MEMORY)
+          PHASE_MEASURE, PHASE_MEMORY, PHASE_ACCURACY_COMPILED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +48,6 @@ class Job:
     performance: bool
     threads: int | None
     tolerance: Tolerance
-    # "full": accuracy and/or performance as flagged. "memory": only peak memory of one eager and one compiled step;
-    # the parent runs it in a second process started with MALLOC_MMAP_THRESHOLD_ (which would slow the timed loop).
-    purpose: str = "full"
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -70,7 +67,7 @@ class Job:
 
 @dataclass(frozen=True, slots=True)
 class Performance:
-    """Timings in ms, compile latency in s, peak memory in GB (PyTorch's units)."""
+    """Timings in ms, compile latency in s, peak memory in GB (PyTorch's units) above the baseline before one step."""
 
     eager_ms: tuple[float, ...]
     compiled_ms: tuple[float, ...]
@@ -89,14 +86,8 @@ class Performance:
             raise ValueError("timings must be finite and positive")
         if not math.isfinite(self.compilation_latency):
             raise ValueError("compilation_latency must be finite")
-
-
-@dataclass(frozen=True, slots=True)
-class PeakMemoryResult:
-    """Peak memory above the baseline of one eager and one compiled step, GB."""
-
-    eager_gb: float
-    compiled_gb: float
+        if any(v is not None and (not math.isfinite(v) or v < 0) for v in (self.eager_peak_mem, self.dynamo_peak_mem)):
+            raise ValueError("peak memory must be finite and non-negative (it is measured above a baseline)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +104,6 @@ class WorkerResult:
     performance: Performance | None = None
     accuracy: str | None = None  # pass | fail_accuracy | eager_two_runs_differ (failures come from ``failure``)
     failure: Failure | None = None
-    peak_memory: PeakMemoryResult | None = None
     # Seconds spent per part of the worker (process start excluded), for bench/harness.py.
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -131,7 +121,6 @@ class WorkerResult:
                                        "compiled_ms": tuple(perf["compiled_ms"])}) if perf else None,
             accuracy=data.get("accuracy"),
             failure=Failure(**failure) if failure else None,
-            peak_memory=PeakMemoryResult(**data["peak_memory"]) if data.get("peak_memory") else None,
             timings={k: float(v) for k, v in (data.get("timings") or {}).items()},
         )
 

@@ -47,6 +47,19 @@ class Perturbed(TinyMLP):
         return y
 
 
+class WideLinear(nn.Module):
+    """Returns a large activation (batch x WIDE floats), which eager and compiled must both hold at their peak."""
+
+    WIDE = 65536
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(16, self.WIDE)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.proj(x))  # eager: the linear's output and relu's; Inductor can fuse the two
+
+
 @torch.compiler.disable
 def _clock_noise() -> float:
     return (time.perf_counter_ns() % 997 + 1) * 1e-3
@@ -85,3 +98,7 @@ def perturbed(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.T
 
 def nondeterministic(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
     return Nondeterministic(), _inputs(batch_size)
+
+
+def wide_linear(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return WideLinear(), _inputs(batch_size)

@@ -8,7 +8,7 @@ import pytest
 
 from runner.outcome import interpret
 from runner.process import WorkerOutcome
-from runner.protocol import Failure, PeakMemoryResult, Performance, WorkerResult
+from runner.protocol import Failure, Performance, WorkerResult
 
 
 def _outcome(result: WorkerResult | None = None, phase: str = "load", returncode: int | None = 0,
@@ -29,6 +29,7 @@ def _status(outcome: WorkerOutcome) -> str:
     ("eager_warmup", -signal.SIGSEGV, "eager_fail_to_run"),
     ("compile", -signal.SIGSEGV, "fail_to_run"),
     ("measure", -signal.SIGKILL, "OOM"),
+    ("memory", -signal.SIGKILL, "OOM"),
     ("compiled_run", 1, "fail_to_run"),
 ])
 def test_crash_status_depends_on_the_phase(phase: str, returncode: int, status: str) -> None:
@@ -49,24 +50,34 @@ def test_reported_errors_and_oom() -> None:
     assert _status(_outcome(differ)) == "eager_two_runs_differ"
 
 
+def _performance(eager_gb: float | None, compiled_gb: float | None) -> Performance:
+    return Performance(eager_ms=(4.0, 2.0, 3.0), compiled_ms=(1.0, 1.5, 2.0), compilation_latency=12.5,
+                       eager_peak_mem=eager_gb, dynamo_peak_mem=compiled_gb, calls_captured=5, unique_graphs=1,
+                       graph_breaks=0, unique_graph_breaks=0)
+
+
 def test_rows_from_a_successful_worker() -> None:
-    perf = Performance(eager_ms=(4.0, 2.0, 3.0), compiled_ms=(1.0, 1.5, 2.0), compilation_latency=12.5,
-                       eager_peak_mem=None, dynamo_peak_mem=None, calls_captured=5, unique_graphs=1, graph_breaks=0,
-                       unique_graph_breaks=0)
-    result = WorkerResult("m", 8, performance=perf, accuracy="pass")
+    result = WorkerResult("m", 8, performance=_performance(0.5, 0.25), accuracy="pass")
     out = interpret(_outcome(result, phase="compiled_run"), name="m", batch_size=8, dev="cpu", want_accuracy=True,
-                    want_performance=True, memory=PeakMemoryResult(eager_gb=0.5, compiled_gb=0.25))
+                    want_performance=True)
     assert out.status == "pass" and out.error is None
     row = out.performance
     assert row is not None
     assert row.speedup == pytest.approx(3.0 / 1.5) and row.abs_latency == 1.5  # medians
     assert row.compilation_latency == 12.5 and row.compression_ratio == pytest.approx(2.0)
+    assert (row.eager_peak_mem, row.dynamo_peak_mem) == (0.5, 0.25)
     assert out.accuracy is not None and out.accuracy.stats.calls_captured == 5
     assert out.samples is not None and out.samples.eager_ms == (4.0, 2.0, 3.0)
-    tiny = interpret(_outcome(result), name="m", batch_size=8, dev="cpu", want_accuracy=False, want_performance=True,
-                     memory=PeakMemoryResult(eager_gb=1e-3, compiled_gb=1e-6))
-    assert tiny.performance is not None and tiny.performance.compression_ratio is None  # below page noise
-    assert tiny.accuracy is None
+    tiny = WorkerResult("m", 8, performance=_performance(1e-3, 1e-6), accuracy="pass")
+    small = interpret(_outcome(tiny), name="m", batch_size=8, dev="cpu", want_accuracy=False, want_performance=True)
+    assert small.performance is not None and small.performance.compression_ratio is None  # a toy model's bytes
+    assert small.performance.dynamo_peak_mem == 1e-6  # the peaks themselves are kept
+    assert small.accuracy is None
+
+
+def test_peak_memory_is_never_negative() -> None:
+    with pytest.raises(ValueError, match="peak memory"):
+        _performance(-1e-3, 0.25)
 
 
 def test_failed_performance_is_pytorchs_failure_row() -> None:

@@ -16,6 +16,7 @@ from perfdash.contract import (
 )
 from runner.api import RunReport, run_suite
 from runner.options import RunOptions
+from runner.process import run_worker
 
 DATA = Path(__file__).parent / "data"
 PERF_HEADER = ("dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_peak_mem,"
@@ -67,7 +68,7 @@ def test_manifest_and_samples(statuses: RunReport) -> None:
     manifest = Manifest.read(statuses.paths.manifest)
     assert manifest.torch_version and manifest.torch_git_commit
     assert manifest.machine.cpu_model and manifest.machine.cpu_count
-    assert manifest.config.env["MALLOC_MMAP_THRESHOLD_"] == "65536"
+    assert "MALLOC_MMAP_THRESHOLD_" not in manifest.config.env  # no RSS-based memory process any more
     assert manifest.start_time is not None and manifest.end_time is not None
     errors = manifest.model_errors
     assert set(errors) == {"raises", "aborts", "missing_dependency", "hangs"}  # verdicts are not errors
@@ -107,23 +108,40 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
         json.loads(first.paths.manifest.read_text())["start_time"]
 
 
-def test_perfdash_run_on_tiny_real_models(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """timm and transformers models built by the suites' own builders (tiny configs), compiled by Inductor."""
+def test_perfdash_run_on_tiny_real_models(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """timm and transformers models built by the suites' own builders (tiny configs), compiled by Inductor; peak
+    memory measured by the timing worker itself."""
+    workers: list[str] = []
+
+    def counted_run_worker(job, *args, **kwargs):  # type: ignore[no-untyped-def]
+        workers.append(job.spec.name)
+        return run_worker(job, *args, **kwargs)
+
+    monkeypatch.setattr("runner.api.run_worker", counted_run_worker)
     code = main(["run", "--suite", "timm_models", "--models-file", str(DATA / "tiny_real.toml"), "-x", "tiny_mlp",
                  "--repeat", "5",
                  "--timeout", "300", "--output-dir", str(tmp_path), "--no-progress"])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "100%, 2/2" in printed and "inductor_timm_models_float32_inference_cpu" in printed
+    assert "100%, 3/3" in printed and "inductor_timm_models_float32_inference_cpu" in printed
+    assert sorted(workers) == ["BertForMaskedLM", "resnet10t", "wide_linear"]  # one worker per model, no other
     acc = {r.name: r.accuracy for r in read_accuracy_csv(tmp_path / "inductor_timm_models_float32_inference_cpu_"
                                                                    "accuracy.csv")}
-    assert acc == {"resnet10t": "pass", "BertForMaskedLM": "pass"}
+    assert acc == {"resnet10t": "pass", "BertForMaskedLM": "pass", "wide_linear": "pass"}
     perf = {r.name: r for r in read_performance_csv(tmp_path / "inductor_timm_models_float32_inference_cpu_"
                                                                "performance.csv")}
     resnet = perf["resnet10t"]
     assert resnet.speedup > 0 and resnet.compilation_latency is not None and resnet.compilation_latency > 0
-    assert resnet.eager_peak_mem is not None and resnet.dynamo_peak_mem is not None
-    assert resnet.compression_ratio is None or resnet.compression_ratio > 0
+    for row in perf.values():
+        assert row.eager_peak_mem is not None and row.eager_peak_mem > 0, row
+        assert row.dynamo_peak_mem is not None and row.dynamo_peak_mem > 0, row
+    wide = perf["wide_linear"]
+    output_gb = 8 * 65536 * 4 / 1024**3 * 0.999  # the activation it returns (the CSV keeps 6 decimals of GB)
+    assert wide.eager_peak_mem is not None and wide.dynamo_peak_mem is not None
+    assert output_gb <= wide.dynamo_peak_mem <= wide.eager_peak_mem < 4 * output_gb  # eager also holds relu's input
+    assert wide.compression_ratio == pytest.approx(wide.eager_peak_mem / wide.dynamo_peak_mem, rel=1e-3)
+    assert 1.0 <= wide.compression_ratio <= 3.0
     manifest = Manifest.read(tmp_path / "inductor_timm_models_float32_inference_cpu_manifest.json")
     assert manifest.config.env["TORCHINDUCTOR_FREEZING"] == "1"
     assert "timm" in manifest.suite_versions

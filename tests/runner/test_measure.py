@@ -1,0 +1,43 @@
+"""CPU peak memory replayed from torch.profiler's memory events, in process (no worker, no compilation)."""
+
+from __future__ import annotations
+
+import torch
+
+from runner.measure import GB, PeakMemory, cpu_peak_bytes, peak_above_start
+
+MB = 1 << 20
+
+
+def test_replay_is_the_peak_above_the_start() -> None:
+    assert peak_above_start([]) == 0
+    assert peak_above_start([100, 50, -150, 20]) == 150
+    # Frees of memory that was in use before the start lower the total: the peak is above the baseline, never below.
+    assert peak_above_start([-100, 60, 30]) == 0
+    assert peak_above_start([-100, 60, 30, 40]) == 30
+
+
+def test_a_known_intermediate_is_counted() -> None:
+    x = torch.ones(1024, 1024)  # 4 MiB, allocated before the measurement: not part of the peak
+
+    def step() -> torch.Tensor:
+        y = x * 2  # 4 MiB
+        z = y + 1  # 4 MiB more while y lives
+        return z.sum()
+
+    peak = cpu_peak_bytes(step)
+    assert 8 * MB <= peak < 9 * MB
+    assert PeakMemory("cpu").measure(step) == peak / GB
+
+
+def test_memory_the_previous_step_left_is_freed_in_the_window() -> None:
+    """As training's zero_grad(set_to_none=True) frees the gradients the previous step allocated."""
+    state = {"grad": torch.ones(4 * MB // 4)}
+
+    def step() -> None:
+        del state["grad"]  # -4 MiB, allocated by the previous call
+        state["grad"] = torch.ones(4 * MB // 4)  # +4 MiB: back at the baseline
+        temporary = torch.ones(MB // 4)  # +1 MiB: the peak above the baseline
+        del temporary
+
+    assert cpu_peak_bytes(step) == MB
