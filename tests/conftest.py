@@ -7,6 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
@@ -19,3 +23,31 @@ def postgres_url() -> Iterator[str]:
 
     with temporary_postgres() as started:
         yield started
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Debian's headless Chromium, driven by Playwright. One per session: two sync Playwright instances cannot run
+    at once in one thread (the second sees the first's event loop and refuses to start)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser) -> Iterator[object]:  # type: ignore[no-untyped-def]
+    """A fresh browser page; the test fails if the page logged a console error, threw, or a request failed."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} {r.failure}"))
+    page.on("dialog", lambda d: (problems.append(f"dialog opened: {d.message}"), d.dismiss()))
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+    assert not problems, "\n".join(problems)

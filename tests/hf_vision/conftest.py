@@ -31,8 +31,6 @@ def _load_web_harness():  # type: ignore[no-untyped-def]
 
 
 web = _load_web_harness()
-browser = web.browser  # the session's headless Chromium
-page = web.page  # a page that fails the test on console errors, page errors and failed requests
 TINY = DATA / "tiny.toml"
 MODELS = "^(ResNet|Segformer)_"  # one classification and one segmentation row
 STEM = "inductor_hf_vision_float32_inference_cpu"

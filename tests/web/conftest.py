@@ -1,7 +1,6 @@
 """The real thing for page tests: the app under uvicorn on 127.0.0.1, a fresh Postgres database migrated with
-Alembic, result files ingested through service.ingest, and Debian's Chromium driven by Playwright.
-
-Every page a test opens collects console errors, page errors and failed requests; any of them fails the test.
+Alembic, result files ingested through service.ingest. The browser fixtures (`browser`, `page`) live in
+tests/conftest.py: one Playwright for the whole session, shared with tests/hf_vision.
 """
 
 from __future__ import annotations
@@ -18,9 +17,6 @@ import pytest
 import sqlalchemy as sa
 
 DATA = Path(__file__).parent / "data"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 
 
 def _free_port() -> int:
@@ -141,33 +137,6 @@ def empty(postgres_url: str) -> Iterator[LiveServer]:
     server = start_server(fresh_database(postgres_url))
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser) -> Iterator[object]:  # type: ignore[no-untyped-def]
-    """A fresh browser page; the test fails if the page logged a console error, threw, or a request failed."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} {r.failure}"))
-    page.on("dialog", lambda d: (problems.append(f"dialog opened: {d.message}"), d.dismiss()))
-    page.set_default_timeout(15_000)
-    yield page
-    context.close()
-    assert not problems, "\n".join(problems)
-
 
 
 @dataclass(frozen=True)
