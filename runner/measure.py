@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-GB = 1024**3
+GB = 10**9  # decimal gigabytes, as get_peak_memory in PyTorch's benchmarks/dynamo/common.py divides
 
 
 def synchronize(device: str) -> None:
