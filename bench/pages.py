@@ -13,29 +13,31 @@ Run from the repository root as a module (``python bench/pages.py`` would put be
 bench/bisect.py shadows the standard library's bisect):
 ``.venv/bin/python -m bench.pages [--years 3] [--repeat 40] [--database-url URL]``.
 
-Last printed (2026-11-22 22:50 UTC, final code; the shared 2-core machine at load average 9.8-9.9, i.e. about
-five runnable processes per core: wall-clock figures are inflated several times; cpu50 is this process's CPU per
-request, app + client, Postgres not included), SYNTHETIC history of 18 configurations, 19,710 runs, 2,700 series,
-2,956,500 results::
+Last printed (2026-11-23 14:31 UTC, this 2-core VM at load average 2.0-2.9: another job used one core; run right
+after bench/service.py on the database it filled and added two nights to,
+``.venv/bin/python -m bench.pages --database-url URL``), SYNTHETIC history of 18 configurations, 19,746 runs,
+2,700 series, 2,961,900 results; cpu50 is this process's CPU per request, app + client, Postgres not included::
 
     page                        p50      p95   wall50   wall95    cpu50     KiB
-    home                       81.7    117.6     89.3    128.4     20.8      26  ok
-    suite                     123.7    223.3    136.5    232.7     30.7     106  OVER
-    model (1 year)            127.8    185.0    139.3    195.1     26.7      65  OVER
-    model (all years)         187.1    288.9    201.0    298.1     43.8     119  OVER
-    trends (90 days)           99.8    137.0    113.8    154.0     22.8      38  ok
-    trends (1 group, all)     263.4    384.6    277.5    405.4     38.0      59  OVER
-    trends (1 suite, all)     146.8    213.6    157.4    226.8     28.6      49  OVER
-    compare (prev night)      120.5    567.0    131.1    584.9     39.6     155  OVER
-    compare (3 years)         127.0    608.0    135.0    616.6     40.7     170  OVER
-    compare (commits)         185.5    616.5    201.8    641.0     55.5     155  OVER
-    runs                       76.3    132.4     85.3    145.0     24.7      53  ok
-    runs (filtered)            62.0     71.2     69.0     79.9     20.2      52  ok
-    home rendered in headless Chromium (7 cold loads): median 465 ms, max 1457 ms (target < 1000 ms) ok
+    home                       10.8     13.4     12.7     15.2     10.9      26  ok
+    suite                      19.2     32.3     21.4     36.1     18.0      96  ok
+    model (1 year)             12.1     16.5     13.6     18.1      9.9      65  ok
+    model (all years)          21.6     27.3     23.6     29.1     18.6     119  ok
+    trends (90 days)           10.5     12.1     12.1     14.5      9.7      38  ok
+    trends (1 group, all)      28.4     32.9     30.0     34.7     14.3      59  ok
+    trends (1 suite, all)      26.8     34.8     28.5     36.4     13.5      50  ok
+    compare (prev night)       19.5    119.8     21.4    121.3     19.3     138  ok
+    compare (3 years)          19.9    114.0     21.8    116.1     19.6     153  ok
+    compare (commits)          19.9     29.0     21.7     30.7     18.7     138  ok
+    runs                        7.5      8.0      8.8      9.4      7.5      53  ok
+    runs (filtered)             9.3     10.5     10.8     11.9      8.4      52  ok
+    home rendered in headless Chromium (navigation start to load event, 7 cold loads): median 132 ms, max 360 ms
+    (target < 1000 ms) ok
 
-At load average ~8 an earlier run (before the last few commits) printed home 36.5/52.8, suite 55.5/71.0, model
-(1 year) 44.1/52.8, trends (90 days) 51.5/74.7, compare (prev night) 118.0/144.3, runs 47.0/66.7 (p50/p95 ms) and
-home rendered in 294 ms: on this machine the figures follow its load more than the code.
+That run predates the app's gc.freeze at startup (service/app.py); the compare pages' p95 near 115 ms next to a
+p50 of 20 ms is the same full-collection stall that the freeze removed from the service's suite history (122 -> 35 ms
+p95). An earlier run on the same machine at load average 9.8 printed p95 of 117-617 ms: the figures follow the
+machine's load more than the code.
 """
 
 from __future__ import annotations
