@@ -1,13 +1,17 @@
 """How much the runner costs and how noisy its speedups are, beside a bare timing loop of the same model.
 
 For one small model (torchvision resnet18, the torchbench suite's builder, batch 4 at 224x224 unless told
-otherwise) this runs the real harness (``runner.api.run_suite``: worker process, performance only, warm Inductor
-cache) five times and a bare in-process loop (eager and compiled interleaved, same repeat) five times, then prints:
+otherwise) this runs the real harness (``runner.api.run_suite``: fork server, one worker process per model,
+performance only, warm Inductor cache) on a list of ``--runs`` copies of the model, and after each copy a bare
+in-process loop (eager and compiled interleaved, same repeat), so both see the machine at the same moments. It prints:
 
-- the harness's overhead: wall time outside the timed iterations and outside compilation, as a share of the run's
-  wall time outside compilation, with where it goes: the worker's process start and exit, ``import torch``, the model
-  build, the warm-ups, the in-process peak-memory phase, and the parent's own work (options, manifest, CSVs);
-- the coefficient of variation of the speedup over the five harness runs and over the five bare loops.
+- per model, the harness's overhead: the model's wall time outside the timed iterations and outside compilation, as
+  a share of its wall time outside compilation, with where it goes: the worker's fork and exit, its imports, the model
+  build, the warm-ups (the first eager call and the untimed iterations), the peak-memory phase (whose calls are the
+  timed loop's warm-up) and the parent's own work (CSV rows, manifest);
+- the fork server's start (``import torch`` and the suite's libraries, once per run), and the share with it spread
+  over the run's models, and for a run of this one model alone;
+- the coefficient of variation of the speedup over the harness's models and over the bare loops.
 
 Targets (issue 2): overhead under 10 %; harness speedup CV within 1.5x of the bare loop's.
 
@@ -23,67 +27,73 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-MODELS_TOML = """
+MODEL_ENTRY = """
 [[model]]
-name = "resnet18"
+name = "{name}"
 batch_size = {batch_size}
 builder = "torchvision:resnet18"
 """
 
 
-def harness_runs(runs: int, repeat: int, batch_size: int, workdir: Path) -> list[dict[str, float]]:
-    from runner.api import run_suite
-    from runner.options import RunOptions
-
-    models = workdir / "models.toml"
-    models.write_text(MODELS_TOML.format(batch_size=batch_size))
-    out: list[dict[str, float]] = []
-    for index in range(runs + 1):  # the first run fills the Inductor cache and is not counted
-        options = RunOptions(suite="torchbench", models_file=models, performance=True, repeat=repeat,
-                             output_dir=workdir / f"run{index}")
-        start = time.perf_counter()
-        report = run_suite(options)
-        wall = time.perf_counter() - start
-        [outcome] = report.outcomes
-        if outcome.performance is None or outcome.performance.speedup == 0:
-            raise SystemExit(f"harness run failed: {outcome.status}: {outcome.error}")
-        if index:
-            out.append({"wall": wall, "speedup": outcome.performance.speedup, **outcome.timings})
-    return out
-
-
-def bare_runs(runs: int, repeat: int, batch_size: int) -> list[float]:
+class BareLoop:
     """The same measurement with nothing around it: one process, one model, interleaved timing, medians."""
-    import copy
-    import os
 
-    import torch
-    import torchvision
+    def __init__(self, batch_size: int, repeat: int) -> None:
+        import copy
+        import os
 
-    os.environ.setdefault("TORCHINDUCTOR_FREEZING", "1")  # as the harness runs CPU inference
-    torch._inductor.config.freezing = True
-    torch.manual_seed(0)
-    model = torchvision.models.resnet18().eval()
-    x = torch.randn(batch_size, 3, 224, 224)
-    compiled = torch.compile(copy.deepcopy(model))
-    speedups = []
-    with torch.no_grad():
-        for _ in range(2):
-            model(x)
-            compiled(x)
-        for _ in range(runs):
-            eager_ms, compiled_ms = [], []
-            for _ in range(repeat):
+        os.environ.setdefault("TORCHINDUCTOR_FREEZING", "1")  # as the harness runs CPU inference
+        import torch
+        import torchvision
+
+        torch._inductor.config.freezing = True
+        torch.manual_seed(0)
+        self.torch = torch
+        self.repeat = repeat
+        self.model = torchvision.models.resnet18().eval()
+        self.x = torch.randn(batch_size, 3, 224, 224)
+        self.compiled = torch.compile(copy.deepcopy(self.model))
+        with torch.no_grad():
+            for _ in range(2):
+                self.model(self.x)
+                self.compiled(self.x)
+
+    def speedup(self) -> float:
+        eager_ms, compiled_ms = [], []
+        with self.torch.no_grad():
+            self.model(self.x)  # the loop's own warm-up after the harness's worker had the cores
+            self.compiled(self.x)
+            for _ in range(self.repeat):
                 start = time.perf_counter()
-                model(x)
+                self.model(self.x)
                 eager_ms.append(time.perf_counter() - start)
                 start = time.perf_counter()
-                compiled(x)
+                self.compiled(self.x)
                 compiled_ms.append(time.perf_counter() - start)
-            speedups.append(statistics.median(eager_ms) / statistics.median(compiled_ms))
-    return speedups
+        return statistics.median(eager_ms) / statistics.median(compiled_ms)
+
+
+class Interleave:
+    """A runner.api.Progress that runs a bare loop after each model the harness finishes."""
+
+    def __init__(self, bare: Callable[[], float]) -> None:
+        self.bare = bare
+        self.speedups: list[float] = []
+        self.bare_seconds = 0.0
+
+    def start(self, total: int, resumed: int) -> None:
+        pass
+
+    def phase(self, name: str, phase: str) -> None:
+        pass
+
+    def finished(self, name: str, status: str) -> None:
+        start = time.perf_counter()
+        self.speedups.append(self.bare())
+        self.bare_seconds += time.perf_counter() - start
 
 
 def cv(values: list[float]) -> float:
@@ -91,6 +101,9 @@ def cv(values: list[float]) -> float:
 
 
 def main() -> None:
+    from runner.api import run_suite
+    from runner.options import RunOptions
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=30)
@@ -98,32 +111,62 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="perfdash-bench-") as tmp:
-        runs = harness_runs(args.runs, args.repeat, args.batch_size, Path(tmp))
-    bare = bare_runs(args.runs, args.repeat, args.batch_size)
+        workdir = Path(tmp)
+
+        def options(name: str, copies: list[str], repeat: int) -> RunOptions:
+            models = workdir / f"{name}.toml"
+            models.write_text("".join(MODEL_ENTRY.format(name=n, batch_size=args.batch_size) for n in copies))
+            return RunOptions(suite="torchbench", models_file=models, performance=True, repeat=repeat,
+                              output_dir=workdir / name)
+
+        run_suite(options("fill-cache", ["resnet18"], 1))  # compiles once so the measured runs hit a warm cache
+        bare = BareLoop(args.batch_size, args.repeat)
+        interleave = Interleave(bare.speedup)
+        start = time.perf_counter()
+        report = run_suite(options("measured", [f"resnet18_{i}" for i in range(1, args.runs + 1)], args.repeat),
+                           interleave)
+        suite_wall = time.perf_counter() - start - interleave.bare_seconds
+
+    rows = []
+    for outcome in report.outcomes:
+        t = outcome.timings
+        if outcome.status != "pass":
+            raise SystemExit(f"harness run failed: {outcome.status}: {outcome.error}")
+        rows.append(t)
+    parent_total = suite_wall - report.server_start_s - sum(t["worker_wall"] for t in rows)
+    parent = parent_total / len(rows)
 
     print(f"model: torchvision resnet18, batch {args.batch_size}, repeat {args.repeat}, CPU inference, "
-          f"{args.runs} runs each")
-    print(f"{'run':>4} {'wall s':>7} {'compile s':>9} {'timed s':>8} {'overhead s':>10} {'share':>6} "
-          f"{'start':>6} {'import':>6} {'build':>6} {'warm-up':>7} {'memory':>6} {'parent':>6} {'speedup':>8}")
-    shares = []
-    for i, r in enumerate(runs, start=1):
-        compile_s = r.get("compile", 0.0)
-        timed = r.get("timed", 0.0)
-        overhead = r["wall"] - timed - compile_s
-        share = overhead / (r["wall"] - compile_s)
-        shares.append(share)
-        start = r.get("worker_wall", 0.0) - r.get("worker_total", 0.0)  # interpreter start and exit, pipes
-        warmups = r.get("eager_warmup", 0.0) + (r.get("measure", 0.0) - r.get("timed_loop_wall", 0.0))
-        parent = r["wall"] - r.get("worker_wall", 0.0)
-        print(f"{i:>4} {r['wall']:>7.2f} {compile_s:>9.2f} {timed:>8.2f} {overhead:>10.2f} {share:>6.1%} "
-              f"{start:>6.2f} {r.get('import', 0.0):>6.2f} {r.get('load', 0.0):>6.2f} {warmups:>7.2f} "
-              f"{r.get('memory', 0.0):>6.2f} {parent:>6.2f} {r['speedup']:>7.3f}x")
-    harness_speedups = [r["speedup"] for r in runs]
-    print(f"harness overhead share (outside compilation): mean {statistics.mean(shares):.1%} "
-          f"(target < 10%)")
+          f"{args.runs} models in one run, a bare loop after each")
+    print(f"{'model':>5} {'wall s':>7} {'compile s':>9} {'timed s':>8} {'overhead s':>10} {'share':>6} "
+          f"{'fork':>6} {'import':>6} {'build':>6} {'warm-up':>7} {'memory':>6} {'parent':>6} {'speedup':>8}")
+    shares, overheads, compiles, walls = [], [], [], []
+    for i, (t, outcome) in enumerate(zip(rows, report.outcomes, strict=True), start=1):
+        wall = t["worker_wall"] + parent
+        compile_s = t.get("compile", 0.0)
+        timed = t.get("timed", 0.0)
+        overhead = wall - timed - compile_s
+        shares.append(overhead / (wall - compile_s))
+        overheads.append(overhead)
+        compiles.append(compile_s)
+        walls.append(wall)
+        fork = t["worker_wall"] - t.get("worker_total", 0.0)  # fork, exit and the pipes, outside the worker's clock
+        warmups = t.get("eager_warmup", 0.0) + (t.get("measure", 0.0) - t.get("timed_loop_wall", 0.0))
+        assert outcome.performance is not None
+        print(f"{i:>5} {wall:>7.2f} {compile_s:>9.2f} {timed:>8.2f} {overhead:>10.2f} {shares[-1]:>6.1%} "
+              f"{fork:>6.2f} {t.get('import', 0.0):>6.2f} {t.get('load', 0.0):>6.2f} {warmups:>7.2f} "
+              f"{t.get('memory', 0.0):>6.2f} {parent:>6.2f} {outcome.performance.speedup:>7.3f}x")
+    server = report.server_start_s
+    spread = (sum(overheads) + server) / (sum(walls) + server - sum(compiles))
+    alone = (overheads[0] + server) / (walls[0] + server - compiles[0])
+    print(f"fork server start (import torch, torchvision, Dynamo, Inductor): {server:.2f} s, once per run")
+    print(f"harness overhead share (outside compilation): per model mean {statistics.mean(shares):.1%}; "
+          f"with the server's start spread over these {len(rows)} models {spread:.1%}; "
+          f"a run of one model alone {alone:.1%} (target < 10%)")
+    harness_speedups = [o.performance.speedup for o in report.outcomes if o.performance is not None]
     print(f"speedup harness: mean {statistics.mean(harness_speedups):.3f}x, CV {cv(harness_speedups):.2%}")
-    print(f"speedup bare loop: mean {statistics.mean(bare):.3f}x, CV {cv(bare):.2%} "
-          f"(ratio {cv(harness_speedups) / cv(bare):.2f}, target <= 1.5)")
+    print(f"speedup bare loop: mean {statistics.mean(interleave.speedups):.3f}x, CV {cv(interleave.speedups):.2%} "
+          f"(ratio {cv(harness_speedups) / cv(interleave.speedups):.2f}, target <= 1.5)")
 
 
 if __name__ == "__main__":

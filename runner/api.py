@@ -1,7 +1,8 @@
 """The runner's Python API: ``run_suite(RunOptions) -> RunReport``; ``perfdash run`` and the nightly job call it.
 
-One worker process per model (see runner.process); rows are appended as each model finishes, so running the same
-command again resumes after the models already in the CSVs. The same worker measures peak memory, on CPU too (see
+One worker process per model, forked by one fork server per run that has imported torch and the suite's libraries
+(see runner.process.ForkServer); rows are appended as each model finishes, so running the same command again resumes
+after the models already in the CSVs. The same worker measures peak memory, on CPU too (see
 runner.measure.PeakMemory): one process, and one compilation in inference, per model.
 """
 
@@ -30,7 +31,7 @@ from perfdash.metrics import SuiteSummary, summarize_results
 from runner.manifest import load_or_create
 from runner.options import RunOptions, validate
 from runner.outcome import ModelOutcome, interpret
-from runner.process import run_worker
+from runner.process import ForkServer
 from runner.protocol import Job
 from runner.suites import ModelSpec, Suite
 from runner.suites.base import ToleranceQuery
@@ -62,6 +63,7 @@ class RunReport:
     results: tuple[ModelResult, ...]  # this partition's results as the CSVs now hold them
     summary: SuiteSummary
     manifest: Manifest
+    server_start_s: float = 0.0  # the fork server's start (its imports), shared by every model it ran
 
 
 class Progress(Protocol):
@@ -99,23 +101,25 @@ def run_suite(options: RunOptions, progress: Progress | None = None) -> RunRepor
         progress.start(len(todo), len(models) - len(todo))
     outcomes: list[ModelOutcome] = []
     errors = dict(manifest.model_errors)
-    for spec in todo:
-        outcome = run_model(options, suite, spec, progress)
-        if outcome.performance is not None and (done_perf is None or spec.name not in done_perf):
-            append_row(paths.performance, outcome.performance)
-            if outcome.samples is not None:
-                append_samples(paths.samples, outcome.samples)
-        if outcome.accuracy is not None and (done_acc is None or spec.name not in done_acc):
-            append_row(paths.accuracy, outcome.accuracy)
-        if outcome.error:
-            errors[spec.name] = outcome.error
-        else:
-            errors.pop(spec.name, None)
-        manifest = manifest.model_copy(update={"model_errors": dict(errors)})
-        manifest.write(paths.manifest)
-        outcomes.append(outcome)
-        if progress is not None:
-            progress.finished(spec.name, outcome.status)
+    with ForkServer(env=options.worker_env(), preload=suite.preload(todo),
+                    log_path=paths.logs / "fork-server.log") as server:
+        for spec in todo:
+            outcome = run_model(options, suite, spec, server, progress)
+            if outcome.performance is not None and (done_perf is None or spec.name not in done_perf):
+                append_row(paths.performance, outcome.performance)
+                if outcome.samples is not None:
+                    append_samples(paths.samples, outcome.samples)
+            if outcome.accuracy is not None and (done_acc is None or spec.name not in done_acc):
+                append_row(paths.accuracy, outcome.accuracy)
+            if outcome.error:
+                errors[spec.name] = outcome.error
+            else:
+                errors.pop(spec.name, None)
+            manifest = manifest.model_copy(update={"model_errors": dict(errors)})
+            manifest.write(paths.manifest)
+            outcomes.append(outcome)
+            if progress is not None:
+                progress.finished(spec.name, outcome.status)
     manifest = manifest.model_copy(update={"end_time": datetime.now(UTC)})
     manifest.write(paths.manifest)
 
@@ -123,7 +127,7 @@ def run_suite(options: RunOptions, progress: Progress | None = None) -> RunRepor
     results = tuple(r for r in read_results(paths) if r.name in selected)
     return RunReport(config=config, paths=paths, selected=tuple(m.name for m in models),
                      ran=tuple(m.name for m in todo), outcomes=tuple(outcomes), results=results,
-                     summary=summarize_results(results), manifest=manifest)
+                     summary=summarize_results(results), manifest=manifest, server_start_s=server.start_seconds)
 
 
 def read_results(paths: RunPaths) -> list[ModelResult]:
@@ -148,13 +152,15 @@ def make_job(options: RunOptions, suite: Suite, spec: ModelSpec) -> Job:
                tolerance=tolerance)
 
 
-def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, progress: Progress | None = None) -> ModelOutcome:
-    """One model in its own worker, turned into its result rows."""
+def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, server: ForkServer,
+              progress: Progress | None = None) -> ModelOutcome:
+    """One model in its own worker (forked by ``server``), turned into its result rows."""
     job = make_job(options, suite, spec)
-    env = options.worker_env()
+    env: dict[str, str] = {}  # the run's environment is the server's; only per-model settings go here
     cache_dir = tempfile.mkdtemp(prefix="perfdash-inductor-") if options.cold_start else None
     if cache_dir is not None:
-        env["TORCHINDUCTOR_CACHE_DIR"] = cache_dir  # a fresh cache: compile latency is the cold one
+        # A fresh cache: compile latency is the cold one (Inductor reads this at each lookup, not at import).
+        env["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
     log = options.output_dir / "logs" / options.run_config().key().stem / _log_name(spec.name)
 
     def on_phase(phase: str) -> None:
@@ -162,7 +168,7 @@ def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, progress: Prog
             progress.phase(spec.name, phase)
 
     try:
-        outcome = run_worker(job, env, options.timeout_s, log, on_phase)
+        outcome = server.run(job, env, options.timeout_s, log, on_phase)
     finally:
         if cache_dir is not None:
             shutil.rmtree(cache_dir, ignore_errors=True)

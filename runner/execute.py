@@ -1,11 +1,12 @@
 """What a worker does with one job: build the model, check accuracy, measure performance (imports torch).
 
 Order: load -> accuracy's eager runs (1st, 2nd, fp64 reference) -> performance (eager warm-up, compiled warm-up =
-compilation, interleaved timing, then peak memory of one eager and one compiled step) -> accuracy's compiled run.
+compilation, peak memory of one eager and one compiled step, interleaved timing) -> accuracy's compiled run.
 Performance comes before any compilation so its compiled warm-up measures a real compile; in inference the accuracy
-check reuses the timed compiled model, in training it compiles a fresh copy of the same weights. Peak memory comes
-after the timed loop, in the same process: CPU memory is replayed from torch.profiler's memory events (see
-runner.measure.PeakMemory), which would only disturb the timings if it ran among them.
+check reuses the timed compiled model, in training it compiles a fresh copy of the same weights. Peak memory is
+measured in the same process, between compilation and the timed loop: its profiled calls (CPU memory is replayed from
+torch.profiler's memory events, see runner.measure.PeakMemory) are the timed loop's warm-up iterations, so they cost
+no extra time, and the profiler is off again before the first timed call.
 """
 
 from __future__ import annotations
@@ -237,8 +238,13 @@ def _measure(base: Prepared, job: Job, phases: Phases) -> tuple[Performance, Cal
         compiled_step = make_step(compiled(compiled_model, job), base, job)
         compiled_warm, _ = timed(compiled_step, job.device)
         stats = graph_stats()
+    with phases.enter(PHASE_MEMORY):  # both steps are warm: neither compilation nor first-call caches count
+        memory = PeakMemory(job.device)
+        eager_peak = memory.measure(eager_step)
+        dynamo_peak = memory.measure(compiled_step)
     with phases.enter(PHASE_MEASURE):
-        for _ in range(max(job.warmup - 1, 0)):
+        # The memory phase ran each step memory.calls more times: they are warm-up iterations too.
+        for _ in range(max(job.warmup - 1 - memory.calls, 0)):
             eager_step()
             compiled_step()
         eager_ms: list[float] = []
@@ -251,10 +257,6 @@ def _measure(base: Prepared, job: Job, phases: Phases) -> tuple[Performance, Cal
             compiled_ms.append(seconds * 1000)
         phases.record("timed_loop_wall", time.perf_counter() - start)
         phases.record("timed", (sum(eager_ms) + sum(compiled_ms)) / 1000)
-    with phases.enter(PHASE_MEMORY):  # both steps are warm: neither compilation nor first-call caches count
-        memory = PeakMemory(job.device)
-        eager_peak = memory.measure(eager_step)
-        dynamo_peak = memory.measure(compiled_step)
     performance = Performance(eager_ms=tuple(eager_ms), compiled_ms=tuple(compiled_ms),
                               compilation_latency=max(compiled_warm - eager_warm, 0.0), eager_peak_mem=eager_peak,
                               dynamo_peak_mem=dynamo_peak, **stats)

@@ -80,6 +80,11 @@ class PeakMemory:
 
     device: str
 
+    @property
+    def calls(self) -> int:
+        """How many times ``measure`` calls ``fn`` (the worker counts them as warm-up iterations)."""
+        return 1 if self.device == "cuda" else 2
+
     def measure(self, fn: Callable[[], Any]) -> float:
         if self.device == "cuda":
             torch.cuda.synchronize()

@@ -1,8 +1,16 @@
-"""Running one job in its own worker process, under a timeout, and reading back what happened."""
+"""Running one job in its own worker process, under a timeout, and reading back what happened.
+
+``ForkServer`` is the usual way: one server process per run imports torch and the suite's libraries once and forks a
+worker per model (runner.zygote). ``run_worker`` starts a fresh interpreter per model instead; the server falls back
+to it when it cannot start. Either way each model runs in a process group of its own, which is killed on a timeout
+(with any compile workers), and a crash, abort or hang is seen as an exit status and the last phase announced.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -39,24 +47,27 @@ class WorkerOutcome:
             return f"signal {-self.returncode}"
 
 
-def _read_protocol(stream, on_phase: Callable[[str], None], sink: dict[str, object]) -> None:
-    import json
+def _handle_line(line: str, on_phase: Callable[[str], None], sink: dict[str, object]) -> None:
+    """One line of the worker protocol: a phase or the result."""
+    line = line.strip()
+    if not line:
+        return
+    try:
+        event = json.loads(line)
+        if event.get("event") == "phase":
+            sink["phase"] = event["phase"]
+            on_phase(event["phase"])
+        elif event.get("event") == "result":
+            sink["result"] = WorkerResult.from_dict(event)
+        else:
+            sink["error"] = f"unknown worker event: {line[:200]}"
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        sink["error"] = f"bad worker message ({exc}): {line[:200]}"
 
+
+def _read_protocol(stream, on_phase: Callable[[str], None], sink: dict[str, object]) -> None:
     for raw in stream:
-        line = raw.decode("utf-8", "replace").strip()
-        if not line:
-            continue
-        try:
-            event = json.loads(line)
-            if event.get("event") == "phase":
-                sink["phase"] = event["phase"]
-                on_phase(event["phase"])
-            elif event.get("event") == "result":
-                sink["result"] = WorkerResult.from_dict(event)
-            else:
-                sink["error"] = f"unknown worker event: {line[:200]}"
-        except (ValueError, KeyError, TypeError) as exc:
-            sink["error"] = f"bad worker message ({exc}): {line[:200]}"
+        _handle_line(raw.decode("utf-8", "replace"), on_phase, sink)
 
 
 def run_worker(job: Job, env: dict[str, str], timeout_s: float, log_path: Path,
@@ -114,3 +125,160 @@ def _tail(path: Path) -> str:
             return handle.read().decode("utf-8", "replace")
     except OSError:
         return ""
+
+
+# After a kill, how long the server may take to report the worker's end before it is given up on as well.
+_KILL_GRACE_S = 30.0
+
+
+class ForkServer:
+    """``python -m runner.zygote`` for one run: started with the run's environment on the first job, it forks one
+    worker per job. Use it as a context manager; it stops the server (and any worker left) on exit.
+
+    If the server cannot start (or dies while starting), every job of the run gets a fresh interpreter instead
+    (``run_worker``); if it dies later, the next job starts a new one.
+    """
+
+    def __init__(self, env: dict[str, str], preload: list[str], log_path: Path,
+                 start_timeout_s: float = 600.0) -> None:
+        self.env = dict(env)
+        self.preload = list(preload)
+        self.log_path = log_path
+        self.start_timeout_s = start_timeout_s
+        self.start_seconds = 0.0  # wall time spent starting servers (imports), for bench/harness.py
+        self.failed_imports: dict[str, str] = {}
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._unavailable = False
+
+    def __enter__(self) -> ForkServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            assert proc.stdin is not None
+            proc.stdin.close()  # the server's signal to finish
+            proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        _kill_group(proc)
+        proc.wait()
+
+    def _start(self) -> bool:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        with self.log_path.open("ab") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "runner.zygote", *self.preload], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=log, env={**os.environ, **self.env},
+                                    start_new_session=True)
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+        try:
+            ready = json.loads(lines.get(timeout=self.start_timeout_s) or "null")
+        except (queue.Empty, ValueError):
+            ready = None
+        self.start_seconds += time.perf_counter() - start
+        if not isinstance(ready, dict) or ready.get("event") != "ready":
+            _kill_group(proc)
+            proc.wait()
+            return False
+        self.failed_imports = dict(ready.get("failed") or {})
+        self._proc, self._lines = proc, lines
+        return True
+
+    def run(self, job: Job, env: dict[str, str], timeout_s: float, log_path: Path,
+            on_phase: Callable[[str], None] = lambda phase: None) -> WorkerOutcome:
+        """Run ``job`` in a forked worker with ``env`` on top of the run's; as ``run_worker`` does, in outcome."""
+        if self._proc is not None and self._proc.poll() is not None:
+            self._proc = None  # died since the last job
+        if self._proc is None and not self._unavailable and not self._start():
+            self._unavailable = True
+            print(f"perfdash: the fork server did not start (see {self.log_path}); "
+                  "each model gets a fresh interpreter", file=sys.stderr)
+        if self._proc is None:
+            return run_worker(job, {**self.env, **env}, timeout_s, log_path, on_phase)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("ab") as log:
+            log.write(f"=== {job.spec.name} ===\n".encode())
+        request = {"job": job.to_json(), "env": env, "log": str(log_path)}
+        sink: dict[str, object] = {"phase": PHASE_LOAD}
+        start = time.perf_counter()
+        pid: int | None = None
+        returncode: int | None = None
+        timed_out = False
+        try:
+            assert self._proc.stdin is not None
+            self._proc.stdin.write((json.dumps(request) + "\n").encode())
+            self._proc.stdin.flush()
+            deadline = start + timeout_s
+            while True:
+                try:
+                    line = self._lines.get(timeout=max(deadline - time.perf_counter(), 0.0))
+                except queue.Empty:
+                    if timed_out or pid is None:  # the server itself is stuck: give it up too
+                        sink.setdefault("error", "the fork server stopped answering")
+                        self.close()
+                        break
+                    timed_out = True
+                    _kill_pid_group(pid)
+                    deadline = time.perf_counter() + _KILL_GRACE_S
+                    continue
+                if line is None:  # the server died; its worker goes too, and the next job starts a new server
+                    sink.setdefault("error", "the fork server exited while a worker ran")
+                    if pid is not None:
+                        _kill_pid_group(pid)
+                    self.close()
+                    break
+                event = _server_event(line)
+                if event is not None and event[0] == "forked":
+                    pid = event[1]
+                elif event is not None and event[0] == "exited":
+                    returncode = event[1]
+                    break
+                else:
+                    _handle_line(line, on_phase, sink)
+        except BaseException:  # interrupted (Ctrl-C, SIGTERM from Jenkins): leave no orphaned worker behind
+            if pid is not None:
+                _kill_pid_group(pid)
+            self.close()
+            raise
+        wall = time.perf_counter() - start
+        if returncode is None and timed_out:
+            returncode = -signal.SIGKILL
+        return WorkerOutcome(result=sink.get("result"), last_phase=str(sink["phase"]),  # type: ignore[arg-type]
+                             returncode=returncode, timed_out=timed_out, wall_s=wall, log_tail=_tail(log_path),
+                             protocol_error=sink.get("error"))  # type: ignore[arg-type]
+
+
+def _server_event(line: str) -> tuple[str, int] | None:
+    """The server's own messages about a worker ("forked" with its pid, "exited" with its return code)."""
+    if '"forked"' not in line and '"exited"' not in line:
+        return None
+    try:
+        event = json.loads(line)
+        if event.get("event") == "forked":
+            return "forked", int(event["pid"])
+        if event.get("event") == "exited":
+            return "exited", int(event["returncode"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return None
+
+
+def _pump(stream, lines: queue.Queue[str | None]) -> None:
+    for raw in stream:
+        lines.put(raw.decode("utf-8", "replace"))
+    lines.put(None)
+
+
+def _kill_pid_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

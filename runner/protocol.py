@@ -1,9 +1,9 @@
 """The parent <-> worker protocol (torch-free), in the manner of pyperf.
 
-The parent starts ``python -m runner.worker`` once per model, writes one ``Job`` as JSON to its stdin and reads JSON
-lines from its stdout: ``{"event": "phase", "phase": P}`` before each phase (so a crash or a hang can be attributed to
-the phase it happened in), then one ``{"event": "result", ...}`` line carrying a ``WorkerResult``. The worker moves
-everything else the model prints to stderr, which the parent keeps in a log.
+The parent has a worker started for each model (forked by the fork server, runner.zygote, or as ``python -m
+runner.worker``), hands it one ``Job`` as JSON and reads JSON lines from it: ``{"event": "phase", "phase": P}``
+before each phase (so a crash or a hang can be attributed to the phase it happened in), then one ``{"event":
+"result", ...}`` line carrying a ``WorkerResult``. Whatever else the model prints goes to its log.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ PHASE_EAGER_2ND = "eager_2nd_run"  # accuracy: second eager run (must agree with
 PHASE_FP64 = "fp64_reference"  # accuracy: fp64 reference (its failure is tolerated, as in PyTorch)
 PHASE_EAGER_WARMUP = "eager_warmup"  # performance
 PHASE_COMPILE = "compile"  # performance: the compiled warm-up (compilation happens here)
+PHASE_MEMORY = "memory"  # performance: peak memory of one eager and one compiled step (the timed loop's warm-up)
 PHASE_MEASURE = "measure"  # performance: interleaved timing
-PHASE_MEMORY = "memory"  # performance: peak memory of one eager and one compiled step, after the timed loop
 PHASE_ACCURACY_COMPILED = "compiled_run"  # accuracy: the compiled model's output
 PHASES = (PHASE_LOAD, PHASE_EAGER_1ST, PHASE_EAGER_2ND, PHASE_FP64, PHASE_EAGER_WARMUP, PHASE_COMPILE,
-          PHASE_MEASURE, PHASE_MEMORY, PHASE_ACCURACY_COMPILED)
+          PHASE_MEMORY, PHASE_MEASURE, PHASE_ACCURACY_COMPILED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,12 @@
-"""Worker process: ``python -m runner.worker`` reads one Job (JSON) on stdin and reports on stdout (see protocol).
+"""The worker: one Job in, phase events and one result out (see runner.protocol). Two ways to start one:
 
-The protocol gets its own copy of stdout; file descriptor 1 then points at stderr, so whatever models, compilers or
-libraries print cannot corrupt the JSON lines the parent reads.
+- forked by the fork server (runner.zygote), which has imported torch and the suite's libraries already: the usual
+  way, see ``run_forked``;
+- ``python -m runner.worker``, a fresh interpreter that reads the Job on stdin and reports on stdout: the fallback
+  when the fork server cannot start.
+
+Either way the protocol has a stream of its own and file descriptors 1 and 2 point at the model's log, so whatever
+models, compilers or libraries print cannot corrupt the JSON lines the parent reads.
 
 Once the result is sent the worker runs its exit handlers and leaves with ``os._exit``: the interpreter's own
 shutdown (tearing down torch's, Inductor's and the model's objects one by one) took 1.5 s here after a compiled
@@ -15,23 +20,20 @@ import ctypes
 import os
 import sys
 import time
+from typing import TextIO
 
 
-def main() -> int:
-    start = time.perf_counter()
-    protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-
+def serve(job_text: str, protocol: TextIO, start: float) -> None:
+    """Run one job, announcing each phase, and write its result; ``start`` is when this worker began."""
     from runner.protocol import Job, phase_event
 
-    job = Job.from_json(sys.stdin.read())
+    job = Job.from_json(job_text)
 
     def emit(phase: str) -> None:
         protocol.write(phase_event(phase) + "\n")
         protocol.flush()
 
-    from runner.execute import configure_threads  # imports torch
+    from runner.execute import configure_threads  # imports torch (at once when forked: the server has it)
 
     configure_threads(job.threads)
     imported = time.perf_counter()
@@ -41,6 +43,42 @@ def main() -> int:
     timings = {"import": imported - start, **result.timings, "worker_total": time.perf_counter() - start}
     protocol.write(type(result)(**{**_fields(result), "timings": timings}).to_json() + "\n")
     protocol.flush()
+
+
+def run_forked(job_text: str, env: dict[str, str], protocol_fd: int, log_path: str) -> None:
+    """In a child the fork server just forked: become a process group of its own, then serve the job. Never returns.
+
+    The group is what the parent kills on a timeout, with any compile workers the model started.
+    """
+    start = time.perf_counter()
+    code = 1
+    try:
+        os.setsid()
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        null_fd = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null_fd, 0)  # the server's control pipe from the parent is not this worker's business
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.close(log_fd)
+        os.close(null_fd)
+        os.environ.update(env)
+        protocol = os.fdopen(protocol_fd, "w", buffering=1, encoding="utf-8")
+        serve(job_text, protocol, start)
+        code = 0
+    except BaseException:  # noqa: BLE001 - whatever happened, this process must not return into the server's loop
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        _exit_now(code)
+
+
+def main() -> int:
+    start = time.perf_counter()
+    protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    serve(sys.stdin.read(), protocol, start)
     return 0
 
 

@@ -27,6 +27,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -95,6 +96,12 @@ class ToleranceQuery:
 ToleranceFn = Callable[[ToleranceQuery, Mapping[str, frozenset[str]]], Tolerance]
 
 
+# The library each builder kind imports (runner.suites.builders), for the fork server to import once.
+BUILDER_LIBRARIES: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "timm": ("timm",), "torchvision": ("torchvision",), "hf": ("transformers",), "torchbenchmark": ("torchbenchmark",),
+})
+
+
 def _no_versions() -> dict[str, str]:
     return {}
 
@@ -110,6 +117,19 @@ class Suite:
     resolve_builder: Callable[[str], str] | None = None
     # Optional hook: (model list, --batch-size) -> the entries to run, e.g. one per batch size (hf_vision).
     expand_models: Callable[[list[ModelSpec], int | None], list[ModelSpec]] | None = None
+    # Libraries the suite's builders import lazily that the fork server should import once per run.
+    libraries: tuple[str, ...] = ()
+
+    def preload(self, specs: list[ModelSpec]) -> list[str]:
+        """What the fork server (runner.zygote) imports before the first worker: the libraries of these entries'
+        builders (``py:`` files are the tests' own and are left to the worker)."""
+        names = list(self.libraries)
+        for spec in specs:
+            if spec.builder_kind == "module":
+                names.append(spec.builder_target.partition(":")[0])
+            else:
+                names.extend(BUILDER_LIBRARIES.get(spec.builder_kind, ()))
+        return list(dict.fromkeys(names))
 
     def tolerance_for(self, query: ToleranceQuery) -> Tolerance:
         return self.tolerance(query, load_tolerance_lists(self.data_file))

@@ -102,3 +102,24 @@ def nondeterministic(batch_size: int, training: bool) -> tuple[nn.Module, tuple[
 
 def wide_linear(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
     return WideLinear(), _inputs(batch_size)
+
+
+def where_built(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    """A tiny MLP that appends to $PERFDASH_TEST_PROCESS_LOG where it was built: its process, parent and process
+    group, and whether the compiler was imported before the model was (the fork server imports it)."""
+    import json
+    import sys
+
+    with open(os.environ["PERFDASH_TEST_PROCESS_LOG"], "a", encoding="utf-8") as log:
+        log.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0),
+                              "compiler_imported": "torch._inductor.compile_fx" in sys.modules}) + "\n")
+    return tiny_mlp(batch_size, training)
+
+
+def kills_server(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    """Kills the process that forked it (the fork server), then hangs: what a misbehaving library could do."""
+    import signal
+
+    os.kill(os.getppid(), signal.SIGKILL)
+    while True:
+        time.sleep(1)

@@ -16,7 +16,7 @@ from perfdash.contract import (
 )
 from runner.api import RunReport, run_suite
 from runner.options import RunOptions
-from runner.process import run_worker
+from runner.process import ForkServer
 
 DATA = Path(__file__).parent / "data"
 PERF_HEADER = ("dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_peak_mem,"
@@ -114,11 +114,13 @@ def test_perfdash_run_on_tiny_real_models(tmp_path: Path, capsys: pytest.Capture
     memory measured by the timing worker itself."""
     workers: list[str] = []
 
-    def counted_run_worker(job, *args, **kwargs):  # type: ignore[no-untyped-def]
-        workers.append(job.spec.name)
-        return run_worker(job, *args, **kwargs)
+    forked = ForkServer.run
 
-    monkeypatch.setattr("runner.api.run_worker", counted_run_worker)
+    def counted_run(server, job, *args, **kwargs):  # type: ignore[no-untyped-def]
+        workers.append(job.spec.name)
+        return forked(server, job, *args, **kwargs)
+
+    monkeypatch.setattr(ForkServer, "run", counted_run)
     code = main(["run", "--suite", "timm_models", "--models-file", str(DATA / "tiny_real.toml"), "-x", "tiny_mlp",
                  "--repeat", "5",
                  "--timeout", "300", "--output-dir", str(tmp_path), "--no-progress"])

@@ -63,4 +63,4 @@ def versions() -> dict[str, str]:
 
 
 SUITE = Suite(name="hf_vision", data_file=DATA_FILE, default_builder="module", tolerance=tolerance,
-              versions=versions, expand_models=expand)
+              versions=versions, expand_models=expand, libraries=("transformers",))

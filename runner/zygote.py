@@ -1,0 +1,88 @@
+"""The fork server: ``python -m runner.zygote MODULE...`` imports torch and the given modules once, then forks one
+worker per job (runner.worker.run_forked), so no model pays the 2-3 s of ``import torch`` and its suite's library.
+
+Messages, one JSON object per line. From the parent on stdin: ``{"job": JOB_JSON, "env": {...}, "log": PATH}``.
+To the parent on stdout: ``{"event": "ready", "seconds": S, "preloaded": [...], "failed": {...}}`` once the imports
+are done; per job ``{"event": "forked", "pid": N}``, then the worker's own protocol lines as it writes them, then
+``{"event": "exited", "pid": N, "returncode": RC}`` (negative: the signal that ended it, as subprocess reports).
+Jobs run one at a time. The server ends when its stdin closes (the parent is gone or done).
+
+What the server must not do before forking: initialise CUDA (a forked child cannot use it) or run any parallel
+torch operation (OpenMP's thread pool does not survive a fork). It imports modules and nothing else. Inductor's
+configuration is read when it is imported (torchvision imports it), so the server is started with the run's
+environment (runner.options.RunOptions.worker_env) and only per-job settings read later (the cold-start cache
+directory) go in a job's ``env``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import time
+from typing import TextIO
+
+
+def preload(modules: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Import what the workers will need; a module that fails here is left for the worker to fail on, with the
+    model's own error message and status."""
+    loaded: list[str] = []
+    failed: dict[str, str] = {}
+    # Dynamo and Inductor's compiler: else every worker's first compilation imports them (0.8 s here), which would
+    # count as compile latency.
+    for name in ["torch", "torch._dynamo", "torch._inductor.compile_fx", *modules]:
+        try:
+            importlib.import_module(name)
+            loaded.append(name)
+        except Exception as exc:  # noqa: BLE001 - any import error is the model's to report
+            failed[name] = f"{type(exc).__name__}: {exc}"[:500]
+    return loaded, failed
+
+
+def _send(control: TextIO, message: dict[str, object]) -> None:
+    control.write(json.dumps(message) + "\n")
+    control.flush()
+
+
+def run_one(request: dict[str, object], control: TextIO) -> None:
+    """Fork the worker, relay its protocol lines to the parent until it closes them, then report how it ended."""
+    read_fd, write_fd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the worker
+        os.close(read_fd)
+        os.close(control.fileno())  # else the parent would not see the server's end while a worker lives
+        from runner.worker import run_forked
+
+        run_forked(str(request["job"]), dict(request.get("env") or {}),  # type: ignore[arg-type]
+                   write_fd, str(request["log"]))
+    os.close(write_fd)
+    _send(control, {"event": "forked", "pid": pid})
+    with os.fdopen(read_fd, "rb") as lines:
+        for raw in lines:
+            control.write(raw.decode("utf-8", "replace").rstrip("\n") + "\n")
+            control.flush()
+    _, status = os.waitpid(pid, 0)
+    _send(control, {"event": "exited", "pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
+
+
+def main(argv: list[str]) -> int:
+    start = time.perf_counter()
+    control = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # what an import prints goes to the server's log, never into the protocol
+    sys.stdout = sys.stderr
+    loaded, failed = preload(argv)
+    _send(control, {"event": "ready", "seconds": time.perf_counter() - start, "preloaded": loaded,
+                    "failed": failed})
+    for line in sys.stdin:
+        if line.strip():
+            run_one(json.loads(line), control)
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    sys.stderr.flush()
+    os._exit(code)  # the interpreter's teardown of torch and friends would keep the parent waiting for nothing
