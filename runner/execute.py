@@ -239,7 +239,8 @@ def _measure(base: Prepared, job: Job, phases: Phases) -> tuple[Performance, Cal
         compiled_warm, _ = timed(compiled_step, job.device)
         stats = graph_stats()
     with phases.enter(PHASE_MEMORY):  # both steps are warm: neither compilation nor first-call caches count
-        memory = PeakMemory(job.device)
+        # Inference frees nothing a step did not allocate, so one profiled call each is exact (and is cheaper).
+        memory = PeakMemory(job.device, primed=job.mode == "training")
         eager_peak = memory.measure(eager_step)
         dynamo_peak = memory.measure(compiled_step)
     with phases.enter(PHASE_MEASURE):

@@ -44,7 +44,7 @@ def peak_above_start(deltas: Iterable[int]) -> int:
     return peak
 
 
-def cpu_peak_bytes(fn: Callable[[], Any]) -> int:
+def cpu_peak_bytes(fn: Callable[[], Any], primed: bool = True) -> int:
     """Peak CPU memory of one call above what was in use before it, replayed from torch.profiler's memory events.
 
     The events are every allocation and free of c10's CPU allocator (eager tensors, Inductor's buffers, oneDNN
@@ -53,12 +53,16 @@ def cpu_peak_bytes(fn: Callable[[], Any]) -> int:
     and only the second call is replayed: what one step leaves behind for the next (training's gradients, freed by
     ``zero_grad``) was allocated under the profiler and its free is counted. Unlike RSS, this needs no
     MALLOC_MMAP_THRESHOLD_ and does not depend on the malloc in use (glibc, jemalloc).
+
+    ``primed=False`` profiles one call only: right when a step frees nothing it did not allocate itself (a warm
+    inference step: activations come and go, weights stay), else too high by what it frees of older memory.
     """
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile, record_function
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn()  # primes the profiler's block sizes; not measured
+        if primed:
+            fn()  # primes the profiler's block sizes; not measured
         with record_function(_WINDOW):
             fn()
     events = list(prof.profiler.kineto_results.events())  # type: ignore[union-attr]
@@ -79,11 +83,12 @@ class PeakMemory:
     """
 
     device: str
+    primed: bool = True  # see cpu_peak_bytes; the worker primes in training, where a step frees the last one's grads
 
     @property
     def calls(self) -> int:
         """How many times ``measure`` calls ``fn`` (the worker counts them as warm-up iterations)."""
-        return 1 if self.device == "cuda" else 2
+        return 2 if self.device == "cpu" and self.primed else 1
 
     def measure(self, fn: Callable[[], Any]) -> float:
         if self.device == "cuda":
@@ -93,7 +98,7 @@ class PeakMemory:
             fn()
             torch.cuda.synchronize()
             return max(torch.cuda.max_memory_allocated() - base, 0) / GB
-        return cpu_peak_bytes(fn) / GB
+        return cpu_peak_bytes(fn, self.primed) / GB
 
 
 def autocast(device: str, dtype: str) -> AbstractContextManager[Any]:

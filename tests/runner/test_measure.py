@@ -41,3 +41,22 @@ def test_memory_the_previous_step_left_is_freed_in_the_window() -> None:
         del temporary
 
     assert cpu_peak_bytes(step) == MB
+
+
+def test_one_unprimed_call_is_exact_for_an_inference_like_step() -> None:
+    """What the worker relies on in inference: a step that frees only what it allocated needs no priming call."""
+    weight = torch.ones(512, 512)
+    calls: list[int] = []
+
+    def step() -> torch.Tensor:
+        calls.append(1)
+        hidden = torch.relu(weight @ weight)  # 1 MiB
+        return (hidden * 2).sum()  # 1 MiB more while hidden lives
+
+    step()  # warm, as the worker's memory phase runs after the first call and compilation
+    primed = cpu_peak_bytes(step)
+    unprimed = cpu_peak_bytes(step, primed=False)
+    assert unprimed == primed and 2 * MB <= primed < 3 * MB
+    calls.clear()
+    PeakMemory("cpu", primed=False).measure(step)
+    assert len(calls) == PeakMemory("cpu", primed=False).calls == 1
