@@ -9,16 +9,25 @@ measured with bench/detection.py; its docstring has the figures):
 - robust levels: points further than ``outlier_k`` noise scales from their side's median are spikes and left out, a
   new level never starts on one (its first two points must be inliers), and the change must survive dropping its
   most extreme point after the split (``loo_z``), so a single noisy night is never a level;
-- the noise: the pooled variance of the split's two sides, plus the series' own night-to-night noise (first
-  differences over the last ``2 * window`` nights, spikes trimmed) as extra degrees of freedom. A level of 20-50
-  points alone gives a t-test with heavy tails; the longer history gives nearly the power of a known sigma;
-- significance that depends on how much evidence there is: ``p_value_max`` for a level of three or more points,
-  ``p_value_two_points`` (strict) for two, stricter for an old split (it was tested on every night since) and for a
-  split just after a stored change (the points that triggered that change were its most extreme ones, so the new
-  baseline is biased towards them), and stricter in a series whose noise is above half the minimum effect;
-- a minimum effect per metric: the estimate must reach ``effect_tolerance`` of it and its one-sided 95 % confidence
-  interval must reach all of it. The tolerance (not the point estimate >= 5 %, which misses half of all real 5 %
-  steps) is what keeps a 3 % step quiet while a 5 % step is found from three or four noisy nights;
+- the noise: the pooled variance of the split's two sides together with the series' own night-to-night noise (first
+  differences over the last ``2 * window`` nights, spikes trimmed). Both are estimates from largely the same nights,
+  so the t-test gets the degrees of freedom of the larger one, not their sum (which would make its tails too light
+  and every p-value too small);
+- significance that depends on when the evidence comes, because every night tests the newest splits again. The
+  false-alert budget (about one per 1,000 series-nights) is spent mostly on the fourth night of a new level, where a
+  step of the minimum effect first stands out of 2 % noise: ``p_value_max`` there (and for older splits, tightened as
+  ``(fresh_after / n) ** 2`` since an old split has been tried on every night since), ``p_value_three_points``
+  (stricter) on the third night, ``p_value_two_points`` (strict: only a large step) on the second. An oracle that
+  knows the level and sigma gains the same way from spending its budget late (bench/detection.py). Stricter still:
+  a split just after a stored change (the points that triggered that change were its most extreme ones, so the new
+  baseline is biased towards them), and a series whose noise is above half the minimum effect, where spikes of the
+  size that the outlier rule removes under 2 % noise are only three sigma and pass as noise, so the t-test's normal
+  tails understate how often noise alone looks like a level;
+- a minimum effect per metric, as "not significantly smaller than the minimum effect": the change's one-sided 95 %
+  confidence interval must reach it. A rule on the point estimate (>= 5 %, or a fraction of it) would drop real 5 %
+  steps whose noisy estimate came out at 4 %, the ones the morning report is for; the interval still keeps a 3 %
+  step quiet once its level has a few nights (under 2 % noise, a 3 % step with ten points after it has an upper
+  bound of about 4.2 %);
 - a split that is significant but below the minimum effect is no alert, but it bounds the search: later nights are
   compared with the level after it, not with a mix of both levels (which makes every noisy night after a small
   unreported step look like a change);
@@ -63,10 +72,11 @@ HIGHER_IS_BETTER: dict[str, bool] = {
 @dataclass(frozen=True, slots=True)
 class DetectionConfig:
     min_effect: float = 0.05  # relative, e.g. 0.05 = 5 %
-    # Two-sided t-test on the log values of both sides' inliers, for a new level of three or more points. The false
-    # alerts it lets through are bounded by the effect rules below; bench/detection.py --sweep shows the trade-off.
-    p_value_max: float = 2.5e-3
+    # Two-sided t-test on the log values of both sides' inliers, for a new level of four or more points (older splits:
+    # see fresh_after). bench/detection.py --sweep shows the trade-off between recall and false alerts.
+    p_value_max: float = 1.5e-3
     p_value_two_points: float = 1e-5  # a level of exactly two points: only a large step alerts on its second night
+    p_value_three_points: float = 4e-4  # ... of three points
     min_before: int = 8  # points before a split for its level to be a settled baseline (fewer: see short_level)
     min_after: int = 2  # points after a change: one noisy night never alerts
     # In a series whose noise is above half the minimum effect, a spike next to a 2-sigma night looks like a new
@@ -76,11 +86,13 @@ class DetectionConfig:
     outlier_k: float = 3.0  # points further than k robust sigmas from their side's median are spikes
     pair_k: float = 2.5  # two points after a change must agree: |a1 - a2| <= pair_k * sqrt(2) * sigma
     loo_z: float = 2.0  # without its most extreme point after the split, the change must still have |t| >= loo_z
-    effect_tolerance: float = 0.8  # the estimated change must reach this fraction of min_effect ...
-    ci_z: float = 1.645  # ... and its one-sided 95 % confidence interval all of it
+    ci_z: float = 1.645  # one-sided 95 %: the change must not be significantly smaller than min_effect
     # p_value_max times this for a split fewer than min_before points after the last stored change or boundary.
     short_level_factor: float = 0.03
-    noisy_factor: float = 0.2  # p_value_max times this where the noise is above half the minimum effect
+    # A series is noisy where its noise is above this fraction of the minimum effect: it waits for min_after_noisy
+    # points, and every p-value threshold is multiplied by noisy_factor.
+    noisy_above: float = 0.6
+    noisy_factor: float = 0.1
     noise_floor: float = 0.002  # relative; a perfectly flat history (simulators, cached values) is not infinitely tight
     max_candidates: int = 3  # local maxima of the E-divisive statistic tried per segment
     newest_splits: int = 4  # splits with 2..newest_splits points after them are always tried too
@@ -93,14 +105,13 @@ class DetectionConfig:
     def __post_init__(self) -> None:
         if not 0 < self.min_effect < 1:
             raise ValueError(f"min_effect must be in (0, 1), got {self.min_effect}")
-        if not 0 < self.p_value_max < 1 or not 0 < self.p_value_two_points < 1:
-            raise ValueError(f"p-values must be in (0, 1), got {self.p_value_max}, {self.p_value_two_points}")
+        p_values = (self.p_value_max, self.p_value_two_points, self.p_value_three_points)
+        if not all(0 < p < 1 for p in p_values):
+            raise ValueError(f"p-values must be in (0, 1), got {p_values}")
         if self.min_after < 2 or self.min_before < 3:
             raise ValueError("min_after must be >= 2 and min_before >= 3")
         if self.window < self.min_before + self.min_after:
             raise ValueError("window is shorter than min_before + min_after")
-        if not 0 <= self.effect_tolerance <= 1:
-            raise ValueError(f"effect_tolerance must be in [0, 1], got {self.effect_tolerance}")
 
     @classmethod
     def for_metric(cls, metric: str, **overrides: float | int) -> DetectionConfig:
@@ -220,13 +231,16 @@ _BOUNDARY = _Boundary()
 
 
 def _t_test(a: np.ndarray, b: np.ndarray, noise: Noise, settled: bool) -> tuple[float, float, float]:
-    """(t, two-sided p, sigma): pooled variance of both sides plus the series' noise as extra degrees of freedom, or,
-    for a level too short to estimate anything from (``settled`` false), the series' noise alone."""
+    """(t, two-sided p, sigma): the pooled variance of both sides averaged with the series' noise, or, for a level too
+    short to estimate anything from (``settled`` false), the series' noise alone.
+
+    The series' noise comes from the same nights as the two sides (their first differences), so it is no independent
+    evidence: the degrees of freedom are those of the better of the two estimates, not their sum."""
     n_a, n_b = len(a), len(b)
     if settled:
         squares = float(((a - a.mean()) ** 2).sum()) + float(((b - b.mean()) ** 2).sum())
-        df = n_a + n_b - 2 + noise.df
-        sigma = math.sqrt((squares + noise.sd**2 * noise.df) / df)
+        df = max(n_a + n_b - 2, noise.df)
+        sigma = math.sqrt((squares + noise.sd**2 * noise.df) / (n_a + n_b - 2 + noise.df))
     else:
         sigma, df = noise.sd, noise.df
     diff = float(a.mean() - b.mean())
@@ -239,7 +253,7 @@ def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionCo
     before, after = logs[:tau], logs[tau:]
     sigma = noise.robust
     effect = math.log1p(config.min_effect)
-    noisy = noise.sd > effect / 2
+    noisy = noise.sd > config.noisy_above * effect
     keep_before = np.abs(before - np.median(before)) <= config.outlier_k * sigma
     keep_after = np.abs(after - np.median(after)) <= config.outlier_k * sigma
     n_before, n_after = int(keep_before.sum()), int(keep_after.sum())
@@ -268,6 +282,8 @@ def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionCo
         return None
     if len(after) == 2:
         threshold = config.p_value_two_points
+    elif len(after) == 3:
+        threshold = config.p_value_three_points
     else:
         threshold = config.p_value_max * min(1.0, config.fresh_after / len(after)) ** 2
     if not settled:
@@ -278,7 +294,7 @@ def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionCo
     if not p_value <= threshold:
         return _BOUNDARY if significant else None
     se = abs(diff / t_stat) if t_stat else math.inf
-    if abs(diff) < config.effect_tolerance * effect or abs(diff) + config.ci_z * se < effect:
+    if abs(diff) + config.ci_z * se < effect:
         # Significant but small: no alert, yet the levels on either side are not one level.
         return _BOUNDARY
     raw_before, raw_after = raw[:tau][keep_before], raw[tau:][keep_after]

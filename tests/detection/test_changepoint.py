@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -120,9 +121,37 @@ def test_config_validation() -> None:
         DetectionConfig(min_after=1)
     with pytest.raises(ValueError):
         DetectionConfig(min_effect=0)
+    with pytest.raises(ValueError):
+        DetectionConfig(p_value_three_points=0)
 
 
 def test_change_point_is_frozen() -> None:
     cp = ChangePoint(index=3, before_mean=1, after_mean=2, change_pct=100, p_value=0.001, n_before=8, n_after=2)
     with pytest.raises(AttributeError):
         cp.index = 4  # type: ignore[misc]
+
+
+def _level_series(after_change: float, n_after: int, seed: int = 21) -> np.ndarray:
+    """40 nights of exactly 2 % log-noise around 1.0, then ``n_after`` nights at ``after_change`` (relative) with a
+    little jitter: a step whose estimate is (almost exactly) ``after_change``."""
+    rng = np.random.default_rng(seed)
+    before = rng.normal(0.0, 1.0, 40)
+    before = 0.02 * (before - before.mean()) / before.std(ddof=1)
+    jitter = 0.003 * np.resize([1.0, -1.0, 0.5, -0.5], n_after)
+    return np.exp(np.concatenate([before, math.log1p(after_change) + jitter]))
+
+
+def test_a_5pct_step_whose_estimate_came_out_low_is_still_reported() -> None:
+    # Four nights at +3.7 % under 2 % noise: significant, and its 95 % interval (about +-1.8 %) reaches 5 %, so it is
+    # not significantly smaller than the minimum effect. A rule on the point estimate (>= 4 %) would drop it.
+    values = _level_series(0.037, 4)
+    (cp,) = detect_change_points(values, config=DetectionConfig.for_metric("speedup"))
+    assert cp.index == 40
+    assert 3.3 < cp.change_pct < 4.1
+
+
+def test_a_3pct_step_stays_quiet_night_by_night() -> None:
+    # Clearly below the 5 % minimum effect once its level has a few nights; replayed as production runs it.
+    values = _level_series(0.03, 16)
+    for night in range(41, len(values)):
+        assert detect_change_points(values[: night + 1]) == [], night
