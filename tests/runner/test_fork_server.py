@@ -21,9 +21,9 @@ def _records(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def _options(tmp_path: Path, log: Path, only: str | None = None) -> RunOptions:
+def _options(tmp_path: Path, log: Path, only: str | None = None, cold_start: bool = False) -> RunOptions:
     return RunOptions(suite="torchbench", models_file=DATA / "fork_server.toml", backend="aot_eager", repeat=2,
-                      performance=True, timeout_s=TIMEOUT_S, output_dir=tmp_path / "out",
+                      performance=True, timeout_s=TIMEOUT_S, output_dir=tmp_path / "out", cold_start=cold_start,
                       only=only, extra_env={"PERFDASH_TEST_PROCESS_LOG": str(log)})
 
 
@@ -61,3 +61,16 @@ def test_a_server_that_cannot_start_leaves_fresh_interpreters(tmp_path: Path,
     [first, second] = _records(log)
     assert first["ppid"] == second["ppid"] == os.getpid()  # each started by this process as a fresh interpreter
     assert first["pgid"] == first["pid"]
+
+
+def test_cold_start_gives_each_forked_worker_a_fresh_inductor_cache(tmp_path: Path) -> None:
+    """Inductor reads its cache directory at each lookup, so a per-model setting reaches a worker forked from a server
+    that imported Inductor with the run's environment."""
+    log = tmp_path / "processes.jsonl"
+    report = run_suite(_options(tmp_path, log, only="first", cold_start=True))
+    [outcome] = report.outcomes
+    assert outcome.status == "pass"
+    [worker] = _records(log)
+    cache = str(worker["inductor_cache"])
+    assert Path(cache).name.startswith("perfdash-inductor-") and cache != os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    assert not Path(cache).exists()  # removed once the model finished
