@@ -17,11 +17,11 @@ only the nights so far; perfdash stores what it found and starts from there the 
 Baselines: a fixed 10 % threshold against one reference run (the previous night, as Intel's inductor-tools compare a
 target build to a reference build) and z >= 5 over a 100-point lookback (conbench's default). A last row is no method
 but a reference: an oracle that knows the true level, the noise's sigma and the spike nights, and z-tests the newest
-2, 3 and 4 nights at one false alert per 1,000 nights; it is about the best recall any method can have at that false
-alert rate, so the distance to it is what better statistics could still win.
+2, 3 and 4 nights at one false alert per 1,000 nights; no method that has to estimate those gets much closer to the
+best recall possible at that false alert rate, so the distance to it is about what better statistics could still win.
 
-Run from the repository root: ``.venv/bin/python -m bench.detection [--series N] [--nights N] [--seed S]`` (as a
-module: a script path would put bench/ first on sys.path, where bench/bisect.py shadows the standard library).
+Run from the repository root: ``.venv/bin/python -m bench.detection [--series N] [--nights N] [--seed S] [--sweep]``
+(as a module: a script path would put bench/ first on sys.path, where bench/bisect.py shadows the standard library).
 """
 
 from __future__ import annotations
@@ -289,77 +289,74 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-# Last printed (2026-11-23 17:03 UTC, `nice .venv/bin/python -m bench.detection --series 100`, 2-core machine shared
-# with another engineer's jobs, load average after the run 1.37, 1.47, 1.33):
+# Last printed (2026-11-23 17:21 UTC, `nice .venv/bin/python -m bench.detection --series 100`, 2-core machine shared
+# with another engineer's jobs; `uptime` load average after the run: 0.86, 1.01, 1.13):
 #
 # 100 series per kind x 6 kinds x 2 noise levels, 90 nights each; alerts matched to a change within 10 nights
 # step cells: % found within 3 nights / % found within the match window, d = median delay (nights)
 #
 # == noise CV 2% (600 series, 928 single-night spikes) ==
 # method                            step 3%        step 5%       step 10%       step 30% false/1k late/1k dup/1k spike
-# perfdash E-div + t-test     37.0/ 61.0 d3  85.1/ 96.4 d2  99.0/100.0 d1 100.0/100.0 d1     0.92    0.17   0.06     0
+# perfdash E-div + t-test     37.0/ 60.0 d3  85.1/ 96.4 d2  99.0/100.0 d1 100.0/100.0 d1     0.90    0.17   0.06     0
 # fixed 10% vs ref. run        9.0/ 23.0 d4  11.8/ 24.1 d4  58.7/ 61.7 d0  98.5/ 98.5 d0    29.33    1.17   3.42   715
 # z>=5, 100-pt lookback        6.0/ 15.0 d6   3.1/ 11.3 d5  24.9/ 28.9 d0  58.8/ 59.3 d0     9.17    0.48   1.71   436
 # oracle (known level, sd)    40.0/ 42.0 d2  92.3/ 92.8 d1 100.0/100.0 d0 100.0/100.0 d0     0.85    0.00   0.15     1
-#    wall seconds per method, in order: 25, 0, 1, 1
+#    wall seconds per method, in order: 28, 0, 1, 1
 #    series-nights scored per method: 48000; oracle: |z| > 3.46 on the mean of the newest 2/3/4 nights
 #    (one false alert per 1,000 nights of pure noise)
 #
 # == noise CV 5% (600 series, 873 single-night spikes) ==
 # method                            step 3%        step 5%       step 10%       step 30% false/1k late/1k dup/1k spike
-# perfdash E-div + t-test      2.0/  6.0 d8   4.6/ 15.5 d5  30.1/ 74.8 d4  99.5/100.0 d2     2.04    1.00   0.04     3
+# perfdash E-div + t-test      2.0/  6.0 d8   3.6/ 15.5 d5  28.6/ 74.8 d4  98.5/100.0 d2     1.88    1.00   0.00     0
 # fixed 10% vs ref. run       55.0/ 79.0 d2  61.9/ 85.6 d2  68.0/ 89.3 d0  99.5/ 99.5 d0   152.38    5.29  19.44   738
 # z>=5, 100-pt lookback        2.0/  7.0 d6   3.1/  5.7 d3   2.9/  7.8 d4  43.5/ 44.5 d0     6.46    0.17   0.38   309
 # oracle (known level, sd)     3.0/  4.0 d2  11.9/ 12.9 d2  70.4/ 71.4 d2 100.0/100.0 d0     0.96    0.02   0.08     0
-#    wall seconds per method, in order: 29, 0, 1, 1
+#    wall seconds per method, in order: 30, 0, 1, 1
 #    series-nights scored per method: 48000; oracle: |z| > 3.46 on the mean of the newest 2/3/4 nights
 #    (one false alert per 1,000 nights of pure noise)
 #
-# Before this (2026-11-22, the previous method, same command): 2 % noise, 5 % steps within 3 nights 80.5 %, false
-# 1.38/1k; 5 % noise, false 4.46/1k. The sweep below is of that previous method.
+# A second seed (`... --series 100 --seed 7`, 17:17 UTC, load 1.28, 1.15, 1.20), perfdash and oracle rows:
 #
-# (previous) Last printed (2026-11-22, `python -m bench.detection --series 100`, 2-core machine shared with other jobs;
-# s = wall seconds):
+# == noise CV 2% (600 series, 935 single-night spikes) ==
+# perfdash E-div + t-test     33.0/ 63.0 d3  84.8/ 99.5 d2  99.0/100.0 d1 100.0/100.0 d1     0.83    0.10   0.02     0
+# oracle (known level, sd)    44.0/ 44.0 d2  93.6/ 95.1 d1 100.0/100.0 d0 100.0/100.0 d0     0.92    0.00   0.04     1
+# == noise CV 5% (600 series, 859 single-night spikes) ==
+# perfdash E-div + t-test      0.0/  2.0 d7   4.0/ 10.9 d5  39.3/ 78.6 d4  99.5/100.0 d2     1.58    0.73   0.04     1
+# oracle (known level, sd)     2.0/  2.0 d2  11.9/ 11.9 d2  74.0/ 74.5 d2 100.0/100.0 d0     0.85    0.02   0.21     0
 #
-# 100 series per kind x 6 kinds x 2 noise levels, 90 nights each; alerts matched to a change within 10 nights
-# step cells: % found within 3 nights / % found within the match window, d = median delay (nights)
-#
-# == noise CV 2% (600 series, 928 single-night spikes) ==
-# method                          step 3%          step 5%         step 10%         step 30% false/1k dup/1k spike    s
-# perfdash E-div + t-test    38.0/ 66.0 d3    80.5/ 97.9 d2    99.5/100.0 d1   100.0/100.0 d1     1.38   0.10     0   96
-# fixed 10% vs ref. run      9.0/ 23.0 d4    11.8/ 24.1 d4    58.7/ 61.7 d0    98.5/ 98.5 d0    29.33   3.42   715    0
-# z>=5, 100-pt lookback      6.0/ 15.0 d6     3.1/ 11.3 d5    24.9/ 28.9 d0    58.8/ 59.3 d0     9.17   1.71   436   10
-#    series-nights scored per method: 48000
-#
-# == noise CV 5% (600 series, 873 single-night spikes) ==
-# method                          step 3%          step 5%         step 10%         step 30% false/1k dup/1k spike    s
-# perfdash E-div + t-test     5.0/ 14.0 d7    11.9/ 35.1 d5    48.1/ 89.3 d3   100.0/100.0 d2     4.46   0.25     8  140
-# fixed 10% vs ref. run     55.0/ 79.0 d2    61.9/ 85.6 d2    68.0/ 89.3 d0    99.5/ 99.5 d0   152.38  19.44   738    0
-# z>=5, 100-pt lookback      2.0/  7.0 d6     3.1/  5.7 d3     2.9/  7.8 d4    43.5/ 44.5 d0     6.46   0.38   309    4
-#    series-nights scored per method: 48000
-#
-# The threshold trade-off (`python -m bench.detection --series 50 --sweep`, same day): no single p-value meets both
-# targets at 2 % noise (>= 95 % of 5 % steps within 3 nights and <= 1 false alert per 1,000 series-nights):
-#
-# 50 series per kind x 6 kinds x 2 noise levels, 90 nights each; alerts matched to a change within 10 nights
-# step cells: % found within 3 nights / % found within the match window, d = median delay (nights)
+# The trade-off (`... --series 50 --sweep`, 17:18 UTC, load 1.10, 1.15, 1.18; "p xF": all three p-value thresholds
+# times F), perfdash and oracle rows:
 #
 # == noise CV 2% (300 series, 478 single-night spikes) ==
-# method                          step 3%          step 5%         step 10%         step 30% false/1k dup/1k spike    s
-# perfdash E-div + t-test    26.0/ 60.0 d4    77.8/100.0 d2   100.0/100.0 d1    98.9/ 98.9 d1     1.71   0.17     2  139
-# fixed 10% vs ref. run     12.0/ 22.0 d3    16.2/ 27.3 d2    50.9/ 60.2 d0   100.0/100.0 d0    30.38   3.75   360    0
-# z>=5, 100-pt lookback      6.0/ 12.0 d4    11.1/ 17.2 d2    21.3/ 25.0 d0    59.1/ 60.2 d0     9.58   1.96   228    3
-# perfdash p<0.0001         18.0/ 50.0 d4    61.6/ 94.9 d3   100.0/100.0 d1   100.0/100.0 d1     1.00   0.04     1  116
-# perfdash p<0.002          36.0/ 70.0 d3    88.9/100.0 d2   100.0/100.0 d1    97.8/ 97.8 d1     3.83   0.54     2   76
-# perfdash p<0.005          42.0/ 74.0 d3    94.9/100.0 d1   100.0/100.0 d1    95.7/ 95.7 d1     6.50   0.79     2   72
-#    series-nights scored per method: 24000
-#
+# perfdash E-div + t-test     32.0/ 66.0 d4  87.9/100.0 d2 100.0/100.0 d1 100.0/100.0 d1     0.79    0.08   0.00     0
+# perfdash p x0.25            22.0/ 50.0 d4  74.7/ 99.0 d3 100.0/100.0 d1 100.0/100.0 d1     0.46    0.12   0.04     0
+# perfdash p x0.5             22.0/ 52.0 d4  79.8/100.0 d3 100.0/100.0 d1 100.0/100.0 d1     0.62    0.08   0.04     0
+# perfdash p x2               36.0/ 70.0 d3  90.9/100.0 d2 100.0/100.0 d1 100.0/100.0 d1     1.17    0.04   0.00     0
+# perfdash p x4               38.0/ 70.0 d3  91.9/ 99.0 d2 100.0/100.0 d1 100.0/100.0 d1     1.67    0.00   0.00     0
+# oracle (known level, sd)    30.0/ 30.0 d2  93.9/ 96.0 d1 100.0/100.0 d0 100.0/100.0 d0     0.96    0.00   0.21     1
 # == noise CV 5% (300 series, 455 single-night spikes) ==
-# method                          step 3%          step 5%         step 10%         step 30% false/1k dup/1k spike    s
-# perfdash E-div + t-test     6.0/ 14.0 d5    12.1/ 28.0 d4    57.1/ 87.8 d3   100.0/100.0 d2     5.00   0.33     7   80
-# fixed 10% vs ref. run     50.0/ 82.0 d2    65.4/ 83.2 d1    72.4/ 86.7 d0   100.0/100.0 d0   149.12  20.46   397    0
-# z>=5, 100-pt lookback      0.0/  0.0 d-     3.7/  6.5 d3     3.1/  6.1 d3    41.1/ 41.1 d0     6.62   0.38   159    4
-# perfdash p<0.0001          2.0/  4.0 d3     6.5/ 16.8 d4    42.9/ 83.7 d3   100.0/100.0 d2     2.79   0.29     4   80
-# perfdash p<0.002           8.0/ 22.0 d5    17.8/ 42.1 d5    71.4/ 93.9 d2   100.0/100.0 d2    10.04   0.62    11   68
-# perfdash p<0.005          20.0/ 46.0 d4    29.9/ 53.3 d3    74.5/ 99.0 d2   100.0/100.0 d2    16.67   0.88    13   64
-#    series-nights scored per method: 24000
+# perfdash E-div + t-test      0.0/  0.0 d-   5.6/ 15.0 d4  35.7/ 82.7 d4  98.9/100.0 d2     1.83    0.38   0.04     1
+# perfdash p x0.25             0.0/  0.0 d-   5.6/ 12.1 d4  22.4/ 70.4 d4 100.0/100.0 d2     1.62    0.71   0.00     1
+# perfdash p x0.5              0.0/  0.0 d-   5.6/ 15.0 d4  27.6/ 76.5 d4 100.0/100.0 d2     1.67    0.58   0.04     1
+# perfdash p x2                0.0/  0.0 d-   6.5/ 17.8 d5  39.8/ 82.7 d4  98.9/100.0 d2     1.92    0.38   0.08     1
+# perfdash p x4                2.0/  6.0 d5   9.3/ 21.5 d4  43.9/ 82.7 d3  98.9/100.0 d2     2.54    0.46   0.04     1
+# oracle (known level, sd)     4.0/  4.0 d1  10.3/ 11.2 d2  71.4/ 71.4 d2 100.0/100.0 d0     0.71    0.04   0.12     0
+#
+# Against issue 5's targets (seed 20261122 / seed 7):
+# - >= 95 % of 5 % steps found within 3 nights at 2 % noise: missed, 85.1 % / 84.8 % (the method before this one:
+#   80.5 %). Not reachable at <= 1 false alert per 1,000 nights: the oracle, which knows the true level, the noise's
+#   sigma and which nights are spikes, finds 92.3 % / 93.6 %, and 93.8 % / 95.1 % when it spends its whole budget on
+#   the fourth night (ORACLE_K = (4,), threshold 3.23). The distance to it is the cost of estimating the baseline and
+#   the noise from the series and of the spike guards. Looser thresholds buy recall with false alerts (the sweep, 50
+#   series per kind: default 87.9 % at 0.79/1k, x2 90.9 % at 1.17/1k, x4 91.9 % at 1.67/1k); the default keeps false
+#   alerts under one per 1,000, which the morning report needs more.
+# - <= 1 false alert per 1,000 series-nights: met at 2 % noise (0.90 / 0.83). Missed at 5 % noise (1.88 / 1.58, the
+#   method before: 4.46), but 1.00 / 0.73 of it is "late": real changes, split within two nights of where they
+#   landed, reported after the 10-night match window (under 5 % noise a 5 % step is one sigma and takes weeks to
+#   stand out); the rest, 0.88 / 0.85, is under the target. Stricter thresholds do not bring the count down (sweep
+#   x0.25: 1.62/1k): the changes are found later still, and are late alerts all the same.
+# - single spikes never alert: none at 2 % noise; at 5 % noise none / one, and that one is a real 3 % step found late,
+#   whose split the bench places the night before a spike (it is counted under late too).
+#
+# Before this (2026-11-22, the method before the one above, same command): 2 % noise, 5 % steps within 3 nights
+# 80.5 %, false 1.38/1k; 5 % noise, false 4.46/1k.

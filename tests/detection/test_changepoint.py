@@ -155,3 +155,17 @@ def test_a_3pct_step_stays_quiet_night_by_night() -> None:
     values = _level_series(0.03, 16)
     for night in range(41, len(values)):
         assert detect_change_points(values[: night + 1]) == [], night
+
+
+def test_two_spikes_two_nights_apart_are_not_a_level() -> None:
+    # Under 5 % noise: +35 % and +36 % spikes with a merely high night between them and a normal night after. With
+    # four points after the split the median sits between the spikes, so the normal night is the one that looks like
+    # the outlier; it is an ordinary night of the old level, and that gives the spikes away.
+    rng = np.random.default_rng(8)
+    before = rng.normal(0.0, 1.0, 60)
+    before = 0.05 * (before - before.mean()) / before.std(ddof=1)
+    after = np.array([math.log(1.35), 0.10, math.log(1.36), 0.015])
+    values = np.exp(np.concatenate([before, after]))
+    for night in range(61, len(values)):
+        found = detect_change_points(values[: night + 1])
+        assert all(cp.index not in (60, 61, 62) for cp in found), (night, found)
