@@ -3,7 +3,9 @@
 For one small model (torchvision resnet18, the torchbench suite's builder, batch 4 at 224x224 unless told
 otherwise) this runs the real harness (``runner.api.run_suite``: fork server, one worker process per model,
 performance only, warm Inductor cache) on a list of ``--runs`` copies of the model, and after each copy a bare
-in-process loop (eager and compiled interleaved, same repeat), so both see the machine at the same moments. It prints:
+in-process loop (eager and compiled interleaved, same repeat), so both see the machine at the same moments. The bench
+restarts itself with the harness's allocator settings (runner.options.CPU_MALLOC_ENV) so that the bare loop runs under
+them too. It prints:
 
 - per model, the harness's overhead: the model's wall time outside the timed iterations and outside compilation, as
   a share of its wall time outside compilation, with where it goes: the worker's fork and exit, its imports, the model
@@ -24,7 +26,9 @@ library's bisect.)
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -102,7 +106,12 @@ def cv(values: list[float]) -> float:
 
 def main() -> None:
     from runner.api import run_suite
-    from runner.options import RunOptions
+    from runner.options import CPU_MALLOC_ENV, RunOptions
+
+    if any(os.environ.get(k) != v for k, v in CPU_MALLOC_ENV.items()):
+        # glibc reads these at start: the bare loop runs under the allocator settings the harness gives its workers.
+        os.execve(sys.executable, [sys.executable, "-m", "bench.harness", *sys.argv[1:]],
+                  {**os.environ, **CPU_MALLOC_ENV})
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)

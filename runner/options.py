@@ -13,6 +13,12 @@ from runner.suites import ModelSpec, Suite, SuiteError, get_suite
 RUNNABLE_BACKENDS: tuple[str, ...] = ("eager", "aot_eager", "inductor")
 assert set(RUNNABLE_BACKENDS) <= set(BACKENDS)
 
+# glibc keeps what a step frees for the next one: no mmap for big blocks (each would be unmapped on free and faulted
+# in again next iteration) and no trimming of the heap. Without these, how many pages each iteration faults in depends
+# on the worker's allocation history, and eager resnet18 at batch 4 ran 83-99 ms from one worker to the next (speedup
+# CV 4.7 % over ten workers; about 1 % with them, bench/README.md). PyTorch's CPU launcher
+# (torch.backends.xeon.run_cpu) gets the same from jemalloc with dirty_decay_ms:-1; jemalloc ignores these.
+CPU_MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(16 << 30), "MALLOC_TOP_PAD_": str(256 << 20)}
 DEFAULT_REPEAT = 30
 DEFAULT_WARMUP = 2
 DEFAULT_TIMEOUT_S = 1800.0
@@ -67,6 +73,8 @@ class RunOptions:
     def worker_env(self) -> dict[str, str]:
         """Settings every worker of this run gets; all of them are part of the series (manifest config.env)."""
         env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        if self.device == "cpu":
+            env.update(CPU_MALLOC_ENV)
         if self.device == "cpu" and self.mode == "inference" and self.backend == "inductor":
             env["TORCHINDUCTOR_FREEZING"] = "1"  # as PyTorch's CPU dashboard runs
         if self.threads is not None:
