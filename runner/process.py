@@ -109,11 +109,8 @@ def run_worker(job: Job, env: dict[str, str], timeout_s: float, log_path: Path,
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """The worker leads its own session; kill it and any compile workers it started."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    """The worker (or server) leads its own session; kill it and any compile workers it started."""
+    _kill_pid_group(proc.pid)
 
 
 def _tail(path: Path) -> str:
@@ -193,8 +190,12 @@ class ForkServer:
         return True
 
     def run(self, job: Job, env: dict[str, str], timeout_s: float, log_path: Path,
-            on_phase: Callable[[str], None] = lambda phase: None) -> WorkerOutcome:
-        """Run ``job`` in a forked worker with ``env`` on top of the run's; as ``run_worker`` does, in outcome."""
+            on_phase: Callable[[str], None] = lambda phase: None, retry: bool = True) -> WorkerOutcome:
+        """Run ``job`` in a forked worker with ``env`` on top of the run's; as ``run_worker`` does, in outcome.
+
+        A server found dead before it forked the worker (it died idle, after the last job) is replaced and the job
+        sent again, once.
+        """
         if self._proc is not None and self._proc.poll() is not None:
             self._proc = None  # died since the last job
         if self._proc is None and not self._unavailable and not self._start():
@@ -207,15 +208,21 @@ class ForkServer:
         with log_path.open("ab") as log:
             log.write(f"=== {job.spec.name} ===\n".encode())
         request = {"job": job.to_json(), "env": env, "log": str(log_path)}
+        try:
+            assert self._proc.stdin is not None
+            self._proc.stdin.write((json.dumps(request) + "\n").encode())
+            self._proc.stdin.flush()
+        except OSError:  # the server died after its last job
+            self.close()
+            if retry:
+                return self.run(job, env, timeout_s, log_path, on_phase, retry=False)
+            return run_worker(job, {**self.env, **env}, timeout_s, log_path, on_phase)
         sink: dict[str, object] = {"phase": PHASE_LOAD}
         start = time.perf_counter()
         pid: int | None = None
         returncode: int | None = None
         timed_out = False
         try:
-            assert self._proc.stdin is not None
-            self._proc.stdin.write((json.dumps(request) + "\n").encode())
-            self._proc.stdin.flush()
             deadline = start + timeout_s
             while True:
                 try:
@@ -230,10 +237,12 @@ class ForkServer:
                     deadline = time.perf_counter() + _KILL_GRACE_S
                     continue
                 if line is None:  # the server died; its worker goes too, and the next job starts a new server
+                    self.close()
+                    if pid is None and retry:  # before forking: the job never started
+                        return self.run(job, env, timeout_s, log_path, on_phase, retry=False)
                     sink.setdefault("error", "the fork server exited while a worker ran")
                     if pid is not None:
                         _kill_pid_group(pid)
-                    self.close()
                     break
                 event = _server_event(line)
                 if event is not None and event[0] == "forked":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,17 @@ def test_cold_start_gives_each_forked_worker_a_fresh_inductor_cache(tmp_path: Pa
     cache = str(worker["inductor_cache"])
     assert Path(cache).name.startswith("perfdash-inductor-") and cache != os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     assert not Path(cache).exists()  # removed once the model finished
+
+
+def test_a_server_that_died_between_models_is_restarted(tmp_path: Path) -> None:
+    log = tmp_path / "processes.jsonl"
+    options = _options(tmp_path, log, only="first")
+    suite, [spec] = validate(options)
+    with ForkServer(env=options.worker_env(), preload=[], log_path=tmp_path / "server.log") as server:
+        first = server.run(make_job(options, suite, spec), {}, TIMEOUT_S, tmp_path / "first.log")
+        [worker] = _records(log)
+        os.kill(int(worker["ppid"]), signal.SIGKILL)  # the server, idle between two models
+        second = server.run(make_job(options, suite, spec), {}, TIMEOUT_S, tmp_path / "first.log")
+    assert first.result is not None and second.result is not None and second.result.failure is None
+    before, after = _records(log)
+    assert before["ppid"] != after["ppid"] != os.getpid()  # a new server, not the fallback
