@@ -87,8 +87,8 @@ class DetectionConfig:
     p_value_three_points: float = 4e-4  # ... of three points
     min_before: int = 8  # points before a split for its level to be a settled baseline (fewer: see short_level)
     min_after: int = 2  # points after a change: one noisy night never alerts
-    # In a series whose noise is above half the minimum effect, a spike next to a 2-sigma night looks like a new
-    # level on two points: wait for this many.
+    # In a noisy series (see noisy_above), a spike next to a 2-sigma night looks like a new level on two points:
+    # wait for this many.
     min_after_noisy: int = 3
     window: int = 60  # points searched at once (E-divisive is O(n^2)); longer histories are walked in windows
     outlier_k: float = 3.0  # points further than k robust sigmas from their side's median are spikes
