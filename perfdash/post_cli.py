@@ -207,7 +207,7 @@ def post_results(args: argparse.Namespace, environ: Mapping[str, str] | None = N
             "timestamp": (args.timestamp or default_timestamp(directory, files)).isoformat()}.items() if v}
         poster.post_directory(directory, Upload(files=files, form=form))
     tally = poster.tally
-    if tally.refused or tally.not_kept:
+    if len(tally.refused) + len(tally.not_kept) > 1:  # one problem is already one clear line
         print(f"error: {len(tally.refused)} upload(s) refused, {len(tally.not_kept)} neither posted nor spooled, "
               f"{len(tally.spooled)} spooled for later (spool: {config.spool_dir})", file=sys.stderr)
     return tally.exit_status()

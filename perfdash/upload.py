@@ -58,7 +58,10 @@ def _detail(response: httpx.Response) -> str:
         detail = response.json().get("detail")
     except (ValueError, AttributeError):
         detail = response.text.strip()
-    return f"HTTP {response.status_code}: {str(detail)[:500] or response.reason_phrase}"
+    if isinstance(detail, dict):  # the service's contract errors: "error" names the file, line and column
+        detail = detail.get("error") or detail.get("message") or detail
+    text = " ".join(str(detail).split())[:1000]
+    return f"HTTP {response.status_code}: {text or response.reason_phrase}"
 
 
 def _retry_after(response: httpx.Response) -> float:
