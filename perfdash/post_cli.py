@@ -61,21 +61,27 @@ class PostConfig:
 def resolve_token(args: argparse.Namespace, config: PostConfig) -> str:
     """--token, --token-file, $PERFDASH_TOKEN, $PERFDASH_TOKEN_FILE, then the first of $PERFDASH_INGEST_TOKENS.
     A file or the environment keeps the token out of the process list; --token shows in `ps`."""
-    token_file = args.token_file or (None if args.token else config.token_file)
     if args.token:
         return args.token
-    if token_file is not None:
-        try:
-            token = Path(token_file).read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise TokenError(f"cannot read the token file {token_file}: {exc.strerror or exc}") from exc
-        if not token:
-            raise TokenError(f"the token file {token_file} is empty")
-        return token
-    token = config.token or next(iter(config.ingest_tokens), "")
+    if args.token_file is not None:
+        return _read_token(Path(args.token_file))
+    if config.token:
+        return config.token
+    if config.token_file is not None:
+        return _read_token(config.token_file)
+    if config.ingest_tokens:
+        return config.ingest_tokens[0]
+    raise TokenError("--url needs a token: PERFDASH_TOKEN, PERFDASH_TOKEN_FILE or --token-file "
+                     "(or --token, which shows in the process list)")
+
+
+def _read_token(path: Path) -> str:
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise TokenError(f"cannot read the token file {path}: {exc.strerror or exc}") from exc
     if not token:
-        raise TokenError("--url needs a token: PERFDASH_TOKEN, PERFDASH_TOKEN_FILE or --token-file "
-                         "(or --token, which shows in the process list)")
+        raise TokenError(f"the token file {path} is empty")
     return token
 
 

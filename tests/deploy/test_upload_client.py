@@ -254,3 +254,25 @@ def test_the_token_comes_from_a_file_or_the_environment(tmp_path, client_env, da
         assert _ingest(_results(tmp_path, "e"), url, 5, "--token-file", str(tmp_path / "missing")) == 2
         assert "cannot read the token file" in capsys.readouterr().err
     assert _runs(database) == 3
+
+
+def test_one_ingest_drains_a_shared_spool_and_an_unreadable_entry_is_set_aside(tmp_path, client_env, database,
+                                                                               capsys) -> None:
+    # Cells on one agent share the spool volume: while one ingest posts the spool another leaves it alone (each
+    # still posts its own results), so no entry is posted twice at once.
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    assert _ingest(_results(tmp_path, "night1"), url, 1) == 3
+    broken = spool.save(client_env, spool.load(spool.entries(client_env)[0]).upload)
+    (broken / spool.FORM).write_text("{not json")
+    with _Service(database, port):
+        with spool.drain_lock(client_env) as mine:
+            assert mine
+            assert _ingest(_results(tmp_path, "night2"), url, 2) == 0
+            assert "another perfdash ingest is posting the spool" in capsys.readouterr().err
+            assert len(spool.entries(client_env)) == 2 and _runs(database) == 1
+        assert _ingest(_results(tmp_path, "night3"), url, 3) == 1
+    err = capsys.readouterr().err
+    assert f"REJECTED spooled upload {broken.name}" in err and "unreadable spool entry" in err
+    assert _runs(database) == 3 and spool.entries(client_env) == []
+    assert [p.name for p in (client_env / spool.REJECTED).iterdir()] == [broken.name]
