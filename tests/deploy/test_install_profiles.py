@@ -29,6 +29,8 @@ TINY = REPO / "tests" / "runner" / "data" / "tiny_real.toml"
 TOKEN = "profile-token"
 # Building the runner profile from scratch installs torch (minutes on 2 cores); later runs find it built.
 BUILD_TIMEOUT_S = 1800
+# The first test builds the venvs in its fixtures, which pytest-timeout counts against it.
+pytestmark = pytest.mark.timeout(BUILD_TIMEOUT_S + 600)
 
 
 def _profile(name: str) -> Path:
@@ -125,7 +127,6 @@ def test_each_profile_holds_only_its_extra(runner_venv: Path, service_venv: Path
         {"pydantic_settings", "fastapi", "alembic", "uvicorn"}
 
 
-@pytest.mark.timeout(BUILD_TIMEOUT_S + 600)
 def test_the_runner_image_benchmarks_and_posts_to_the_service_image(runner_venv: Path, service_venv: Path,
                                                                      served: str, database: str,
                                                                      tmp_path: Path) -> None:
