@@ -3,7 +3,9 @@
 A suite is a module in ``runner/suites/`` that defines ``SUITE = Suite(...)``; the registry (``runner.suites``) finds it
 by scanning the package, so a new suite needs no change to the core:
 
-1. a data file ``runner/suites/data/<suite>.toml`` with one ``[[model]]`` table per model (see ``ModelSpec``);
+1. a data file ``runner/suites/data/<suite>.toml`` with one ``[[model]]`` table per model (see ``ModelSpec``): the
+   suite's default list. Further named lists are ``data/<suite>.<list>.toml`` (``perfdash run --model-list <list>``,
+   e.g. ``extended``); the default file alone holds the ``[tolerance]`` tables;
 2. a module ``runner/suites/<suite>.py`` defining ``SUITE = Suite(name=..., data_file=..., default_builder=...,
    tolerance=..., versions=...)``. ``default_builder`` says how an entry without a ``builder`` is built (for example
    ``"timm"``: ``timm.create_model(name)``); new builder kinds are plain functions registered in
@@ -13,10 +15,17 @@ Model entries (data file, or a ``--models-file`` in the same format)::
 
     [[model]]
     name = "BertForMaskedLM"          # the name written to the CSVs (PyTorch's names)
-    batch_size = 8                    # the suite's batch size for this model (``--batch-size`` overrides it)
+    batch_size = 8                    # the batch size PyTorch's list records for this model
     builder = "hf:BertForMaskedLM"    # optional: kind:target, e.g. timm:resnet18, torchvision:resnet18,
                                       # hf:BertForMaskedLM, module:package.mod:function, py:relative/file.py:function
     options = { config = { hidden_size = 32 }, seq_len = 16 }   # optional, passed to the builder
+
+    [batch_size]
+    divisors = { BertForMaskedLM = 2 }  # optional: PyTorch's per-model divisors (its suite yaml)
+
+A model's default batch size is PyTorch's rule: the recorded size divided by the model's divisor, rounded down, at
+least 1 (``default_batch_size``); ``--batch-size`` overrides it for every model. A list without a ``[batch_size]``
+table (e.g. a ``--models-file`` of tiny test models) runs its sizes as written.
 
 This module is torch-free: the parent process reads model lists without importing torch.
 """
@@ -31,6 +40,7 @@ from types import MappingProxyType
 from typing import Any
 
 DATA_DIR = Path(__file__).parent / "data"
+DEFAULT_MODEL_LIST = "default"
 
 
 class SuiteError(ValueError):
@@ -134,9 +144,23 @@ class Suite:
     def tolerance_for(self, query: ToleranceQuery) -> Tolerance:
         return self.tolerance(query, load_tolerance_lists(self.data_file))
 
-    def models(self, models_file: Path | None = None) -> list[ModelSpec]:
-        """The suite's model list, or a list in the same format given with ``--models-file``."""
-        path = models_file if models_file is not None else self.data_file
+    def model_lists(self) -> dict[str, Path]:
+        """The suite's named lists: ``default`` (its data file) and every ``<suite>.<list>.toml`` beside it."""
+        lists = {DEFAULT_MODEL_LIST: self.data_file}
+        for path in sorted(self.data_file.parent.glob(f"{self.data_file.stem}.*.toml")):
+            lists[path.name.removeprefix(f"{self.data_file.stem}.").removesuffix(".toml")] = path
+        return lists
+
+    def models(self, models_file: Path | None = None, model_list: str = DEFAULT_MODEL_LIST) -> list[ModelSpec]:
+        """One of the suite's named lists, or a list in the same format given with ``--models-file``."""
+        if models_file is not None:
+            path = models_file
+        else:
+            lists = self.model_lists()
+            if model_list not in lists:
+                raise SuiteError(f"suite {self.name} has no model list {model_list!r}; "
+                                 f"available: {', '.join(lists)}")
+            path = lists[model_list]
         specs = load_model_list(path, self.default_builder)
         if self.resolve_builder is not None and models_file is None:
             specs = [ModelSpec(s.name, s.batch_size, self.resolve_builder(s.builder), s.options, s.base_dir)
@@ -151,10 +175,31 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise SuiteError(f"{path}: cannot read model list: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SuiteError(f"{path}: not valid TOML: {exc}") from None
-    unknown = set(data) - {"model", "tolerance"}
+    unknown = set(data) - {"model", "tolerance", "batch_size"}
     if unknown:
-        raise SuiteError(f"{path}: unknown top-level keys {sorted(unknown)}; expected [[model]] and [tolerance]")
+        raise SuiteError(f"{path}: unknown top-level keys {sorted(unknown)}; "
+                         "expected [[model]], [tolerance] and [batch_size]")
     return data
+
+
+def default_batch_size(recorded: int, divisor: int | None) -> int:
+    """PyTorch's harness rule (huggingface.py, timm_models.py): the recorded size divided by the model's divisor,
+    truncated, never below 1."""
+    return recorded if divisor is None else max(int(recorded / divisor), 1)
+
+
+def load_batch_size_divisors(path: Path, data: Mapping[str, Any] | None = None) -> dict[str, int]:
+    """The ``[batch_size]`` table's ``divisors``: model name -> divisor (positive integers)."""
+    table = (_read_toml(path) if data is None else data).get("batch_size", {})
+    if not isinstance(table, dict) or set(table) - {"divisors"}:
+        raise SuiteError(f"{path}: [batch_size] may only hold 'divisors = {{ model = N, ... }}'")
+    divisors = table.get("divisors", {})
+    if not isinstance(divisors, dict):
+        raise SuiteError(f"{path}: [batch_size] divisors must map model names to integers")
+    for name, value in divisors.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise SuiteError(f"{path}: [batch_size] divisor of {name!r} must be a positive integer, got {value!r}")
+    return dict(divisors)
 
 
 def load_tolerance_lists(path: Path) -> dict[str, frozenset[str]]:
@@ -166,8 +211,10 @@ def load_tolerance_lists(path: Path) -> dict[str, frozenset[str]]:
 
 
 def load_model_list(path: Path, default_builder: str) -> list[ModelSpec]:
-    """Read a TOML model list; names must be unique. Raises SuiteError with the file and entry on any mistake."""
+    """Read a TOML model list, each entry at its default batch size; names must be unique. Raises SuiteError with the
+    file and entry on any mistake."""
     data = _read_toml(path)
+    divisors = load_batch_size_divisors(path, data)
     entries = data.get("model")
     if not isinstance(entries, list) or not entries:
         raise SuiteError(f"{path}: expected one or more [[model]] tables")
@@ -185,8 +232,8 @@ def load_model_list(path: Path, default_builder: str) -> list[ModelSpec]:
         batch_size = entry.get("batch_size")
         if not isinstance(name, str):
             raise SuiteError(f"{where}: 'name' (a string) is required")
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool):
-            raise SuiteError(f"{where} ({name}): 'batch_size' (an integer) is required")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise SuiteError(f"{where} ({name}): 'batch_size' (a positive integer) is required")
         if name in seen:
             raise SuiteError(f"{where}: duplicate model name {name!r}")
         seen.add(name)
@@ -195,8 +242,8 @@ def load_model_list(path: Path, default_builder: str) -> list[ModelSpec]:
         if not isinstance(builder, str) or not isinstance(options, dict):
             raise SuiteError(f"{where} ({name}): 'builder' must be a string and 'options' a table")
         try:
-            specs.append(ModelSpec(name=name, batch_size=batch_size, builder=builder, options=options,
-                                   base_dir=str(path.resolve().parent)))
+            specs.append(ModelSpec(name=name, batch_size=default_batch_size(batch_size, divisors.get(name)),
+                                   builder=builder, options=options, base_dir=str(path.resolve().parent)))
         except SuiteError as exc:
             raise SuiteError(f"{where}: {exc}") from None
     return specs
