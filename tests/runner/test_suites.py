@@ -23,11 +23,11 @@ PYTORCH_TIMM = {
     "tf_efficientnet_b0", "visformer_small", "vit_base_patch14_dinov2.lvd142m", "vit_base_patch16_siglip_256"}
 PYTORCH_HUGGINGFACE = {
     "AlbertForMaskedLM", "AllenaiLongformerBase", "BartForCausalLM", "BertForMaskedLM", "BlenderbotForCausalLM",
-    "DebertaV2ForMaskedLM", "DistilBertForMaskedLM", "DistillGPT2", "ElectraForCausalLM", "GPT2ForSequenceClassification",
-    "GoogleFnet", "LayoutLMForMaskedLM", "M2M100ForConditionalGeneration", "MBartForCausalLM",
-    "MT5ForConditionalGeneration", "MegatronBertForCausalLM", "MobileBertForMaskedLM", "OPTForCausalLM",
-    "PLBartForCausalLM", "PegasusForCausalLM", "RobertaForCausalLM", "T5ForConditionalGeneration", "T5Small",
-    "TrOCRForCausalLM", "XGLMForCausalLM", "XLNetLMHeadModel", "YituTechConvBert"}
+    "DebertaV2ForMaskedLM", "DistilBertForMaskedLM", "DistillGPT2", "ElectraForCausalLM",
+    "GPT2ForSequenceClassification", "GoogleFnet", "LayoutLMForMaskedLM", "M2M100ForConditionalGeneration",
+    "MBartForCausalLM", "MT5ForConditionalGeneration", "MegatronBertForCausalLM", "MobileBertForMaskedLM",
+    "OPTForCausalLM", "PLBartForCausalLM", "PegasusForCausalLM", "RobertaForCausalLM", "T5ForConditionalGeneration",
+    "T5Small", "TrOCRForCausalLM", "XGLMForCausalLM", "XLNetLMHeadModel", "YituTechConvBert"}
 
 
 def test_default_lists_are_pytorchs_current_lists_in_its_order() -> None:
