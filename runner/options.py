@@ -126,10 +126,22 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
         raise OptionsError("--models-file and --model-list are alternatives: give one of them")
     try:
         models = suite.models(options.models_file, options.model_list)
+        if options.only is not None and options.models_file is None and all(m.name != options.only for m in models):
+            models = _list_holding(suite, options.only) or models
     except SuiteError as exc:
         raise OptionsError(str(exc)) from None
     models = suite.expand_models(models, options.batch_size) if suite.expand_models else models
     return suite, select_models(models, options)
+
+
+def _list_holding(suite: Suite, name: str) -> list[ModelSpec] | None:
+    """The first of the suite's named lists that holds ``name``: --only names one model, which any list may hold (a
+    bisection of a model that a --model-list extended run measured); the lists' shared entries are the same."""
+    for list_name in suite.model_lists():
+        listed = suite.models(model_list=list_name)
+        if any(m.name == name for m in listed):
+            return listed
+    return None
 
 
 def _compile(patterns: tuple[str, ...], flag: str) -> list[re.Pattern[str]]:

@@ -40,6 +40,14 @@ def test_default_lists_are_pytorchs_current_lists_in_its_order() -> None:
     assert {"resnet18", "resnet50", "mobilenet_v2", "alexnet", "vgg16"} <= {m.name for m in tb}
 
 
+def test_only_finds_a_model_of_another_list_of_the_suite() -> None:
+    # A bisection reruns one model by name; the quick nightly measures lcnet_050 from the extended list.
+    _, models = validate(RunOptions(suite="timm_models", only="lcnet_050"))
+    assert [(m.name, m.batch_size) for m in models] == [("lcnet_050", 256)]
+    with pytest.raises(OptionsError, match="no model of suite timm_models matches"):
+        validate(RunOptions(suite="timm_models", filters=("^lcnet_050$",)))  # a filter selects from the chosen list
+
+
 @pytest.mark.parametrize("suite", ["timm_models", "huggingface"])
 def test_the_extended_list_holds_the_default_one_and_the_earlier_models(suite: str) -> None:
     default = {m.name: m for m in get_suite(suite).models()}
