@@ -22,9 +22,11 @@ Model entries (data file, or a ``--models-file`` in the same format)::
 
     [batch_size]
     divisors = { BertForMaskedLM = 2 }  # optional: PyTorch's per-model divisors (its suite yaml)
+    training = { densenet121 = 4 }      # optional: PyTorch's per-model batch sizes in training (torchbench.yaml)
 
 A model's default batch size is PyTorch's rule: the recorded size divided by the model's divisor, rounded down, at
-least 1 (``default_batch_size``); ``--batch-size`` overrides it for every model. A list without a ``[batch_size]``
+least 1 (``default_batch_size``), or its ``training`` size in training; ``--batch-size`` overrides it for every
+model. A list without a ``[batch_size]``
 table (e.g. a ``--models-file`` of tiny test models) runs its sizes as written.
 
 This module is torch-free: the parent process reads model lists without importing torch.
@@ -56,12 +58,13 @@ class ModelSpec:
     builder: str
     options: Mapping[str, Any] = field(default_factory=dict)
     base_dir: str = ""  # the directory of the list it came from, to resolve ``py:`` paths
+    training_batch_size: int | None = None  # the default in training when the suite sets one (torchbench.yaml)
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in ",\n\r\""):
             raise SuiteError(f"model name {self.name!r} is empty or holds a character a CSV cell cannot")
-        if self.batch_size <= 0:
-            raise SuiteError(f"{self.name}: batch_size must be > 0, got {self.batch_size}")
+        if self.batch_size <= 0 or (self.training_batch_size is not None and self.training_batch_size <= 0):
+            raise SuiteError(f"{self.name}: batch sizes must be > 0, got {self.batch_size}, {self.training_batch_size}")
         kind, sep, target = self.builder.partition(":")
         if not sep or not kind or not target:
             raise SuiteError(f"{self.name}: builder {self.builder!r} is not 'kind:target'")
@@ -74,14 +77,19 @@ class ModelSpec:
     def builder_target(self) -> str:
         return self.builder.partition(":")[2]
 
+    def default_batch_size(self, mode: str) -> int:
+        return self.training_batch_size if mode == "training" and self.training_batch_size else self.batch_size
+
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "batch_size": self.batch_size, "builder": self.builder,
-                "options": dict(self.options), "base_dir": self.base_dir}
+                "options": dict(self.options), "base_dir": self.base_dir,
+                "training_batch_size": self.training_batch_size}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ModelSpec:
         return cls(name=data["name"], batch_size=int(data["batch_size"]), builder=data["builder"],
-                   options=dict(data.get("options") or {}), base_dir=data.get("base_dir", ""))
+                   options=dict(data.get("options") or {}), base_dir=data.get("base_dir", ""),
+                   training_batch_size=data.get("training_batch_size"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,8 +171,8 @@ class Suite:
             path = lists[model_list]
         specs = load_model_list(path, self.default_builder)
         if self.resolve_builder is not None and models_file is None:
-            specs = [ModelSpec(s.name, s.batch_size, self.resolve_builder(s.builder), s.options, s.base_dir)
-                     for s in specs]
+            specs = [ModelSpec(s.name, s.batch_size, self.resolve_builder(s.builder), s.options, s.base_dir,
+                               s.training_batch_size) for s in specs]
         return specs
 
 
@@ -188,18 +196,30 @@ def default_batch_size(recorded: int, divisor: int | None) -> int:
     return recorded if divisor is None else max(int(recorded / divisor), 1)
 
 
-def load_batch_size_divisors(path: Path, data: Mapping[str, Any] | None = None) -> dict[str, int]:
-    """The ``[batch_size]`` table's ``divisors``: model name -> divisor (positive integers)."""
+@dataclass(frozen=True, slots=True)
+class BatchSizeRules:
+    """A list's ``[batch_size]`` table: ``divisors`` (model -> divisor of its batch size, huggingface/timm yaml) and
+    ``training`` (model -> its batch size in training, torchbench.yaml)."""
+
+    divisors: Mapping[str, int] = field(default_factory=dict)
+    training: Mapping[str, int] = field(default_factory=dict)
+
+
+def load_batch_size_rules(path: Path, data: Mapping[str, Any] | None = None) -> BatchSizeRules:
+    """The ``[batch_size]`` table of a list; every value a positive integer."""
     table = (_read_toml(path) if data is None else data).get("batch_size", {})
-    if not isinstance(table, dict) or set(table) - {"divisors"}:
-        raise SuiteError(f"{path}: [batch_size] may only hold 'divisors = {{ model = N, ... }}'")
-    divisors = table.get("divisors", {})
-    if not isinstance(divisors, dict):
-        raise SuiteError(f"{path}: [batch_size] divisors must map model names to integers")
-    for name, value in divisors.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise SuiteError(f"{path}: [batch_size] divisor of {name!r} must be a positive integer, got {value!r}")
-    return dict(divisors)
+    if not isinstance(table, dict) or set(table) - {"divisors", "training"}:
+        raise SuiteError(f"{path}: [batch_size] may only hold 'divisors' and 'training' (model = N tables)")
+    rules: dict[str, dict[str, int]] = {}
+    for key in ("divisors", "training"):
+        values = table.get(key, {})
+        if not isinstance(values, dict):
+            raise SuiteError(f"{path}: [batch_size] {key} must map model names to integers")
+        for name, value in values.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise SuiteError(f"{path}: [batch_size] {key} of {name!r} must be a positive integer, got {value!r}")
+        rules[key] = dict(values)
+    return BatchSizeRules(**rules)
 
 
 def load_tolerance_lists(path: Path) -> dict[str, frozenset[str]]:
@@ -214,7 +234,7 @@ def load_model_list(path: Path, default_builder: str) -> list[ModelSpec]:
     """Read a TOML model list, each entry at its default batch size; names must be unique. Raises SuiteError with the
     file and entry on any mistake."""
     data = _read_toml(path)
-    divisors = load_batch_size_divisors(path, data)
+    rules = load_batch_size_rules(path, data)
     entries = data.get("model")
     if not isinstance(entries, list) or not entries:
         raise SuiteError(f"{path}: expected one or more [[model]] tables")
@@ -242,8 +262,9 @@ def load_model_list(path: Path, default_builder: str) -> list[ModelSpec]:
         if not isinstance(builder, str) or not isinstance(options, dict):
             raise SuiteError(f"{where} ({name}): 'builder' must be a string and 'options' a table")
         try:
-            specs.append(ModelSpec(name=name, batch_size=default_batch_size(batch_size, divisors.get(name)),
-                                   builder=builder, options=options, base_dir=str(path.resolve().parent)))
+            specs.append(ModelSpec(name=name, batch_size=default_batch_size(batch_size, rules.divisors.get(name)),
+                                   builder=builder, options=options, base_dir=str(path.resolve().parent),
+                                   training_batch_size=rules.training.get(name)))
         except SuiteError as exc:
             raise SuiteError(f"{where}: {exc}") from None
     return specs

@@ -171,9 +171,25 @@ def test_a_lists_divisors_apply_to_its_own_entries(tmp_path: Path) -> None:
     assert [(m.name, m.batch_size) for m in load_model_list(path, "timm")] == [("a", 3), ("b", 13)]
 
 
+def test_a_training_batch_size_applies_in_training_only(tmp_path: Path) -> None:
+    from runner.api import make_job
+
+    path = tmp_path / "list.toml"
+    path.write_text('[batch_size.training]\na = 4\n\n[[model]]\nname = "a"\nbatch_size = 64\n')
+    (spec,) = load_model_list(path, "torchvision")
+    suite = get_suite("torchbench")
+    for mode, expected in (("inference", 64), ("training", 4)):
+        assert make_job(RunOptions(suite="torchbench", mode=mode), suite, spec).batch_size == expected, mode
+    assert make_job(RunOptions(suite="torchbench", mode="training", batch_size=2), suite, spec).batch_size == 2
+    # torchbench.yaml batch_size.training: densenet121 trains at 4
+    densenet = next(m for m in suite.models() if m.name == "densenet121")
+    assert (densenet.default_batch_size("inference"), densenet.default_batch_size("training")) == (64, 4)
+
+
 @pytest.mark.parametrize("table, message", [
-    ("[batch_size.divisors]\na = 0\n", "divisor of 'a' must be a positive integer"),
-    ("[batch_size.divisors]\na = 1.5\n", "divisor of 'a' must be a positive integer"),
+    ("[batch_size.divisors]\na = 0\n", "divisors of 'a' must be a positive integer"),
+    ("[batch_size.divisors]\na = 1.5\n", "divisors of 'a' must be a positive integer"),
+    ("[batch_size.training]\na = -4\n", "training of 'a' must be a positive integer"),
     ("[batch_size]\nsizes = 2\n", "may only hold"),
     ("[batch_size]\ndivisors = 2\n", "must map model names"),
 ])
