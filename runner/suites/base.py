@@ -26,8 +26,8 @@ Model entries (data file, or a ``--models-file`` in the same format)::
 
 A model's default batch size is PyTorch's rule: the recorded size divided by the model's divisor, rounded down, at
 least 1 (``default_batch_size``), or its ``training`` size in training; ``--batch-size`` overrides it for every
-model. A list without a ``[batch_size]``
-table (e.g. a ``--models-file`` of tiny test models) runs its sizes as written.
+model. A list without a ``[batch_size]`` table (e.g. a ``--models-file`` of tiny test models) runs its sizes as
+written.
 
 This module is torch-free: the parent process reads model lists without importing torch.
 """
