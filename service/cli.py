@@ -32,6 +32,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="without a manifest: when the run started, ISO 8601 (default: the CSVs' mtime)")
     ingest.add_argument("--torch-version", help="without a manifest: torch version")
     ingest.add_argument("--retries", type=int, default=4, help="attempts per upload before spooling it (--url)")
+    naming = ingest.add_argument_group(
+        "naming a run by hand", "for result files the harness named when run by hand (speedup_inductor.csv, "
+        "accuracy_inductor.csv, any --output name): the run they belong to")
+    naming.add_argument("--suite", help="torchbench, huggingface, timm_models or hf_vision")
+    naming.add_argument("--backend", help="backend, with its variant if any (inductor_no_cudagraphs)")
+    naming.add_argument("--dtype", help="float32, bfloat16, float16 or amp")
+    naming.add_argument("--mode", help="inference or training")
+    naming.add_argument("--device", help="cpu or cuda (default: cpu)")
     ingest.set_defaults(handler=_ingest)
 
     summary = subparsers.add_parser("summary", help="print a night's summary (PyTorch executive-summary tables)")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from perfdash.contract import ContractError
 
-_PATTERNS = ("*.csv", "*_manifest.json", "*_samples.jsonl")
+_PATTERNS = ("*.csv", "*.json", "*_samples.jsonl")
 
 
 def collect(paths: list[str]) -> dict[Path, dict[str, bytes]]:
@@ -38,13 +38,51 @@ def _default_timestamp(directory: Path, files: dict[str, bytes]) -> datetime:
     return datetime.fromtimestamp(int(max(mtimes)), UTC) if mtimes else datetime.now(UTC)
 
 
+def named_by_flags(args: argparse.Namespace, groups: dict[Path, dict[str, bytes]]) -> dict[Path, dict[str, bytes]]:
+    """With --suite/--backend/--dtype/--mode: result files the harness named by hand (``speedup_inductor.csv``, any
+    --output name) get the contract's name for that configuration; companions, manifests and samples keep theirs."""
+    from perfdash.contract import RunKey, split_backend_variant
+    from perfdash.harness_files import Role, classify, contract_name, kind_of_hand_run_file
+
+    flags = {"suite": args.suite, "backend": args.backend, "dtype": args.dtype, "mode": args.mode}
+    if not any(flags.values()):
+        return groups
+    missing = [f"--{k}" for k, v in flags.items() if not v]
+    if missing:
+        raise ContractError(f"naming a run by flags needs {', '.join(missing)} too")
+    backend, variant = split_backend_variant(args.backend)
+    key = RunKey(backend=backend, variant=variant, suite=args.suite, dtype=args.dtype, mode=args.mode,
+                 device=args.device or "cpu")
+    out: dict[Path, dict[str, bytes]] = {}
+    for directory, files in groups.items():
+        renamed: dict[str, bytes] = {}
+        for name, data in files.items():
+            try:
+                role = classify(name).role
+            except ContractError:
+                role = Role.RESULT_CSV
+            if role is Role.RESULT_CSV and name.endswith(".csv"):
+                header = data.decode("utf-8-sig", errors="replace").split("\n", 1)[0]
+                new = contract_name(key, kind_of_hand_run_file(name, header))
+                if new in renamed:
+                    raise ContractError(f"two {new.rsplit('_', 1)[1][:-4]} files for one run", file=name)
+                renamed[new] = data
+            else:
+                renamed[name] = data
+        out[directory] = renamed
+    return out
+
+
 def run_ingest(args: argparse.Namespace) -> int:
     from service.settings import Settings
 
     settings = Settings()
     try:
-        groups = collect(args.paths)
+        groups = named_by_flags(args, collect(args.paths))
     except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ContractError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not groups:
@@ -84,6 +122,8 @@ def _direct(args: argparse.Namespace, settings, groups: dict[Path, dict[str, byt
     for run in report.runs:
         state = "stored" if run.created else "already stored"
         print(f"run {run.run_id} {state}: {run.suite} {run.backend}, {run.models} models")
+    for notice in report.notices:
+        print(f"note: {notice}")
     for error in report.hook_errors:
         print(f"warning: post-ingest hook failed: {error}", file=sys.stderr)
     return 0
@@ -133,5 +173,7 @@ def _report(body: dict, what: str) -> None:
     for run in body.get("runs", []):
         state = "stored" if run["created"] else "already stored"
         print(f"{what}: run {run['run_id']} {state}: {run['suite']} {run['backend']}, {run['models']} models")
+    for notice in body.get("notices", []):
+        print(f"note: {notice}")
     for error in body.get("hook_errors", []):
         print(f"warning: post-ingest hook failed: {error}", file=sys.stderr)
