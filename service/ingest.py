@@ -163,12 +163,14 @@ def bundles_from_files(files: Mapping[str, bytes], defaults: IngestDefaults = In
             keys[item.stem] = ResultFileName.parse(item.name).key
     parsed_records: dict[str, list[tuple[str, ParsedRecords]]] = {}
     for name, data, item in records:
-        if item.stem and item.kind and item.stem in keys and item.kind in stems[item.stem]:
-            # the harness writes both: the CSV is the complete one (model_fail_to_load rows have no record)
-            twin = stems[item.stem][item.kind][0]
-            skipped.append(Classified(name, Role.COMPANION, reason=f"the same rows as {twin}"))
-            continue
         parsed = parse_records(data, name, _hints_from_name(item))
+        kinds = {k for k, rows in (("performance", parsed.performance), ("accuracy", parsed.accuracy)) if rows}
+        csvs = stems.get(parsed.key.stem, {})
+        if kinds and all(k in csvs for k in kinds):
+            # the harness writes both: the CSV is the complete one (model_fail_to_load rows have no record)
+            twins = " and ".join(csvs[k][0] for k in sorted(kinds))
+            skipped.append(Classified(name, Role.COMPANION, reason=f"the same rows as {twins}"))
+            continue
         parsed_records.setdefault(parsed.key.stem, []).append((name, parsed))
         stems.setdefault(parsed.key.stem, {})
         keys.setdefault(parsed.key.stem, parsed.key)

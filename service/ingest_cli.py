@@ -67,6 +67,10 @@ def named_by_flags(args: argparse.Namespace, groups: dict[Path, dict[str, bytes]
                 if new in renamed:
                     raise ContractError(f"two {new.rsplit('_', 1)[1][:-4]} files for one run", file=name)
                 renamed[new] = data
+            elif role in (Role.RESULT_CSV, Role.BENCHMARK_JSON) and name.endswith(".json"):
+                # its records carry most of the configuration; the name gives the rest (a timeout's record has none)
+                kind = "accuracy" if name.startswith("accuracy") else "performance"
+                renamed[contract_name(key, kind, ".json")] = data
             else:
                 renamed[name] = data
         out[directory] = renamed
