@@ -84,7 +84,11 @@ def classify(raw_name: str) -> Classified:
         raise ContractError("the harness's default output name says nothing of the suite, dtype, mode or device; "
                             "name the run with --suite S --backend B --dtype D --mode M [--device cpu|cuda]",
                             file=name)
-    parsed = ResultFileName.parse(name)
+    try:
+        parsed = ResultFileName.parse(name)
+    except ContractError as exc:
+        raise ContractError(f"{exc.message}; rename it, or name the run with --suite S --backend B --dtype D "
+                            "--mode M [--device cpu|cuda]", file=name) from None
     return Classified(name, Role.RESULT_CSV, stem=parsed.key.stem, kind=parsed.kind)
 
 

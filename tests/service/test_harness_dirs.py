@@ -166,4 +166,4 @@ def test_a_name_without_a_suite_gets_one_line_naming_it(database, tmp_path, caps
     assert main(["ingest", str(tmp_path), "--machine", "Xeon"]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "no known suite in the name; expected one of torchbench, huggingface, timm_models" in err
+    assert "{backend}_{suite}_{dtype}_{mode}_{device}" in err and "--suite S" in err
