@@ -42,6 +42,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     naming.add_argument("--device", help="cpu or cuda (default: cpu)")
     ingest.set_defaults(handler=_ingest)
 
+    export = subparsers.add_parser(
+        "export", help="write stored runs as PyTorch's benchmark-database JSON records (ingest reads them back)")
+    export.add_argument("--format", choices=("pytorch-json",), required=True)
+    export.add_argument("--run", type=int, action="append", help="a run id (repeatable; default: the latest night)")
+    export.add_argument("--night", type=lambda s: datetime.fromisoformat(s).date(), help="YYYY-MM-DD, every run")
+    export.add_argument("--output-dir", default=".", help="where to write {stem}_performance.json and "
+                        "{stem}_accuracy.json (one run-ID folder per run when there are several)")
+    export.set_defaults(handler=_export)
+
     summary = subparsers.add_parser("summary", help="print a night's summary (PyTorch executive-summary tables)")
     summary.add_argument("--run", type=int, help="one run (default: the latest night)")
     summary.add_argument("--night", type=lambda s: datetime.fromisoformat(s).date(), help="YYYY-MM-DD")
@@ -86,6 +95,12 @@ def _ingest(args: argparse.Namespace) -> int:
     from service.ingest_cli import run_ingest
 
     return run_ingest(args)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from service.export_cli import run_export
+
+    return run_export(args)
 
 
 def _summary(args: argparse.Namespace) -> int:

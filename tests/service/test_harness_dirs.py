@@ -167,3 +167,29 @@ def test_a_name_without_a_suite_gets_one_line_naming_it(database, tmp_path, caps
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "{backend}_{suite}_{dtype}_{mode}_{device}" in err and "--suite S" in err
+
+
+def test_export_writes_records_that_ingest_back_the_same(tmp_path, monkeypatch, capsys):
+    first, second = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    monkeypatch.setenv("DATABASE_URL", first)
+    assert main(["ingest", str(DATA / "harness_ci"), "--machine", "Xeon", "--timestamp", "2026-06-02T01:00"]) == 0
+    out_dir = tmp_path / "exported"
+    assert main(["export", "--format", "pytorch-json", "--output-dir", str(out_dir)]) == 0
+    assert sorted(p.name for p in out_dir.iterdir()) == [f"{STEM}_accuracy.json", f"{STEM}_performance.json"]
+    record = json.loads((out_dir / f"{STEM}_accuracy.json").read_text().splitlines()[0])
+    assert record["benchmark"]["name"] == "TorchInductor" and record["model"]["origins"] == ["huggingface"]
+    assert record["metric"]["name"] == "accuracy" and record["metric"]["extra_info"]["benchmark_values"][0] == "pass"
+    speedup = next(json.loads(line) for line in (out_dir / f"{STEM}_performance.json").read_text().splitlines()
+                   if '"speedup"' in line and "BertForMaskedLM" in line)
+    assert isinstance(speedup["metric"]["benchmark_values"][0], float)
+    capsys.readouterr()
+
+    monkeypatch.setenv("DATABASE_URL", second)
+    assert main(["ingest", str(out_dir), "--machine", "Xeon", "--timestamp", "2026-06-02T01:00"]) == 0
+    _, before, summary_before = _stored(first)
+    _, after, summary_after = _stored(second)
+    columns = ("accuracy", "passed", "speedup", "abs_latency", "compilation_latency", "compression_ratio",
+               "eager_peak_mem", "dynamo_peak_mem", "graph_breaks", "batch_size")
+    assert {n: [getattr(r, c) for c in columns] for n, r in before.items()} == \
+        {n: [getattr(r, c) for c in columns] for n, r in after.items()}
+    assert (summary_after.passed, summary_after.total) == (summary_before.passed, summary_before.total) == (2, 4)
