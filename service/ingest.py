@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
+from perfdash.confidence import speedup_interval
 from perfdash.contract import (
     AccuracyRow,
     ContractError,
@@ -384,6 +385,7 @@ def _result_row(run_id: int, series_id: int, result: ModelResult, samples: Model
                 error: str | None) -> dict[str, Any]:
     perf = result.performance
     stats = perf.stats if perf is not None else GraphStats()
+    interval = speedup_interval(samples.eager_ms, samples.compiled_ms) if samples and perf else None
     return {
         "run_id": run_id, "series_id": series_id, "name": result.name, "batch_size": result.batch_size,
         "accuracy": result.accuracy, "passed": result.gated_speedup > 0,
@@ -394,6 +396,8 @@ def _result_row(run_id: int, series_id: int, result: ModelResult, samples: Model
         "dynamo_peak_mem": perf.dynamo_peak_mem if perf else None,
         "calls_captured": stats.calls_captured, "unique_graphs": stats.unique_graphs,
         "graph_breaks": stats.graph_breaks, "unique_graph_breaks": stats.unique_graph_breaks,
+        "speedup_ci_low": interval.low if interval else None,
+        "speedup_ci_high": interval.high if interval else None,
         "samples": {"eager_ms": list(samples.eager_ms), "compiled_ms": list(samples.compiled_ms)} if samples else None,
         "error": error,
     }
