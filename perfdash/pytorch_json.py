@@ -112,6 +112,20 @@ def _agree(field: str, values: Iterable[str | None], hint: str | None, file: str
     return found[0]
 
 
+def looks_like_records(data: bytes) -> bool:
+    """Whether a JSON file is the harness's benchmark records (its first line an object with benchmark, model and
+    metric), rather than some other JSON that happens to sit in the directory."""
+    first = data.lstrip()[:1]
+    if first != b"{":
+        return False
+    line = data.lstrip().split(b"\n", 1)[0]
+    try:
+        head = json.loads(line)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(head, dict) and {"benchmark", "model", "metric"} <= head.keys()
+
+
 def parse_records(data: bytes, file: str, hints: KeyHints = KeyHints()) -> ParsedRecords:
     """Rows of one benchmark-database JSON file; errors name the file and line."""
     try:

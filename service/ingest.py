@@ -45,7 +45,7 @@ from perfdash.contract import (
 from perfdash.duplicates import csv_repeats, find_repeats
 from perfdash.harness_files import Classified, Role, classify
 from perfdash.metrics import model_warnings, summarize_results
-from perfdash.pytorch_json import KeyHints, ParsedRecords, parse_records
+from perfdash.pytorch_json import KeyHints, ParsedRecords, looks_like_records, parse_records
 from service.models import Configuration, Machine, Result, Run, RunSummary, Series
 
 logger = logging.getLogger(__name__)
@@ -164,6 +164,9 @@ def bundles_from_files(files: Mapping[str, bytes], defaults: IngestDefaults = In
             keys[item.stem] = ResultFileName.parse(item.name).key
     parsed_records: dict[str, list[tuple[str, ParsedRecords]]] = {}
     for name, data, item in records:
+        if not looks_like_records(data):
+            skipped.append(Classified(name, Role.COMPANION, reason="JSON, but not benchmark-database records"))
+            continue
         parsed = parse_records(data, name, _hints_from_name(item))
         kinds = {k for k, rows in (("performance", parsed.performance), ("accuracy", parsed.accuracy)) if rows}
         csvs = stems.get(parsed.key.stem, {})

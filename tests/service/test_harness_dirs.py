@@ -193,3 +193,23 @@ def test_export_writes_records_that_ingest_back_the_same(tmp_path, monkeypatch, 
     assert {n: [getattr(r, c) for c in columns] for n, r in before.items()} == \
         {n: [getattr(r, c) for c in columns] for n, r in after.items()}
     assert (summary_after.passed, summary_after.total) == (summary_before.passed, summary_before.total) == (2, 4)
+
+
+def test_other_json_is_skipped_and_a_broken_record_file_is_refused(database, tmp_path, capsys):
+    for name in (f"{STEM}_performance.csv", f"{STEM}_accuracy.csv"):
+        shutil.copy(DATA / "harness_ci" / name, tmp_path / name)
+    (tmp_path / "environment.json").write_text('{"python": "3.11"}\n')
+    assert main(["ingest", str(tmp_path), "--machine", "Xeon", "--timestamp", "2026-06-02T01:00"]) == 0
+    assert "skipped environment.json: JSON, but not benchmark-database records" in capsys.readouterr().out
+
+    lines = (DATA / "harness_ci" / f"{STEM}_performance.json").read_text().splitlines()
+    record = json.loads(lines[1])
+    record["metric"]["benchmark_values"] = ["fast"]
+    lines[1] = json.dumps(record)
+    (tmp_path / "x_performance.json").write_text("\n".join(lines) + "\n")
+    (tmp_path / "environment.json").unlink()
+    for name in (f"{STEM}_performance.csv", f"{STEM}_accuracy.csv"):
+        (tmp_path / name).unlink()
+    assert main(["ingest", str(tmp_path), "--machine", "Xeon", "--timestamp", "2026-06-04T01:00"]) == 1
+    err = capsys.readouterr().err
+    assert "x_performance.json, line 2" in err and "abs_latency is not a number: 'fast'" in err
