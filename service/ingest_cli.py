@@ -40,8 +40,9 @@ def _default_timestamp(directory: Path, files: dict[str, bytes]) -> datetime:
 
 def named_by_flags(args: argparse.Namespace, groups: dict[Path, dict[str, bytes]]) -> dict[Path, dict[str, bytes]]:
     """With --suite/--backend/--dtype/--mode: result files the harness named by hand (``speedup_inductor.csv``, any
-    --output name) get the contract's name for that configuration; companions, manifests and samples keep theirs."""
-    from perfdash.contract import RunKey, split_backend_variant
+    --output name) get the contract's name for that configuration; companions, manifests and samples keep theirs,
+    and a file already named for another configuration is an error (the flags never rename a run)."""
+    from perfdash.contract import ResultFileName, RunKey, split_backend_variant
     from perfdash.harness_files import Role, classify, contract_name, kind_of_hand_run_file
 
     flags = {"suite": args.suite, "backend": args.backend, "dtype": args.dtype, "mode": args.mode}
@@ -58,9 +59,16 @@ def named_by_flags(args: argparse.Namespace, groups: dict[Path, dict[str, bytes]
         renamed: dict[str, bytes] = {}
         for name, data in files.items():
             try:
-                role = classify(name).role
-            except ContractError:
-                role = Role.RESULT_CSV
+                item = classify(name)
+            except ContractError:  # a name without the configuration: the flags give it
+                item = None
+            if item is not None and item.role is Role.RESULT_CSV:
+                named = ResultFileName.parse(name).key
+                if named != key:
+                    raise ContractError(f"the name says {named.stem}, the flags say {key.stem}", file=name)
+                renamed[name] = data
+                continue
+            role = item.role if item is not None else Role.RESULT_CSV
             if role is Role.RESULT_CSV and name.endswith(".csv"):
                 header = data.decode("utf-8-sig", errors="replace").split("\n", 1)[0]
                 new = contract_name(key, kind_of_hand_run_file(name, header))

@@ -213,3 +213,12 @@ def test_other_json_is_skipped_and_a_broken_record_file_is_refused(database, tmp
     assert main(["ingest", str(tmp_path), "--machine", "Xeon", "--timestamp", "2026-06-04T01:00"]) == 1
     err = capsys.readouterr().err
     assert "x_performance.json, line 2" in err and "abs_latency is not a number: 'fast'" in err
+
+
+def test_flags_never_rename_a_file_named_for_another_run(database, tmp_path, capsys):
+    shutil.copy(DATA / "pytorch_run" / "inductor_torchbench_float32_inference_cpu_performance.csv", tmp_path)
+    assert main(["ingest", str(tmp_path), "--suite", "timm_models", "--backend", "inductor", "--dtype", "float32",
+                 "--mode", "inference"]) == 2
+    err = capsys.readouterr().err
+    assert "the name says inductor_torchbench_float32_inference_cpu, the flags say " \
+           "inductor_timm_models_float32_inference_cpu" in err
