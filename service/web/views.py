@@ -298,6 +298,11 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
             "compilation_latency": [_round(p.compilation_latency) if p.passed else None for p in points],
             "compression_ratio": [_round(p.compression_ratio) if p.passed else None for p in points],
         },
+        # the speedup's 95 % confidence interval per night (None without raw samples), drawn as a band
+        "intervals": {"speedup": {
+            "low": [_round(p.speedup_ci_low) if p.passed else None for p in points],
+            "high": [_round(p.speedup_ci_high) if p.passed else None for p in points],
+        }},
         "statusChanges": status_changes,
         "annotations": list(annotations),
         "findings": list(findings),

@@ -65,3 +65,22 @@ def test_model_page_shows_the_latest_interval_and_each_nights(noise_server, page
     expected = f"{steady['speedup_ci_low']:.2f}–{steady['speedup_ci_high']:.2f}x"
     expect(page.locator("#latest-speedup-ci")).to_contain_text(expected)
     expect(page.locator("#points td.ci").first).to_have_text(expected)
+
+
+def _chart_series(page: Page, metric: str) -> list[str]:
+    selector = f".chart[data-metric='{metric}']"
+    return page.evaluate("s => echarts.getInstanceByDom(document.querySelector(s)).getOption().series.map(x => x.name)",
+                         selector)
+
+
+def test_model_chart_draws_the_interval_as_a_band(noise_server, page: Page) -> None:
+    runs = _runs(noise_server)
+    detail = httpx.get(f"{noise_server.url}/api/v1/runs/{runs[NIGHT2]}").json()
+    noisy = next(r for r in detail["results"] if r["name"] == "noisy")
+    page.goto(f"{noise_server.url}/model/{noisy['series_id']}")
+    expect(page.locator(".chart canvas")).to_have_count(4)
+    band = page.evaluate("JSON.parse(document.getElementById('chart-data').textContent).intervals.speedup")
+    assert band["low"][-1] == round(noisy["speedup_ci_low"], 4)
+    assert band["high"][-1] == round(noisy["speedup_ci_high"], 4)
+    assert _chart_series(page, "speedup") == ["speedup (x)", "95 % CI low", "95 % CI"]
+    assert _chart_series(page, "abs_latency") == ["latency (ms)"]
