@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfdash import spool
-from perfdash.resultfiles import collect, default_timestamp
+from perfdash.contract import ContractError
+from perfdash.resultfiles import collect, default_timestamp, named_by_flags
 from perfdash.upload import Answer, Upload, Verdict, post_upload
 
 EXIT_REFUSED = 1
@@ -198,8 +199,8 @@ def post_results(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     config = PostConfig.from_environ(os.environ if environ is None else environ)
     try:
         token = resolve_token(args, config)
-        groups = collect(args.paths)
-    except (TokenError, FileNotFoundError) as exc:
+        groups = named_by_flags(args, collect(args.paths))
+    except (TokenError, FileNotFoundError, ContractError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if not groups:
@@ -223,5 +224,7 @@ def _report(body: dict, what: str) -> None:
     for run in body.get("runs", []):
         state = "stored" if run["created"] else "already stored"
         print(f"{what}: run {run['run_id']} {state}: {run['suite']} {run['backend']}, {run['models']} models")
+    for notice in body.get("notices", []):
+        print(f"note: {notice}")
     for error in body.get("hook_errors", []):
         print(f"warning: post-ingest hook failed: {error}", file=sys.stderr)

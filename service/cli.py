@@ -41,7 +41,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ingest.add_argument("--max-server-errors", type=int, default=3,
                         help="5xx answers one upload may get, over all invocations, before it counts as refused "
                              "(--url)")
+    naming = ingest.add_argument_group(
+        "naming a run by hand", "for result files the harness named when run by hand (speedup_inductor.csv, "
+        "accuracy_inductor.csv, any --output name): the run they belong to")
+    naming.add_argument("--suite", help="torchbench, huggingface, timm_models or hf_vision")
+    naming.add_argument("--backend", help="backend, with its variant if any (inductor_no_cudagraphs)")
+    naming.add_argument("--dtype", help="float32, bfloat16, float16 or amp")
+    naming.add_argument("--mode", help="inference or training")
+    naming.add_argument("--device", help="cpu or cuda (default: cpu)")
     ingest.set_defaults(handler=_ingest)
+
+    export = subparsers.add_parser(
+        "export", help="write stored runs as PyTorch's benchmark-database JSON records (ingest reads them back)")
+    export.add_argument("--format", choices=("pytorch-json",), required=True)
+    export.add_argument("--run", type=int, action="append", help="a run id (repeatable; default: the latest night)")
+    export.add_argument("--night", type=lambda s: datetime.fromisoformat(s).date(), help="YYYY-MM-DD, every run")
+    export.add_argument("--output-dir", default=".", help="where to write {stem}_performance.json and "
+                        "{stem}_accuracy.json (one run-ID folder per run when there are several)")
+    export.set_defaults(handler=_export)
 
     summary = subparsers.add_parser("summary", help="print a night's summary (PyTorch executive-summary tables)")
     summary.add_argument("--run", type=int, help="one run (default: the latest night)")
@@ -91,6 +108,12 @@ def _ingest(args: argparse.Namespace) -> int:
     from service.ingest_cli import run_ingest
 
     return run_ingest(args)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from service.export_cli import run_export
+
+    return run_export(args)
 
 
 def _summary(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from perfdash.contract import ContractError
-from perfdash.resultfiles import collect, default_timestamp
+from perfdash.resultfiles import collect, default_timestamp, named_by_flags
 
 
 def run_ingest(args: argparse.Namespace) -> int:
@@ -15,8 +15,8 @@ def run_ingest(args: argparse.Namespace) -> int:
 
     settings = Settings()
     try:
-        groups = collect(args.paths)
-    except FileNotFoundError as exc:
+        groups = named_by_flags(args, collect(args.paths))
+    except (FileNotFoundError, ContractError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not groups:
@@ -54,6 +54,8 @@ def _direct(args: argparse.Namespace, settings, groups: dict[Path, dict[str, byt
     for run in report.runs:
         state = "stored" if run.created else "already stored"
         print(f"run {run.run_id} {state}: {run.suite} {run.backend}, {run.models} models")
+    for notice in report.notices:
+        print(f"note: {notice}")
     for error in report.hook_errors:
         print(f"warning: post-ingest hook failed: {error}", file=sys.stderr)
     return 0
