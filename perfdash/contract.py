@@ -568,6 +568,9 @@ class Manifest(BaseModel):
     end_time: datetime | None = None
     # model name -> why it could not be loaded or run (the CSV only holds the status)
     model_errors: dict[str, str] = Field(default_factory=dict)
+    # The machine's software beyond the configuration and the fingerprint (kernel, CPU microcode, perfdash version,
+    # allocator preload ...): not part of the series, but a change of it names an environment shift in detection.
+    environment: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
     def read(cls, path: Path) -> Manifest:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import platform
 import re
 import shlex
 import socket
@@ -84,11 +85,34 @@ def suite_versions(suite: Suite) -> dict[str, str]:
     return versions
 
 
+# Settings of the process environment that change timings without being part of the configuration.
+_ENVIRONMENT_VARIABLES = ("LD_PRELOAD", "MALLOC_CONF", "OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME")
+
+
+def software_environment() -> dict[str, str]:
+    """What detection compares night to night to name an environment shift: kernel, CPU microcode, perfdash's
+    version and the allocator/threading variables set for the run (only those present)."""
+    out = {"kernel": platform.release()}
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        cpuinfo = ""
+    match = re.search(r"^microcode\s*:\s*(\S+)", cpuinfo, re.MULTILINE)
+    if match:
+        out["microcode"] = match.group(1)
+    try:
+        out["perfdash"] = metadata.version("perfdash")
+    except metadata.PackageNotFoundError:
+        pass
+    out.update({name: os.environ[name] for name in _ENVIRONMENT_VARIABLES if os.environ.get(name)})
+    return out
+
+
 def new_manifest(config: RunConfig, suite: Suite) -> Manifest:
     version, commit, _ = torch_build()
     return Manifest(config=config, machine=machine_info(config.device), torch_version=version,
                     torch_git_commit=commit, suite_versions=suite_versions(suite), jenkins=jenkins_info(),
-                    command=shlex.join(sys.argv), start_time=datetime.now(UTC))
+                    command=shlex.join(sys.argv), start_time=datetime.now(UTC), environment=software_environment())
 
 
 def load_or_create(path: Path, config: RunConfig, suite: Suite) -> Manifest:

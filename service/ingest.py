@@ -79,7 +79,9 @@ class RunBundle:
             return [r.name, r.batch_size, r.accuracy, perf]
 
         body = {
-            "manifest": self.manifest.model_dump(mode="json"),
+            # environment left out when empty, so runs stored before it existed hash as they did
+            "manifest": self.manifest.model_dump(mode="json", exclude=None if self.manifest.environment
+                                                 else {"environment"}),
             "results": [result(r) for r in self.results],
             "samples": [[k, v.batch_size, v.eager_ms, v.compiled_ms] for k, v in sorted(self.samples.items())],
         }
@@ -443,7 +445,8 @@ def store_runs(session: Session, bundles: Sequence[RunBundle]) -> list[IngestedR
                 night=night_of(m), started_at=m.start_time, ended_at=m.end_time, torch_version=m.torch_version,
                 torch_git_commit=m.torch_git_commit, suite_versions=dict(m.suite_versions), host=m.machine.host,
                 jenkins_url=m.jenkins.build_url, source=m.source, command=m.command,
-                partition_id=m.config.partition_id, total_partitions=m.config.total_partitions))
+                partition_id=m.config.partition_id, total_partitions=m.config.total_partitions,
+                environment=dict(m.environment) or None))
         session.add_all(runs)
         session.flush()
         series = _series_ids(session, ((run.configuration_id, r.name, r.batch_size)

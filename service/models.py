@@ -100,6 +100,8 @@ class Run(Base):
     command: Mapped[str | None] = mapped_column(sa.Text)
     partition_id: Mapped[int] = mapped_column(default=0)
     total_partitions: Mapped[int] = mapped_column(default=1)
+    # the manifest's software environment beyond the configuration (kernel, microcode, perfdash version, ...)
+    environment: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
     ingested_at: Mapped[datetime] = mapped_column(server_default=sa.func.now())
 
     configuration: Mapped[Configuration] = relationship(lazy="joined")

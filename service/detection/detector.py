@@ -7,7 +7,14 @@ Three checks per run, all idempotent (a finding's ``key`` is unique; running det
 - performance: change points of each series and metric (speedup, abs_latency, compilation_latency,
   compression_ratio) over the passing nights, starting at the series' last stored change point;
 - the suite: the passrate dropping by PASSRATE_DROP or more against the previous night, and change points of the
-  suite's (clipped) geomean speedup.
+  suite's (clipped) geomean speedup;
+- the environment (service.detection.environment): when the manifest differs from the previous night's and most
+  series moved together, one "environment change" finding naming the differences; it resets every series' baseline
+  of the configuration at this run, so no per-model change point follows from it;
+- missing data: a suite whose model count dropped by MODELS_DROP or more against the previous night.
+
+A model's performance regression is a candidate until an A/B re-measurement confirms it
+(service.detection.confirmation): detection queues the confirm requests.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from service.detection.changepoint import HIGHER_IS_BETTER, DetectionConfig, detect_change_points
+from service.detection.confirmation import queue_confirmations
+from service.detection.environment import ShiftConfig, common_shift, manifest_differences, series_move
 from service.detection.models import ChangePointRow, Finding
 from service.models import Annotation, Result, Run, RunSummary
 
@@ -29,6 +38,8 @@ logger = logging.getLogger(__name__)
 PERF_METRICS: tuple[str, ...] = ("speedup", "abs_latency", "compilation_latency", "compression_ratio")
 SUITE_METRIC = "geomean"  # change points of the suite's clipped geomean speedup; series_id NULL
 PASSRATE_DROP = 0.05  # absolute: 5 percentage points fewer models passing than the previous night
+MODELS_DROP = 0.2  # relative: a fifth of the suite's models missing against the previous night
+ENVIRONMENT_KIND = "environment"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,13 +72,79 @@ def _previous_run(session: Session, run: Run) -> Run | None:
 
 
 def _baselines(session: Session, configuration_id: int) -> dict[tuple[int | None, str], set[int]]:
-    """(series_id, metric) -> run ids where a change point is stored."""
-    out: dict[tuple[int | None, str], set[int]] = defaultdict(set)
+    """(series_id, metric) -> run ids where a change point is stored, and the runs of environment changes (which
+    reset every series of the configuration)."""
+    resets = set(session.scalars(sa.select(Finding.run_id).where(Finding.configuration_id == configuration_id,
+                                                                 Finding.kind == ENVIRONMENT_KIND)))
+    out: dict[tuple[int | None, str], set[int]] = defaultdict(lambda: set(resets))
     rows = session.execute(sa.select(ChangePointRow.series_id, ChangePointRow.metric, ChangePointRow.run_id)
                            .where(ChangePointRow.configuration_id == configuration_id))
     for series_id, metric, run_id in rows:
         out[(series_id, metric)].add(run_id)
     return out
+
+
+def run_environment(run: Run) -> dict[str, str]:
+    """The manifest facts whose change is an environment change (the torch build is what is under test)."""
+    flat = {f"suite {k}": str(v) for k, v in (run.suite_versions or {}).items()}
+    flat.update({str(k): str(v) for k, v in (run.environment or {}).items()})
+    return flat
+
+
+def _recent_moves(session: Session, run: Run, config: ShiftConfig) -> dict[str, list[float]]:
+    """metric -> tonight's log move of each passing series against its recent level (environment.series_move)."""
+    recent_runs = list(session.scalars(sa.select(Run.id).where(*_history_cutoff(run))
+                                       .order_by(Run.night.desc(), Run.id.desc()).limit(config.history + 1)))
+    rows = session.execute(
+        sa.select(Result.series_id, Result.run_id, Result.speedup, Result.abs_latency, Result.compilation_latency,
+                  Result.compression_ratio).join(Run, Run.id == Result.run_id)
+        .where(Result.run_id.in_(recent_runs), Result.passed).order_by(Run.night, Run.id))
+    history: dict[tuple[int, str], list[tuple[int, float]]] = defaultdict(list)
+    for series_id, run_id, *values in rows:
+        for metric, value in zip(PERF_METRICS, values, strict=True):
+            if value is not None and value > 0:
+                history[(series_id, metric)].append((run_id, float(value)))
+    moves: dict[str, list[float]] = defaultdict(list)
+    for (_series, metric), points in history.items():
+        if points[-1][0] != run.id:
+            continue
+        move = series_move([v for _, v in points], config)
+        if move is not None:
+            moves[metric].append(move)
+    return moves
+
+
+def _environment_finding(session: Session, run: Run, previous: Run) -> Finding | None:
+    differences = manifest_differences(run_environment(previous), run_environment(run))
+    if not differences:
+        return None
+    config = ShiftConfig()
+    shifts = {metric: shift for metric, moves in _recent_moves(session, run, config).items()
+              if (shift := common_shift(moves, config)) is not None}
+    if not shifts:
+        return None
+    named = ", ".join(f"{k} {a or '-'} -> {b or '-'}" for k, (a, b) in differences.items())
+    moved = ", ".join(f"{m} {s.median_pct:+.1f}% (median of {s.series} series, {100 * s.share:.0f}% moved with it)"
+                      for m, s in sorted(shifts.items()))
+    lead = shifts.get("speedup") or next(iter(shifts.values()))
+    return _add_finding(session, Finding(
+        key=f"environment:{run.id}", kind=ENVIRONMENT_KIND, category="environment_change",
+        configuration_id=run.configuration_id, run_id=run.id, change_pct=lead.median_pct,
+        good_commit=previous.torch_git_commit, bad_commit=run.torch_git_commit,
+        summary=f"environment change: {named}; {moved}. Baselines reset, no per-model findings."))
+
+
+def _models_dropped_finding(session: Session, run: Run, previous: Run) -> Finding | None:
+    count = sa.select(sa.func.count()).select_from(Result)
+    now = session.scalar(count.where(Result.run_id == run.id)) or 0
+    before = session.scalar(count.where(Result.run_id == previous.id)) or 0
+    if not before or now > (1.0 - MODELS_DROP) * before:
+        return None
+    return _add_finding(session, Finding(
+        key=f"models_dropped:{run.id}", kind="missing", category="models_dropped",
+        configuration_id=run.configuration_id, run_id=run.id, metric="models", old_value=float(before),
+        new_value=float(now), change_pct=100.0 * (now / before - 1.0),
+        summary=f"{run.configuration.suite}: {now} models reported, {before} the night before"))
 
 
 def _add_finding(session: Session, finding: Finding) -> Finding | None:
@@ -210,8 +287,11 @@ def detect_run(session: Session, run_id: int, *, incremental: bool = False) -> D
     found = []
     if previous is not None:
         found += _status_findings(session, run, previous)
+        found += [f for f in (_environment_finding(session, run, previous),
+                              _models_dropped_finding(session, run, previous)) if f is not None]
     found += _performance_findings(session, run, incremental)
     found += _suite_findings(session, run, previous, incremental)
+    queue_confirmations(session, found)
     logger.info("run %s: %d new findings", run_id, len(found))
     return DetectionReport(run_id=run_id, new_findings=tuple(f.id for f in found))
 

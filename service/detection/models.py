@@ -6,7 +6,9 @@
   found when a given run arrived. ``key`` makes detection idempotent (running it twice stores nothing new).
 - ``GithubPost``: the ledger of what was posted where: one row per (kind, key); ``status`` pending/failed rows are
   retried on the next `perfdash report --post`, posted rows are never posted again.
-- ``BisectionRequest``: the agreed bisection contract (one per finding), with its result once the bisect job reports.
+- ``BisectionRequest``: the agreed bisection contract (one per finding and purpose: ``confirm`` re-measures a
+  candidate's last good and first bad builds side by side, ``bisect`` finds the culprit), with its result once the
+  bisect job reports. Migration 0004 added ``purpose`` and the findings' ``confirmation`` state.
 """
 
 from __future__ import annotations
@@ -73,6 +75,9 @@ class Finding(Base):
     acknowledged_at: Mapped[datetime | None]
     acknowledged_by: Mapped[str | None] = mapped_column(sa.String(200))
     ack_note: Mapped[str | None] = mapped_column(sa.Text)
+    # none | pending (a candidate) | confirmed | not_reproduced | error: see service.detection.confirmation
+    confirmation: Mapped[str] = mapped_column(sa.String(16), default="none", server_default="none", index=True)
+    confirmation_result: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)  # the A/B figures
     created_at: Mapped[datetime] = mapped_column(server_default=sa.func.now())
 
     configuration: Mapped[Configuration] = relationship(lazy="joined")
@@ -83,6 +88,10 @@ class Finding(Base):
     @property
     def acknowledged(self) -> bool:
         return self.acknowledged_at is not None
+
+    @property
+    def is_candidate(self) -> bool:
+        return self.confirmation == "pending"
 
 
 class GithubPost(Base):
@@ -110,10 +119,13 @@ class GithubPost(Base):
 
 class BisectionRequest(Base):
     __tablename__ = "bisection_requests"
+    __table_args__ = (sa.UniqueConstraint("finding_id", "purpose", name="uq_bisection_requests_finding_purpose"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     status: Mapped[str] = mapped_column(sa.String(16), index=True)  # pending | running | done
-    finding_id: Mapped[int | None] = mapped_column(sa.ForeignKey("findings.id", ondelete="SET NULL"), unique=True)
+    # bisect: find the culprit; confirm: only measure good and bad side by side (a candidate's A/B re-measurement)
+    purpose: Mapped[str] = mapped_column(sa.String(16), default="bisect", server_default="bisect")
+    finding_id: Mapped[int | None] = mapped_column(sa.ForeignKey("findings.id", ondelete="SET NULL"))
     suite: Mapped[str] = mapped_column(sa.String(32))
     model: Mapped[str] = mapped_column(sa.String(200))
     backend: Mapped[str] = mapped_column(sa.String(32))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Literal
+from typing import Any, Literal
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -38,6 +38,8 @@ class FindingOut(BaseModel):
     bad_commit: str | None
     change_point_run_id: int | None  # the first run of the new level
     summary: str
+    confirmation: str  # none | pending (a candidate) | confirmed | not_reproduced | error
+    confirmation_result: dict[str, Any] | None
     acknowledged: bool
     acknowledged_at: datetime | None
     acknowledged_by: str | None
@@ -53,6 +55,7 @@ class FindingOut(BaseModel):
             new_status=row.new_status, old_value=row.old_value, new_value=row.new_value, change_pct=row.change_pct,
             p_value=row.p_value, good_commit=row.good_commit, bad_commit=row.bad_commit,
             change_point_run_id=row.change_point.run_id if row.change_point else None, summary=row.summary,
+            confirmation=row.confirmation, confirmation_result=row.confirmation_result,
             acknowledged=row.acknowledged, acknowledged_at=row.acknowledged_at, acknowledged_by=row.acknowledged_by,
             ack_note=row.ack_note, created_at=row.created_at)
 
@@ -103,13 +106,16 @@ class BisectStep(BaseModel):
 
 
 class BisectionResult(BaseModel):
-    verdict: Literal["culprit_found", "not_reproduced", "inconclusive", "error"]
+    # "confirmed": the answer of a confirm request (good and bad measured side by side, the regression reproduced)
+    verdict: Literal["culprit_found", "confirmed", "not_reproduced", "inconclusive", "error"]
     culprit: Culprit | None = None
     steps: list[BisectStep] = Field(default_factory=list)
     good_samples: list[float] = Field(default_factory=list)
     bad_samples: list[float] = Field(default_factory=list)
     summary: str = ""
     jenkins_build_url: str | None = None
+    change_pct: float | None = None  # the A/B change of good to bad (% worse), when the tool reports it
+    p_value: float | None = None
 
 
 def _thread_count(value: object) -> object:
@@ -179,6 +185,7 @@ class BisectionOut(BaseModel):
 
     id: int
     status: Literal["pending", "running", "done"]
+    purpose: Literal["bisect", "confirm"]
     finding_id: int | None
     suite: str
     model: str
@@ -211,11 +218,14 @@ def _threshold(metric: str) -> float:
     return 100.0 * MIN_EFFECT.get(metric, 0.0)
 
 
-def request_bisection(session: Session, body: BisectionIn) -> tuple[BisectionRequest, bool]:
-    """(request, created). One request per finding: asking again returns the existing one. Flushes."""
+def request_bisection(session: Session, body: BisectionIn,
+                      purpose: Literal["bisect", "confirm"] = "bisect") -> tuple[BisectionRequest, bool]:
+    """(request, created). One request per finding and purpose: asking again returns the existing one. Flushes.
+
+    ``confirm``: the candidate's A/B re-measurement (service.detection.confirmation), not a search."""
     if body.finding_id is not None:
-        existing = session.scalars(sa.select(BisectionRequest)
-                                   .where(BisectionRequest.finding_id == body.finding_id)).first()
+        existing = session.scalars(sa.select(BisectionRequest).where(
+            BisectionRequest.finding_id == body.finding_id, BisectionRequest.purpose == purpose)).first()
         if existing is not None:
             return existing, False
         finding = session.get(Finding, body.finding_id)
@@ -227,7 +237,8 @@ def request_bisection(session: Session, body: BisectionIn) -> tuple[BisectionReq
             raise BisectionError(f"finding {finding.id} has no commit range (runs without a torch git commit)")
         c = finding.configuration
         row = BisectionRequest(
-            status="pending", finding_id=finding.id, suite=c.suite, model=finding.series.name, backend=c.backend,
+            status="pending", purpose=purpose, finding_id=finding.id, suite=c.suite, model=finding.series.name,
+            backend=c.backend,
             variant=c.variant, compile_mode=c.compile_mode, dtype=c.dtype, mode=c.mode, device=c.device,
             threads=c.threads, batch_size=finding.series.batch_size, metric=finding.metric,
             direction=body.direction or _direction(finding.metric), good_commit=finding.good_commit,
@@ -239,7 +250,7 @@ def request_bisection(session: Session, body: BisectionIn) -> tuple[BisectionReq
         data["direction"] = data["direction"] or _direction(fields.metric)
         if data["threshold_pct"] is None:
             data["threshold_pct"] = _threshold(fields.metric)
-        row = BisectionRequest(status="pending", **data)
+        row = BisectionRequest(status="pending", purpose=purpose, **data)
     session.add(row)
     session.flush()
     session.refresh(row)

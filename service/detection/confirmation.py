@@ -1,0 +1,138 @@
+"""Confirmation before any issue: a model's performance regression is a *candidate* until re-measured.
+
+Lifecycle of a finding's ``confirmation``:
+
+- ``pending`` — a change point that says a model got slower (or its compile time or memory worse). It is on the
+  dashboard and in the report's "suspected" list, with no GitHub issue. A ``confirm`` request (table
+  bisection_requests, purpose ``confirm``) asks the bisect job to measure the last good and the first bad torch build
+  side by side on a machine of the series, interleaved, with repeats: the confirm step of perfbisect (its
+  ``Bisector.confirm`` / ``stats.confirm``: one-sided Mann-Whitney at alpha 0.01 and the median change at least the
+  metric's minimum effect, in up to three rounds). The job posts the verdict back over HTTP.
+- ``confirmed`` — reproduced: the finding is a regression, its issue is filed and a bisection is requested.
+- ``not_reproduced`` — closed with the A/B figures; it stays quiet (no issue, out of the report's open lists).
+- ``error`` — the re-measurement could not be made (no commit range, the job failed): it stays in the suspected list
+  with the reason, and no issue is filed on unconfirmed evidence.
+- ``none`` — findings that need no confirmation: status changes (pass -> fail alerts at once), improvements, suite
+  findings, environment and missing-data findings.
+
+Many series, one night: why a per-series budget and no false-discovery-rate control over the night's family.
+A configuration has about 500 series (150 models x 3-4 metrics). The change-point detector's budget is about one
+false alert per 1,000 series-nights (bench/detection.py: 0.9 at 2 % Gaussian noise); over a configuration that is
+about 0.45 false candidates a night, 13-14 a month. Benjamini-Hochberg over a night's family would need p-values
+that are uniform under the null and comparable across series; the detector's are neither (its thresholds depend on
+how many nights a level has, spike guards and the series' noise estimate), and at a 5 % step under 2 % noise BH
+at q = 0.05 over 500 tests needs about the same per-test p as the budget already spends, so it buys little recall
+and no false-issue guarantee. The second stage does: a candidate becomes an issue only if an independent A/B
+re-measurement reproduces it. Its false confirmation rate on a candidate with no real change is at most alpha =
+0.01 by the Mann-Whitney test alone, and in practice far lower because the median change must also reach the minimum
+effect (5 %) while the A/B's own noise is the within-run noise: bench/harness.py measured a speedup CV of 0.58-0.76 %
+on this machine, so ten runs a side put the median change's standard error near 0.3 %, and a 5 % change from noise
+alone is a 15-sigma event. Expected false issues per configuration per month: 13.5 candidates x at most 0.01 = 0.14,
+under the target of one. bench/detection.py simulates the whole chain (its figures are at the end of that file).
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from service.detection.models import BisectionRequest, ChangePointRow, Finding
+from service.detection.queries import BisectionError, BisectionIn, BisectionResult, request_bisection
+
+logger = logging.getLogger(__name__)
+
+PENDING, CONFIRMED, NOT_REPRODUCED, ERROR, NONE = "pending", "confirmed", "not_reproduced", "error", "none"
+
+
+def needs_confirmation(finding: Finding) -> bool:
+    """A model's performance regression: the kind of finding noise makes, and an A/B can check."""
+    return (finding.kind == "performance" and finding.category == "regression" and finding.series_id is not None
+            and finding.change_point_id is not None)
+
+
+def _sibling_key(finding: Finding) -> tuple[int | None, int | None]:
+    cp = finding.change_point
+    return finding.series_id, cp.run_id if cp is not None else None
+
+
+def queue_confirmations(session: Session, findings: Sequence[Finding]) -> list[BisectionRequest]:
+    """Mark new regression findings as candidates and queue one confirm request per model and change night.
+
+    A slowdown moves a model's speedup and its latency on the same night: one A/B answers both, so the latency
+    finding follows its speedup sibling's request (it has none of its own). Flushes.
+    """
+    candidates = [f for f in findings if needs_confirmation(f)]
+    for f in candidates:
+        f.confirmation = PENDING
+    by_key: dict[tuple[int | None, int | None], list[Finding]] = {}
+    for f in candidates:
+        by_key.setdefault(_sibling_key(f), []).append(f)
+    queued = []
+    for group in by_key.values():
+        has_speedup = any(f.metric == "speedup" for f in group)
+        for f in group:
+            if has_speedup and f.metric == "abs_latency":
+                continue  # answered by the speedup's A/B
+            try:
+                request, _ = request_bisection(session, BisectionIn(finding_id=f.id), purpose="confirm")
+            except BisectionError as exc:
+                for g in group:  # the latency sibling waits on this A/B: it will not come
+                    if g is f or (f.metric == "speedup" and g.metric == "abs_latency"):
+                        g.confirmation = ERROR
+                        g.confirmation_result = {"verdict": "error", "summary": f"cannot be re-measured: {exc}"}
+                continue
+            queued.append(request)
+    session.flush()
+    return queued
+
+
+def _followers(session: Session, finding: Finding) -> list[Finding]:
+    """The finding and the candidates its A/B answers too (the latency of the same model on the same night)."""
+    series_id, cp_run = _sibling_key(finding)
+    if series_id is None or cp_run is None or finding.metric != "speedup":
+        return [finding]
+    rows = session.scalars(sa.select(Finding).join(ChangePointRow, ChangePointRow.id == Finding.change_point_id)
+                           .where(Finding.series_id == series_id, ChangePointRow.run_id == cp_run,
+                                  Finding.metric == "abs_latency", Finding.confirmation == PENDING)).unique().all()
+    return [finding, *rows]
+
+
+def _figures(result: BisectionResult) -> dict[str, Any]:
+    good = [s for s in result.good_samples if isinstance(s, int | float)]
+    bad = [s for s in result.bad_samples if isinstance(s, int | float)]
+    figures: dict[str, Any] = {"verdict": result.verdict, "summary": result.summary,
+                               "good_samples": good, "bad_samples": bad, "change_pct": result.change_pct,
+                               "p_value": result.p_value, "jenkins_build_url": result.jenkins_build_url}
+    if good and bad:
+        figures["good_median"], figures["bad_median"] = statistics.median(good), statistics.median(bad)
+    return figures
+
+
+def record_confirmation(session: Session, request: BisectionRequest, result: BisectionResult) -> list[Finding]:
+    """Apply a confirm request's verdict to its finding (and the findings it answers for); on ``confirmed`` a
+    bisection is requested. Returns the findings now confirmed (whose issues the caller files). Flushes."""
+    if request.purpose != "confirm" or request.finding_id is None:
+        return []
+    finding = session.get(Finding, request.finding_id)
+    if finding is None:
+        return []
+    state = {"confirmed": CONFIRMED, "culprit_found": CONFIRMED, "not_reproduced": NOT_REPRODUCED}.get(
+        result.verdict, ERROR)
+    figures = _figures(result)
+    changed = _followers(session, finding)
+    for f in changed:
+        f.confirmation, f.confirmation_result = state, figures
+    session.flush()
+    if state != CONFIRMED:
+        logger.info("finding %s: %s (%s)", finding.id, state, result.summary)
+        return []
+    try:
+        request_bisection(session, BisectionIn(finding_id=finding.id), purpose="bisect")
+    except BisectionError as exc:  # cannot happen for a finding that was re-measured, but never lose the verdict
+        logger.warning("finding %s confirmed, but no bisection: %s", finding.id, exc)
+    return changed
