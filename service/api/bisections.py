@@ -1,7 +1,10 @@
-"""/api/v1/bisections: bisection requests (one per finding) and their results, as agreed with the bisect client.
+"""/api/v1/bisections: bisection requests (one per finding and purpose) and their results, as agreed with the bisect
+client.
 
 A result that names a culprit is commented on the regression's GitHub issue at once when GitHub is configured; a
 failure to post stays in the ledger and is retried by the next `perfdash report --post`, never failing the request.
+The result of a ``confirm`` request (a candidate's A/B re-measurement) decides the candidate
+(service.detection.confirmation): confirmed files its issue and requests the bisection, not reproduced closes it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from service.api.deps import IngestAuth
 from service.db import SessionDep, SettingsDep
-from service.detection.models import BisectionRequest
+from service.detection.models import BisectionRequest, Finding
 from service.detection.queries import (
     BisectionError,
     BisectionIn,
@@ -68,13 +71,38 @@ def bisections_get(session: SessionDep, bisection_id: int) -> BisectionOut:
              summary="Report a bisection's result: marks it done and comments the culprit on the regression's issue")
 def bisections_result(session: SessionDep, settings: SettingsDep, bisection_id: int,
                       body: BisectionResult) -> BisectionOut:
+    from service.detection.confirmation import record_confirmation
+
     try:
         row = record_result(session, bisection_id, body)
     except LookupError as exc:
         raise HTTPException(404, str(exc)) from None
+    confirmed = record_confirmation(session, row, body)
     session.commit()
-    _comment_on_github(session, settings, row)
+    if row.purpose == "confirm":
+        _file_confirmed(session, settings, confirmed)
+    else:
+        _comment_on_github(session, settings, row)
     return BisectionOut.model_validate(row)
+
+
+def _file_confirmed(session: Session, settings: Settings, confirmed: list[Finding]) -> None:
+    """The issue of a regression that its A/B re-measurement reproduced (what does not get through is retried by the
+    next `perfdash report --post`)."""
+    from service.github.client import GitHubClient, GitHubConfig
+    from service.github.publisher import file_issue, issue_finding_ids
+
+    config = GitHubConfig.from_settings(settings)
+    wanted = set(issue_finding_ids(session, finding_ids=[f.id for f in confirmed])) if confirmed else set()
+    if config is None or not wanted:
+        return
+    with GitHubClient(config, max_attempts=3, max_wait_s=10.0) as client:
+        for finding in confirmed:
+            if finding.id in wanted:
+                post = file_issue(session, client, finding, settings.dashboard_url)
+                session.commit()
+                if post.status != "posted":
+                    logger.warning("issue of finding %s not posted yet: %s", finding.id, post.last_error)
 
 
 def _comment_on_github(session: Session, settings: Settings, row: BisectionRequest) -> None:

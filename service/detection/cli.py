@@ -104,6 +104,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _post(session: Session, settings: Settings, context: ReportContext, body: str) -> int:
+    import sqlalchemy as sa
+
     from service.detection.models import Finding
     from service.github.client import GitHubClient, GitHubConfig
     from service.github.publisher import file_issue, issue_finding_ids, publish, retry_unposted
@@ -122,7 +124,10 @@ def _post(session: Session, settings: Settings, context: ReportContext, body: st
                          body=body, issue_number=settings.report_issue)
         session.commit()
         failed += [report] if report.status != "posted" else []
-        for finding_id in issue_finding_ids(session, context.run_ids):
+        # tonight's regressions, and any confirmed since (by an A/B re-measurement) whose issue is not filed yet
+        confirmed = list(session.scalars(sa.select(Finding.id).where(Finding.confirmation == "confirmed")))
+        wanted = issue_finding_ids(session, context.run_ids) + issue_finding_ids(session, finding_ids=confirmed)
+        for finding_id in dict.fromkeys(wanted):
             finding = session.get(Finding, finding_id)
             assert finding is not None
             row = file_issue(session, client, finding, settings.dashboard_url)

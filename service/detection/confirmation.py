@@ -116,13 +116,22 @@ def _figures(result: BisectionResult) -> dict[str, Any]:
 def record_confirmation(session: Session, request: BisectionRequest, result: BisectionResult) -> list[Finding]:
     """Apply a confirm request's verdict to its finding (and the findings it answers for); on ``confirmed`` a
     bisection is requested. Returns the findings now confirmed (whose issues the caller files). Flushes."""
-    if request.purpose != "confirm" or request.finding_id is None:
+    if request.finding_id is None:
         return []
     finding = session.get(Finding, request.finding_id)
     if finding is None:
         return []
-    state = {"confirmed": CONFIRMED, "culprit_found": CONFIRMED, "not_reproduced": NOT_REPRODUCED}.get(
-        result.verdict, ERROR)
+    state = {"confirmed": CONFIRMED, "culprit_found": CONFIRMED, "inconclusive": CONFIRMED,
+             "not_reproduced": NOT_REPRODUCED}.get(result.verdict, ERROR)
+    if request.purpose != "confirm":
+        # A bisection asked for by hand before the candidate's own A/B: it confirms first too (perfbisect's
+        # procedure), so its verdict decides a candidate that is still pending; it never re-opens a decided one.
+        if finding.confirmation != PENDING or state == ERROR:
+            return []
+        for f in _followers(session, finding):
+            f.confirmation, f.confirmation_result = state, _figures(result)
+        session.flush()
+        return []
     figures = _figures(result)
     changed = _followers(session, finding)
     for f in changed:

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from perfdash.metrics import SuiteSummary
+from service.detection.missing import MissingConfiguration, missing_configurations
 from service.detection.models import Finding
 from service.models import Configuration, Result, Run, RunSummary
 
@@ -76,10 +77,15 @@ class ReportContext:
     run_ids: list[int]
     tables: list[MetricTable] = field(default_factory=list)
     warnings: list[tuple[str, str, str]] = field(default_factory=list)  # (suite, model, reason)
-    regressions: list[Finding] = field(default_factory=list)
+    regressions: list[Finding] = field(default_factory=list)  # confirmed (or needing no confirmation)
+    suspected: list[Finding] = field(default_factory=list)  # candidates awaiting (or failing) their A/B
+    not_reproduced: list[Finding] = field(default_factory=list)
     improvements: list[Finding] = field(default_factory=list)
     new_failures: list[Finding] = field(default_factory=list)
     fixed: list[Finding] = field(default_factory=list)
+    environment: list[Finding] = field(default_factory=list)  # environment changes: one finding each
+    models_dropped: list[Finding] = field(default_factory=list)
+    missing: list[MissingConfiguration] = field(default_factory=list)
     details: list[SuiteDetail] = field(default_factory=list)
 
     @property
@@ -227,9 +233,20 @@ def build_report(session: Session, run_id: int, dashboard_url: str | None = None
         run_ids=[r.id for r in runs], tables=tables, warnings=warnings,
         details=[_details(session, r, previous[r.id]) for r in runs])
     for finding in findings:
-        {"regression": context.regressions, "improvement": context.improvements,
-         "new_failure": context.new_failures, "fixed": context.fixed}[finding.category].append(finding)
+        _place(context, finding)
+    context.missing = missing_configurations(session, anchor.night)
     return context
+
+
+def _place(context: ReportContext, finding: Finding) -> None:
+    if finding.category == "regression" and finding.confirmation in ("pending", "error"):
+        context.suspected.append(finding)
+    elif finding.category == "regression" and finding.confirmation == "not_reproduced":
+        context.not_reproduced.append(finding)
+    else:
+        {"regression": context.regressions, "improvement": context.improvements,
+         "new_failure": context.new_failures, "fixed": context.fixed, "environment_change": context.environment,
+         "models_dropped": context.models_dropped}.get(finding.category, context.regressions).append(finding)
 
 
 def _cell(value: object) -> str:
@@ -251,11 +268,22 @@ def _short(commit: str | None) -> str:
     return (commit or "?")[:10]
 
 
+def _ab(finding: Finding) -> str:
+    """A candidate's confirmation in a table cell: waiting, or the A/B figures."""
+    ab = finding.confirmation_result or {}
+    if finding.confirmation == "pending":
+        return "awaiting A/B re-measurement"
+    parts = [str(ab.get("summary") or finding.confirmation)]
+    if ab.get("good_median") is not None and ab.get("bad_median") is not None:
+        parts.append(f"good {ab['good_median']:.4g}, bad {ab['bad_median']:.4g}")
+    return _cell("; ".join(parts))
+
+
 def environment() -> jinja2.Environment:
     # Markdown, not HTML: no autoescape; table cells go through the `cell` filter instead.
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    env.filters.update(cell=_cell, num=_num, value=_value, short=_short)
+    env.filters.update(cell=_cell, num=_num, value=_value, short=_short, ab=_ab)
     return env
 
 

@@ -128,6 +128,10 @@ def issue_title(finding: Finding) -> str:
 def issue_body(finding: Finding, dashboard_url: str | None) -> str:
     c = finding.configuration
     cp = finding.change_point
+    ab = finding.confirmation_result or {}
+    confirmed = []
+    if finding.confirmation == "confirmed":
+        confirmed = [f"| A/B re-measurement | {_ab_text(ab)} |"]
     lines = [
         f"perfdash found a regression of **{finding.metric}** on **{c.suite} / {finding.model or '(suite)'}**.",
         "",
@@ -142,6 +146,7 @@ def issue_body(finding: Finding, dashboard_url: str | None) -> str:
         f"| p-value | {finding.p_value:.1e} |" if finding.p_value is not None else "| p-value | - |",
         f"| nights | {cp.n_before} before, {cp.n_after} after |" if cp else "| nights | - |",
         f"| commit range | {finding.good_commit or '?'}..{finding.bad_commit or '?'} |",
+        *confirmed,
         "",
         "Reproduce:",
         "```",
@@ -154,6 +159,19 @@ def issue_body(finding: Finding, dashboard_url: str | None) -> str:
         lines.append(f"Dashboard: {dashboard_url.rstrip('/')}/suite/{finding.run_id}")
     lines += ["", f"perfdash finding #{finding.id}. A bisection comments the culprit here when it names one."]
     return "\n".join(lines)
+
+
+def _ab_text(ab: dict) -> str:
+    """The confirmation's figures in one cell: medians of good and bad, the change and its p-value."""
+    parts = []
+    if ab.get("good_median") is not None and ab.get("bad_median") is not None:
+        parts.append(f"good {ab['good_median']:.4g} ({len(ab.get('good_samples') or [])} runs), "
+                     f"bad {ab['bad_median']:.4g} ({len(ab.get('bad_samples') or [])} runs)")
+    if ab.get("change_pct") is not None:
+        parts.append(f"{ab['change_pct']:+.1f}% worse")
+    if ab.get("p_value") is not None:
+        parts.append(f"p={ab['p_value']:.1e}")
+    return "; ".join(parts) or str(ab.get("summary") or "reproduced")
 
 
 def _repro(finding: Finding) -> str:
@@ -171,8 +189,13 @@ def _repro(finding: Finding) -> str:
     return " ".join(parts)
 
 
-def issue_finding_ids(session: Session, run_ids: list[int] | None = None) -> list[int]:
+def issue_finding_ids(session: Session, run_ids: list[int] | None = None,
+                      finding_ids: list[int] | None = None) -> list[int]:
     """Confirmed regressions that deserve an issue: change-point regressions, not acknowledged, one per regression.
+
+    A model's performance regression is filed only once its A/B re-measurement confirmed it
+    (service.detection.confirmation); a candidate, a not reproduced one and one that could not be re-measured are
+    never filed. Suite findings need no confirmation.
 
     One slowdown shows as several change points on the same night: a model's speedup and its absolute latency, and
     the suite's geomean. Those are one regression to a reader, so one issue: the speedup's (latency only when the
@@ -183,11 +206,15 @@ def issue_finding_ids(session: Session, run_ids: list[int] | None = None) -> lis
              .where(Finding.category == "regression", Finding.acknowledged_at.is_(None)).order_by(Finding.id))
     if run_ids is not None:
         query = query.where(Finding.run_id.in_(run_ids))
+    if finding_ids is not None:
+        query = query.where(Finding.id.in_(finding_ids))
     findings = list(session.scalars(query).unique())
     nights = {(f.configuration_id, f.series_id, f.change_point.run_id, f.metric) for f in findings if f.change_point}
     model_nights = {(c, r) for c, s, r, _m in nights if s is not None}
     chosen = []
     for f in findings:
+        if f.confirmation not in ("none", "confirmed"):
+            continue  # a candidate still counts above: its suite's geomean moved with it, and is not filed either
         cp_run = f.change_point.run_id if f.change_point else None
         if f.metric == "abs_latency" and (f.configuration_id, f.series_id, cp_run, "speedup") in nights:
             continue

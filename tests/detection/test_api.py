@@ -68,7 +68,10 @@ def test_bisection_contract(app_client, auth, run_files, series_values, github) 
     assert (request["good_commit"], request["bad_commit"]) == (speedup["good_commit"], speedup["bad_commit"])
     again = app_client.post("/api/v1/bisections", json={"finding_id": speedup["id"]}, headers=auth)
     assert again.status_code == 200 and again.json()["id"] == request["id"]
-    assert [b["id"] for b in app_client.get("/api/v1/bisections?status=pending").json()] == [request["id"]]
+    pending = app_client.get("/api/v1/bisections?status=pending").json()
+    assert [b["id"] for b in pending if b["purpose"] == "bisect"] == [request["id"]]
+    # detection queued the candidate's A/B re-measurement on its own (service.detection.confirmation)
+    assert [b["finding_id"] for b in pending if b["purpose"] == "confirm"] == [speedup["id"]]
     assert app_client.get("/api/v1/bisections?status=done").json() == []
 
     result = {"verdict": "culprit_found",

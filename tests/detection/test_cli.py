@@ -44,6 +44,22 @@ def _scalar(url: str, sql: str):
         engine.dispose()
 
 
+def _confirm_all(url: str) -> None:
+    """What the bisect job's confirm step posts back, applied to every pending confirm request."""
+    from service.db import make_engine, make_session_factory
+    from service.detection.confirmation import record_confirmation
+    from service.detection.models import BisectionRequest
+    from service.detection.queries import BisectionResult
+
+    engine = make_engine(url)
+    with make_session_factory(engine)() as session:
+        for request in session.scalars(sa.select(BisectionRequest).where(BisectionRequest.purpose == "confirm")):
+            record_confirmation(session, request, BisectionResult(
+                verdict="confirmed", good_samples=[1.5] * 10, bad_samples=[1.2] * 10, change_pct=20.0))
+        session.commit()
+    engine.dispose()
+
+
 def test_detect_then_report_posted_once(database, github, capsys, tmp_path) -> None:
     assert main(["detect", "--all"]) == 0
     out = capsys.readouterr().out
@@ -55,12 +71,17 @@ def test_detect_then_report_posted_once(database, github, capsys, tmp_path) -> N
     assert main(["report", "--output", str(target)]) == 0
     text = target.read_text()
     assert "# Performance Dashboard for float32 precision -- multiple-threads" in text
-    assert "| timm_models | resnet18 | speedup |" in text  # the regression, in the Regressions table
     assert github.state.requests == []  # no --post, no GitHub
 
+    assert "| timm_models | resnet18 | speedup |" in text.split("## Suspected", 1)[1].split("## ", 1)[0]
+    assert main(["report", "--post", "--output", str(target)]) == 0
+    # a candidate: reported as suspected, no issue until its A/B re-measurement confirms it
+    assert [i["number"] for i in github.state.issues.values()] == [database["issue"]]
+    _confirm_all(database["url"])
     assert main(["report", "--post", "--output", str(target)]) == 0
     issues = [i for i in github.state.issues.values() if i["number"] != database["issue"]]
     assert len(issues) == 1 and "resnet18: speedup" in issues[0]["title"]
+    assert "| timm_models | resnet18 | speedup |" in target.read_text().split("## Regressions", 1)[1]
     comments = [c for c in github.state.comments.values() if c["issue_number"] == database["issue"]]
     assert len(comments) == 1 and "Performance Dashboard" in comments[0]["body"]
     writes = len(github.writes())
@@ -74,6 +95,7 @@ def test_detect_then_report_posted_once(database, github, capsys, tmp_path) -> N
 
 def test_github_down_is_not_fatal_and_retried(database, github, capsys, tmp_path) -> None:
     assert main(["detect"]) == 0  # the latest run: finds the change point over the whole history
+    _confirm_all(database["url"])
     capsys.readouterr()
     github.fail_next(*[github.canned(503) for _ in range(40)])
     assert main(["report", "--post", "--output", str(tmp_path / "r.md")]) == 0

@@ -5,8 +5,10 @@ from __future__ import annotations
 import sqlalchemy as sa
 from pydantic import SecretStr
 
+from service.detection.confirmation import record_confirmation
 from service.detection.detector import detect_run
 from service.detection.models import BisectionRequest, Finding, GithubPost
+from service.detection.queries import BisectionResult
 from service.detection.report import build_report, render_report
 from service.github.client import GitHubClient, GitHubConfig
 from service.github.publisher import comment_culprit, file_issue, issue_finding_ids, publish, retry_unposted
@@ -106,6 +108,10 @@ def test_retry_adopts_a_post_that_did_land(session, github) -> None:
 
 def test_one_issue_per_change_point_and_culprit_comment(session, store_run, series_values, github) -> None:
     runs, finding = _regression(session, store_run, series_values)
+    assert finding.confirmation == "pending" and finding.id not in issue_finding_ids(session, [runs[-1]])
+    confirm = session.scalars(sa.select(BisectionRequest).where(BisectionRequest.finding_id == finding.id)).one()
+    record_confirmation(session, confirm, BisectionResult(verdict="confirmed", good_samples=[1.5] * 10,
+                                                          bad_samples=[1.2] * 10, change_pct=20.0, p_value=1e-5))
     assert finding.id in issue_finding_ids(session, [runs[-1]])
     with _client(github) as client:
         row = file_issue(session, client, finding, "http://perfdash.example")
@@ -115,17 +121,18 @@ def test_one_issue_per_change_point_and_culprit_comment(session, store_run, seri
         assert issue["title"].startswith("[perfdash] timm_models resnet18: speedup -")
         assert "(inductor, float32, inference, cpu, all-cores)" in issue["title"]
         assert f"{finding.good_commit}..{finding.bad_commit}" in issue["body"]
+        ab = "| A/B re-measurement | good 1.5 (10 runs), bad 1.2 (10 runs); +20.0% worse; p=1.0e-05 |"
+        assert ab in issue["body"]
         assert "perfdash run --suite timm_models --backend inductor" in issue["body"]
         assert f"http://perfdash.example/model/{finding.series_id}" in issue["body"]
         assert [lab["name"] for lab in issue["labels"]] == ["perfdash-regression"]
-        bisection = BisectionRequest(
-            status="done", finding_id=finding.id, suite="timm_models", model="resnet18", backend="inductor",
-            dtype="float32", mode="inference", device="cpu", metric="speedup", direction="higher",
-            good_commit=finding.good_commit, bad_commit=finding.bad_commit, threshold_pct=5.0,
-            result={"verdict": "culprit_found", "culprit": {"sha": "deadbeef", "subject": "[inductor] oops",
-                                                            "author": "a@b", "date": "2026-01-20"},
-                    "steps": [], "summary": "3 steps", "jenkins_build_url": None})
-        session.add(bisection)
+        # the confirmed regression asked for its bisection; the bisect job reports a culprit
+        bisection = session.scalars(sa.select(BisectionRequest).where(
+            BisectionRequest.finding_id == finding.id, BisectionRequest.purpose == "bisect")).one()
+        bisection.status = "done"
+        bisection.result = {"verdict": "culprit_found", "culprit": {"sha": "deadbeef", "subject": "[inductor] oops",
+                                                                    "author": "a@b", "date": "2026-01-20"},
+                            "steps": [], "summary": "3 steps", "jenkins_build_url": None}
         session.flush()
         comment = comment_culprit(session, client, bisection, None)
         comment_culprit(session, client, bisection, None)  # the same result again: not posted twice
