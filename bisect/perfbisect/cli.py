@@ -131,8 +131,10 @@ def _handle_request(args: argparse.Namespace, console: Any) -> int:
             args.backend, args.compile_mode, args.device = target.backend, target.compile_mode, target.device
             args.dtype, args.mode, args.threads = target.dtype, target.mode, target.threads
             args.batch_size, args.dynamic_shapes = target.batch_size, target.dynamic_shapes
-        console.print(f"request {request.id}: {target.suite}/{target.model} {target.metric} "
-                      f"{request.good_commit[:10]}..{request.bad_commit[:10]}")
+        # A confirm request is a candidate's A/B re-measurement: the confirm step alone, no search.
+        args.confirm_only = request.raw.get("purpose") == "confirm"
+        console.print(f"request {request.id}{' (confirm only)' if args.confirm_only else ''}: {target.suite}/"
+                      f"{target.model} {target.metric} {request.good_commit[:10]}..{request.bad_commit[:10]}")
         try:
             body = _bisect(args, console).to_service()
         except KeyboardInterrupt:
@@ -213,7 +215,8 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
     log(f"{len(commits)} commits after {good[:10]} up to {bad[:10]}; state in {state_path}")
     bisector = Bisector(oracle, policy, state, log)
     try:
-        outcome = bisector.run(good, commits, preferred)
+        outcome = (bisector.confirm_only(good, bad) if getattr(args, "confirm_only", False)
+                   else bisector.run(good, commits, preferred))
     except KeyboardInterrupt:
         console.print(f"[bold yellow]interrupted[/]: {len(state.samples)} commits measured so far are kept in "
                       f"{state_path}; rerun the same command with --resume to continue")

@@ -13,7 +13,8 @@ from perfbisect.search import Outcome, search
 from perfbisect.state import BisectState
 from perfbisect.stats import Confirmation, Policy, Sample, confirm, decide, is_status
 
-BisectVerdict = Literal["culprit_found", "not_reproduced", "inconclusive", "error"]
+# "confirmed": a confirm-only run (the service's A/B re-measurement of a candidate) reproduced the regression
+BisectVerdict = Literal["culprit_found", "confirmed", "not_reproduced", "inconclusive", "error"]
 CRASH = "crash"  # the sample of a measurement that printed nothing usable (a crash, a timeout)
 
 
@@ -138,11 +139,8 @@ class Bisector:
                                   decision.p_bad, decision.position, decision.forced)
         raise AssertionError("the final round always decides")
 
-    def run(self, good: str, commits: Sequence[str], preferred: frozenset[str] = frozenset()) -> BisectOutcome:
-        """Confirm, then search; ``preferred`` commits (cheap to build) are probed first while they narrow the range."""
-        if not commits:
-            raise ValueError("nothing to bisect: bad is not after good")
-        bad = commits[-1]
+    def _confirm_ends(self, good: str, bad: str) -> BisectOutcome | Confirmation:
+        """Build both ends and confirm; an outcome when that already ends the run (error, not reproduced)."""
         self._ends = (good, bad)
         for end, sha in (("good", good), ("bad", bad)):
             failure = self._built(sha)
@@ -158,6 +156,25 @@ class Bisector:
         if not confirmation.reproduced:
             return self._finish("not_reproduced", None, (), [], confirmation,
                                 f"regression not reproduced: {confirmation.reason}")
+        return confirmation
+
+    def confirm_only(self, good: str, bad: str) -> BisectOutcome:
+        """Only the confirm step: good and bad measured side by side, interleaved, with repeats (the service's A/B
+        re-measurement of a candidate regression). Verdict ``confirmed``, ``not_reproduced`` or ``error``."""
+        ended = self._confirm_ends(good, bad)
+        if isinstance(ended, BisectOutcome):
+            return ended
+        return self._finish("confirmed", None, (), [], ended, f"regression reproduced: {ended.reason}")
+
+    def run(self, good: str, commits: Sequence[str], preferred: frozenset[str] = frozenset()) -> BisectOutcome:
+        """Confirm, then search; ``preferred`` commits (cheap to build) are probed first while they narrow the range."""
+        if not commits:
+            raise ValueError("nothing to bisect: bad is not after good")
+        bad = commits[-1]
+        ended = self._confirm_ends(good, bad)
+        if isinstance(ended, BisectOutcome):
+            return ended
+        confirmation = ended
         target = len(self.state.samples[good])
         good_ref, bad_ref = self.state.samples[good][:target], self.state.samples[bad][:target]
         steps: list[StepRecord] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,8 @@ class BisectReport:
             "bad_samples": list(self.bad_samples),
             "summary": self.summary,
             "jenkins_build_url": self.jenkins_build_url,
+            "change_pct": self.change_pct if self.change_pct is not None and math.isfinite(self.change_pct) else None,
+            "p_value": self.p_value,
         }
 
     def to_json(self) -> dict[str, Any]:

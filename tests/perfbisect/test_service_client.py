@@ -99,13 +99,28 @@ def test_request_is_fetched_bisected_and_posted(service, perf_history, tmp_path,
     _, path, headers, body = posts[0]
     assert path == "/api/v1/bisections/7/result"
     assert headers["Authorization"] == "Bearer s3cret"
-    assert set(body) == {"verdict", "culprit", "steps", "good_samples", "bad_samples", "summary", "jenkins_build_url"}
+    assert set(body) == {"verdict", "culprit", "steps", "good_samples", "bad_samples", "summary", "jenkins_build_url",
+                         "change_pct", "p_value"}
     assert body["verdict"] == "culprit_found"
     assert body["culprit"]["sha"] == perf_history.shas[17]
     assert set(body["culprit"]) == {"sha", "subject", "author", "date"}
     assert body["jenkins_build_url"] == "https://jenkins.example/job/perfdash-bisect/12/"
     assert all(set(step) == {"sha", "samples", "decision"} for step in body["steps"])
     assert perf_history.shas[17][:10] in body["summary"]
+
+
+@pytest.mark.parametrize(("bad_index", "verdict"), [(-1, "confirmed"), (10, "not_reproduced")])
+def test_a_confirm_request_measures_good_and_bad_only(service, perf_history, tmp_path, capsys, bad_index, verdict):
+    # The service's A/B re-measurement of a candidate: the confirm step alone, no search.
+    service.request = _request(perf_history.shas[0], perf_history.shas[bad_index], purpose="confirm")
+    code = main(["bisect", "--request-id", "7", "--url", service.url, "--token", "s3cret", "--repo",
+                 str(perf_history.repo), "--build", "sh build.sh", "--measure", "sh measure.sh",
+                 "--cache-dir", str(tmp_path / "cache")])
+    assert code == 0, capsys.readouterr().err
+    (_, _, _, body), = [r for r in service.received if r[0] == "POST"]
+    assert body["verdict"] == verdict and body["steps"] == [] and body["culprit"] is None
+    assert len(body["good_samples"]) >= 10 and len(body["good_samples"]) == len(body["bad_samples"])
+    assert (body["change_pct"] > 5.0) == (verdict == "confirmed") and body["p_value"] is not None
 
 
 def test_a_failing_bisection_posts_an_error_verdict(service, perf_history, tmp_path, capsys):
