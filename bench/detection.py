@@ -22,6 +22,10 @@ best recall possible at that false alert rate, so the distance to it is about wh
 
 Run from the repository root: ``.venv/bin/python -m bench.detection [--series N] [--nights N] [--seed S] [--sweep]``
 (as a module: a script path would put bench/ first on sys.path, where bench/bisect.py shadows the standard library).
+
+``--alerts`` runs the notification-level bench instead (bench/alerts.py: four noise models, environment shifts,
+the A/B confirmation, GitHub issues per configuration and month; ``--series`` is then series per configuration,
+default 500, ``--nights`` default 365, ``--configurations`` per noise model). Its figures are at the end of this file.
 """
 
 from __future__ import annotations
@@ -241,12 +245,21 @@ def _recall_cell(s: Score, step: float, within: int) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--series", type=int, default=100, help="series per kind (flat, each step size, multi-change)")
-    parser.add_argument("--nights", type=int, default=90)
+    parser.add_argument("--series", type=int, help="series per kind (flat, each step size, multi-change): 100; "
+                                                    "with --alerts, series per configuration: 500")
+    parser.add_argument("--nights", type=int, help="nights per series: 90; with --alerts 365")
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--sweep", action="store_true",
                         help="also perfdash at other p-value thresholds (recall against false alerts)")
+    parser.add_argument("--alerts", action="store_true",
+                        help="the notification-level bench (bench/alerts.py) instead of the series-level one")
+    parser.add_argument("--configurations", type=int, default=1, help="with --alerts: configurations per noise model")
     args = parser.parse_args()
+    if args.alerts:
+        from bench.alerts import run
+
+        return run(args.series or 500, args.nights or 365, args.configurations, args.seed)
+    args.series, args.nights = args.series or 100, args.nights or 90
 
     methods = {
         "perfdash E-div + t-test": perfdash_method(),

@@ -5,9 +5,10 @@ Lifecycle of a finding's ``confirmation``:
 - ``pending`` — a change point that says a model got slower (or its compile time or memory worse). It is on the
   dashboard and in the report's "suspected" list, with no GitHub issue. A ``confirm`` request (table
   bisection_requests, purpose ``confirm``) asks the bisect job to measure the last good and the first bad torch build
-  side by side on a machine of the series, interleaved, with repeats: the confirm step of perfbisect (its
-  ``Bisector.confirm`` / ``stats.confirm``: one-sided Mann-Whitney at alpha 0.01 and the median change at least the
-  metric's minimum effect, in up to three rounds). The job posts the verdict back over HTTP.
+  (the change point's range widened by CONFIRM_MARGIN nights each way) side by side on a machine of the series,
+  interleaved, with repeats: the confirm step of perfbisect (its ``Bisector.confirm`` / ``stats.confirm``: one-sided
+  Mann-Whitney at alpha 0.01 and a median change of at least 0.6 of the metric's minimum effect,
+  queries.CONFIRM_THRESHOLD_SHARE, in up to three rounds). The job posts the verdict back over HTTP.
 - ``confirmed`` — reproduced: the finding is a regression, its issue is filed and a bisection is requested.
 - ``not_reproduced`` — closed with the A/B figures; it stays quiet (no issue, out of the report's open lists).
 - ``error`` — the re-measurement could not be made (no commit range, the job failed): it stays in the suspected list
@@ -43,10 +44,12 @@ from sqlalchemy.orm import Session
 
 from service.detection.models import BisectionRequest, ChangePointRow, Finding
 from service.detection.queries import BisectionError, BisectionIn, BisectionResult, request_bisection
+from service.models import Result, Run
 
 logger = logging.getLogger(__name__)
 
 PENDING, CONFIRMED, NOT_REPRODUCED, ERROR, NONE = "pending", "confirmed", "not_reproduced", "error", "none"
+CONFIRM_MARGIN = 1  # nights the A/B's range reaches beyond the change point's on either side (bench/alerts.py too)
 
 
 def needs_confirmation(finding: Finding) -> bool:
@@ -79,7 +82,9 @@ def queue_confirmations(session: Session, findings: Sequence[Finding]) -> list[B
             if has_speedup and f.metric == "abs_latency":
                 continue  # answered by the speedup's A/B
             try:
-                request, _ = request_bisection(session, BisectionIn(finding_id=f.id), purpose="confirm")
+                request, created = request_bisection(session, BisectionIn(finding_id=f.id), purpose="confirm")
+                if created:
+                    request.good_commit, request.bad_commit = _widened_range(session, f)
             except BisectionError as exc:
                 for g in group:  # the latency sibling waits on this A/B: it will not come
                     if g is f or (f.metric == "speedup" and g.metric == "abs_latency"):
@@ -89,6 +94,29 @@ def queue_confirmations(session: Session, findings: Sequence[Finding]) -> list[B
             queued.append(request)
     session.flush()
     return queued
+
+
+def _widened_range(session: Session, finding: Finding) -> tuple[str, str]:
+    """The candidate's commit range, CONFIRM_MARGIN nights wider on either side (the series' own nights).
+
+    Under 2 % noise the change point's split is often a night off the night the step landed (bench/detection.py
+    --alerts); an A/B of two builds on the same side of the step would then call a real regression not reproduced.
+    Widened, the good build is surely before it and the bad one surely after; the bisection searches the wider range.
+    """
+    cp = finding.change_point
+    assert cp is not None and finding.good_commit and finding.bad_commit
+    runs = session.execute(
+        sa.select(Run.id, Run.torch_git_commit).join(Result, Result.run_id == Run.id)
+        .where(Result.series_id == finding.series_id, Result.passed, Run.torch_git_commit.is_not(None))
+        .order_by(Run.night, Run.id)).all()
+    ids = [run_id for run_id, _ in runs]
+    if cp.previous_run_id not in ids or cp.run_id not in ids:
+        return finding.good_commit, finding.bad_commit
+    last_good, first_bad = ids.index(cp.previous_run_id), ids.index(cp.run_id)
+    good = runs[max(0, last_good - CONFIRM_MARGIN)][1]
+    bad = runs[min(len(runs) - 1, first_bad + CONFIRM_MARGIN, ids.index(finding.run_id) if finding.run_id in ids
+                   else len(runs) - 1)][1]
+    return good, bad
 
 
 def _followers(session: Session, finding: Finding) -> list[Finding]:
@@ -141,7 +169,9 @@ def record_confirmation(session: Session, request: BisectionRequest, result: Bis
         logger.info("finding %s: %s (%s)", finding.id, state, result.summary)
         return []
     try:
-        request_bisection(session, BisectionIn(finding_id=finding.id), purpose="bisect")
+        bisection, created = request_bisection(session, BisectionIn(finding_id=finding.id), purpose="bisect")
+        if created:  # the range the A/B reproduced the regression over
+            bisection.good_commit, bisection.bad_commit = request.good_commit, request.bad_commit
     except BisectionError as exc:  # cannot happen for a finding that was re-measured, but never lose the verdict
         logger.warning("finding %s confirmed, but no bisection: %s", finding.id, exc)
     return changed

@@ -1,0 +1,312 @@
+"""Alerts people act on: the whole chain from a configuration's nightly series to GitHub issues, simulated.
+
+One *configuration* is ``--series`` series (default 500: 150 models x 3-4 metrics) over ``--nights`` nights (default
+a year). Each series is a speedup-like metric (higher is better), one value a night, with one of four noise models,
+all at a 2 % scale:
+
+- ``gauss``: Gaussian 2 % (in log space, i.e. multiplicative);
+- ``t3``: Student-t with 3 degrees of freedom, scaled so that its standard deviation is 2 % (heavy tails: a 3-sigma
+  night is about four times as common as under the Gaussian);
+- ``outliers``: Gaussian 2 %, and 5 % of nights slowed by 3-6 sigma (one-sided: the direction of a regression);
+- ``common``: Gaussian 2 %, and ``SHIFTS_PER_YEAR`` environment changes: the whole configuration moves 3-10 % (either
+  way) on one night, and that night's manifest differs from the night before (a new driver, kernel, ...).
+
+Real regressions are planted in some series (``STEP_SHARE``: 5 % and 10 % slowdowns, one per series at most) and
+land on a random night; the torch build of every night is known, so each night has a true level per series.
+
+Each method is replayed night by night as production runs it. perfdash: the change-point detector
+(service.detection.changepoint, incremental as the post-ingest hook runs it), the environment check
+(service.detection.environment, on nights whose manifest changed: one finding, every series' baseline reset), and the
+confirmation: every regression change point is a candidate whose last good and first bad builds are re-measured side
+by side by perfbisect's own confirm step (``Bisector.confirm`` with the bisect job's defaults: 5 repeats, reference
+factor 2, up to 3 rounds, one-sided Mann-Whitney at alpha 0.01, and the threshold a confirm request carries: 0.6 of
+the 5 % minimum effect, service.detection.queries.CONFIRM_THRESHOLD_SHARE). The A/B samples are
+the true level of each build with the within-run noise that bench/harness.py measured: speedup CV 0.76 % (resnet18,
+batch 16, ten runs of the harness in one session; bench/README.md), the larger of its two figures. The issue is
+counted one night after the change point was found (the confirm job runs during the day after the nightly). As in the
+service, the A/B's builds are the change point's last good and first bad widened by CONFIRM_MARGIN (1) nights each way:
+an issue is false when the true levels of those two builds are equal.
+
+Scored, per noise model:
+
+- series level (every change point, either direction): share of the 5 % steps found within 3 and within 5 nights of
+  landing, of the 10 % steps within 3 nights, and false alerts per 1,000 series-nights (an alert not within
+  ``MATCH_NIGHTS`` after a real step);
+- notification level: false GitHub issues per configuration per month (an issue whose good and bad builds have the
+  same true level), the share of real 5 % regressions issued within 5 nights of landing (10 % too), environment
+  shifts reported as one finding, and per-model issues filed on the nights after a shift.
+
+The baselines (fixed 10 % against the previous night; z >= 5 over a 100-night lookback) file an issue for every
+regression-direction alert, as their users do; an issue of theirs is false by the same rule.
+
+Run from the repository root: ``python -m bench.detection --alerts [--series N] [--nights N] [--configurations N]``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from perfbisect.procedure import Bisector
+from perfbisect.state import BisectState
+from perfbisect.stats import Policy
+
+from service.detection.changepoint import DetectionConfig, detect_change_points
+from service.detection.confirmation import CONFIRM_MARGIN
+from service.detection.environment import ShiftConfig, common_shift, series_move
+from service.detection.queries import CONFIRM_THRESHOLD_SHARE
+
+NOISE = 0.02
+NOISE_MODELS = ("gauss", "t3", "outliers", "common")
+OUTLIER_RATE = 0.05
+SHIFTS_PER_YEAR = 4
+STEP_SHARE = {0.05: 0.12, 0.10: 0.06}  # share of series with one planted regression of that size
+WARMUP = 20  # nights of history before any method may alert
+MATCH_NIGHTS = 10
+CONFIRM_DELAY = 1  # nights from the change point to the issue (the confirm job runs the day after)
+WITHIN_RUN_CV = 0.0076  # bench/harness.py: speedup CV of the harness, resnet18 batch 16 (bench/README.md)
+NIGHTS_PER_MONTH = 365.25 / 12
+
+
+@dataclass
+class Configuration:
+    values: np.ndarray  # (series, nights)
+    torch_level: np.ndarray  # (series, nights): the true level of each night's torch build
+    steps: dict[int, tuple[int, float]]  # series -> (landing night, size)
+    shift_nights: list[int]  # environment changes (manifest differs from the night before)
+
+
+def make_configuration(rng: np.random.Generator, series: int, nights: int, noise_model: str) -> Configuration:
+    torch_level = np.ones((series, nights))
+    steps: dict[int, tuple[int, float]] = {}
+    draw = rng.random(series)
+    edge = 0.0
+    for size, share in STEP_SHARE.items():
+        for s in np.flatnonzero((draw >= edge) & (draw < edge + share)):
+            night = int(rng.integers(WARMUP + 15, nights - MATCH_NIGHTS))
+            torch_level[s, night:] *= 1.0 - size
+            steps[int(s)] = (night, size)
+        edge += share
+    if noise_model == "t3":
+        noise = rng.standard_t(3, size=(series, nights)) * NOISE / math.sqrt(3.0)
+    else:
+        noise = rng.normal(0.0, NOISE, size=(series, nights))
+    if noise_model == "outliers":
+        slowed = rng.random((series, nights)) < OUTLIER_RATE
+        noise -= slowed * rng.uniform(3.0, 6.0, size=(series, nights)) * NOISE
+    env = np.zeros(nights)
+    shift_nights: list[int] = []
+    if noise_model == "common":
+        count = max(1, round(SHIFTS_PER_YEAR * nights / 365))
+        slots = np.arange(WARMUP + 15, nights - MATCH_NIGHTS, 25)
+        shift_nights = sorted(int(n) for n in rng.choice(slots, size=min(count, len(slots)), replace=False))
+        for night in shift_nights:
+            env[night:] += rng.choice((-1.0, 1.0)) * math.log1p(rng.uniform(0.03, 0.10))
+    base = rng.uniform(0.8, 3.0, size=(series, 1))
+    values = base * torch_level * np.exp(noise + env[None, :])
+    return Configuration(values=values, torch_level=torch_level, steps=steps, shift_nights=shift_nights)
+
+
+@dataclass
+class Alert:
+    series: int
+    night: int  # the night it was raised
+    start: int  # first night of the new level (the first bad build)
+    regression: bool
+    margin: int = 0  # nights the re-measured range reaches beyond the split on either side
+
+
+@dataclass
+class Outcome:
+    alerts: list[Alert] = field(default_factory=list)
+    issues: list[Alert] = field(default_factory=list)
+    environment_findings: list[int] = field(default_factory=list)  # nights
+    confirmations: int = 0
+    seconds: float = 0.0
+
+
+def environment_resets(config: Configuration, shift: ShiftConfig) -> list[int]:
+    """The nights detection reports an environment change: manifest changed and most series moved together."""
+    found = []
+    for night in config.shift_nights:
+        moves = [m for m in (series_move(config.values[s, : night + 1], shift) for s in range(len(config.values)))
+                 if m is not None]
+        if common_shift(moves, shift) is not None:
+            found.append(night)
+    return found
+
+
+def confirm_candidate(rng: np.random.Generator, good_level: float, bad_level: float, policy: Policy) -> bool:
+    """perfbisect's confirm step on simulated A/B runs of the two builds."""
+
+    class Oracle:
+        def build(self, sha: str) -> str | None:
+            return None
+
+        def measure(self, sha: str, index: int) -> float:
+            level = good_level if sha == "good" else bad_level
+            return float(level * math.exp(rng.normal(0.0, WITHIN_RUN_CV)))
+
+    bisector = Bisector(Oracle(), policy, BisectState(identity={}))
+    return bool(bisector.confirm("good", "bad").reproduced)
+
+
+def perfdash(config: Configuration, rng: np.random.Generator) -> Outcome:
+    started = time.perf_counter()
+    out = Outcome()
+    detection = DetectionConfig(min_effect=0.05)
+    out.environment_findings = environment_resets(config, ShiftConfig())
+    resets = set(out.environment_findings)
+    # what a confirm request of a speedup finding asks for (service.detection.queries)
+    policy = Policy(direction="higher", threshold_pct=100.0 * detection.min_effect * CONFIRM_THRESHOLD_SHARE)
+    series, nights = config.values.shape
+    for s in range(series):
+        values = config.values[s]
+        baseline = 0
+        for night in range(WARMUP, nights):
+            if night in resets:
+                baseline = night
+                continue
+            start = max(baseline, night + 1 - detection.window)
+            for cp in detect_change_points(values[: night + 1], baseline_start=start, config=detection):
+                if cp.index <= baseline:
+                    continue
+                baseline = cp.index
+                alert = Alert(s, night, cp.index, cp.change_pct < 0, CONFIRM_MARGIN)
+                out.alerts.append(alert)
+                if alert.regression:
+                    out.confirmations += 1
+                    level = config.torch_level[s]
+                    good, bad = cp.index - 1 - CONFIRM_MARGIN, min(cp.index + CONFIRM_MARGIN, night)
+                    if confirm_candidate(rng, level[good], level[bad], policy):
+                        out.issues.append(alert)
+    out.seconds = time.perf_counter() - started
+    return out
+
+
+def baseline(config: Configuration, rule: Callable[[np.ndarray], float | None]) -> Outcome:
+    """A baseline that alerts on tonight alone; every regression-direction alert is an issue (no confirmation)."""
+    started = time.perf_counter()
+    out = Outcome()
+    series, nights = config.values.shape
+    for s in range(series):
+        for night in range(WARMUP, nights):
+            change = rule(config.values[s, : night + 1])
+            if change is not None:
+                alert = Alert(s, night, night, change < 0)
+                out.alerts.append(alert)
+                if alert.regression:
+                    out.issues.append(alert)
+    out.seconds = time.perf_counter() - started
+    return out
+
+
+def fixed_rule(history: np.ndarray, threshold: float = 0.10) -> float | None:
+    change = history[-1] / history[-2] - 1.0
+    return change if abs(change) >= threshold else None
+
+
+def z_rule(history: np.ndarray, z: float = 5.0, lookback: int = 100) -> float | None:
+    past = history[-lookback - 1 : -1]
+    sd = past.std(ddof=1)
+    change = history[-1] - past.mean()
+    return change if sd > 0 and abs(change) / sd >= z else None
+
+
+@dataclass
+class Figures:
+    found5_3: float
+    found5_5: float
+    found10_3: float
+    false_per_1k: float
+    false_issues_per_month: float
+    issued5_5: float
+    issued10_5: float
+    shifts: int
+    shifts_one_finding: int
+    issues_after_shifts: int
+    false_candidates_per_month: float  # what perfdash would file without the A/B
+
+
+def figures(configs: Sequence[Configuration], outcomes: Sequence[Outcome]) -> Figures:
+    steps = {0.05: 0, 0.10: 0}
+    found: dict[float, list[int]] = {0.05: [], 0.10: []}
+    issued: dict[float, list[int]] = {0.05: [], 0.10: []}
+    false_alerts = false_issues = series_nights = months = candidates = 0.0
+    shifts = one_finding = after_shift = 0
+    for config, out in zip(configs, outcomes, strict=True):
+        series, nights = config.values.shape
+        series_nights += series * (nights - WARMUP)
+        months += (nights - WARMUP) / NIGHTS_PER_MONTH
+        for _s, (_night, size) in config.steps.items():
+            steps[size] += 1
+        matched: set[int] = set()
+        for alert in out.alerts:
+            step = config.steps.get(alert.series)
+            if step is not None and step[0] <= alert.night < step[0] + MATCH_NIGHTS:
+                if alert.series not in matched:
+                    matched.add(alert.series)
+                    found[step[1]].append(alert.night - step[0])
+            else:
+                false_alerts += 1
+        issued_series: set[int] = set()
+        for issue in out.issues:
+            level = config.torch_level[issue.series]
+            real = level[min(issue.start + issue.margin, issue.night)] < level[issue.start - 1 - issue.margin]
+            if not real:
+                false_issues += 1
+                if any(0 <= issue.start - n <= MATCH_NIGHTS for n in config.shift_nights):
+                    after_shift += 1
+            elif issue.series not in issued_series:
+                issued_series.add(issue.series)
+                landing, size = config.steps[issue.series]
+                issued[size].append(issue.night + CONFIRM_DELAY - landing)
+        candidates += sum(a.regression and not config.torch_level[a.series][min(a.start + a.margin, a.night)]
+                          < config.torch_level[a.series][a.start - 1 - a.margin] for a in out.alerts)
+        shifts += len(config.shift_nights)
+        one_finding += sum(n in out.environment_findings for n in config.shift_nights)
+
+    def share(delays: list[int], total: int, within: int) -> float:
+        return 100.0 * sum(d <= within for d in delays) / total if total else float("nan")
+
+    return Figures(
+        found5_3=share(found[0.05], steps[0.05], 3), found5_5=share(found[0.05], steps[0.05], 5),
+        found10_3=share(found[0.10], steps[0.10], 3), false_per_1k=1000.0 * false_alerts / series_nights,
+        false_issues_per_month=false_issues / months, issued5_5=share(issued[0.05], steps[0.05], 5),
+        issued10_5=share(issued[0.10], steps[0.10], 5), shifts=shifts, shifts_one_finding=one_finding,
+        issues_after_shifts=after_shift, false_candidates_per_month=candidates / months)
+
+
+def run(series: int, nights: int, configurations: int, seed: int) -> int:
+    print(f"{configurations} configuration(s) x {series} series x {nights} nights per noise model "
+          f"({configurations * (nights - WARMUP) / NIGHTS_PER_MONTH:.1f} configuration-months scored after a "
+          f"{WARMUP}-night warm-up); planted regressions: "
+          + ", ".join(f"{100 * share:.0f}% of series a {100 * size:.0f}% step" for size, share in STEP_SHARE.items())
+          + f"; A/B within-run CV {100 * WITHIN_RUN_CV:.2f}%, issue {CONFIRM_DELAY} night after the change point")
+    header = (f"{'noise':9} {'method':24} {'5% <=3n':>8} {'5% <=5n':>8} {'10% <=3n':>8} {'false/1k':>8} | "
+              f"{'false issues/cfg-month':>22} {'5% issued <=5n':>14} {'10% issued <=5n':>15} "
+              f"{'env shifts: 1 finding':>21} {'issues after shifts':>19}")
+    print(header)
+    for number, noise_model in enumerate(NOISE_MODELS):
+        rng = np.random.default_rng([seed, number])
+        configs = [make_configuration(rng, series, nights, noise_model) for _ in range(configurations)]
+        rows: dict[str, list[Outcome]] = {"perfdash": [], "fixed 10% vs prev. night": [], "z>=5, 100-pt lookback": []}
+        for config in configs:
+            rows["perfdash"].append(perfdash(config, rng))
+            rows["fixed 10% vs prev. night"].append(baseline(config, fixed_rule))
+            rows["z>=5, 100-pt lookback"].append(baseline(config, z_rule))
+        for name, outcomes in rows.items():
+            f = figures(configs, outcomes)
+            env = (f"{f.shifts_one_finding}/{f.shifts}" if name == "perfdash" else f"0/{f.shifts}") if f.shifts else "-"
+            after = str(f.issues_after_shifts) if f.shifts else "-"
+            print(f"{noise_model:9} {name:24} {f.found5_3:8.1f} {f.found5_5:8.1f} {f.found10_3:8.1f} "
+                  f"{f.false_per_1k:8.2f} | {f.false_issues_per_month:22.2f} {f.issued5_5:14.1f} {f.issued10_5:15.1f} "
+                  f"{env:>21} {after:>19}")
+            if name == "perfdash":
+                print(f"{'':9} {'  without the A/B':24} {'':35} | {f.false_candidates_per_month:22.2f}   "
+                      f"A/B re-measurements: {sum(o.confirmations for o in outcomes)}, "
+                      f"{sum(o.seconds for o in outcomes):.0f} s")
+    return 0
