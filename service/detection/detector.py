@@ -128,7 +128,7 @@ def _environment_finding(session: Session, run: Run, previous: Run) -> Finding |
                       for m, s in sorted(shifts.items()))
     lead = shifts.get("speedup") or next(iter(shifts.values()))
     return _add_finding(session, Finding(
-        key=f"environment:{run.id}", kind=ENVIRONMENT_KIND, category="environment_change",
+        key=f"environment:{run.id}", kind=ENVIRONMENT_KIND, category="environment",
         configuration_id=run.configuration_id, run_id=run.id, change_pct=lead.median_pct,
         good_commit=previous.torch_git_commit, bad_commit=run.torch_git_commit,
         summary=f"environment change: {named}; {moved}. Baselines reset, no per-model findings."))

@@ -245,7 +245,7 @@ def _place(context: ReportContext, finding: Finding) -> None:
         context.not_reproduced.append(finding)
     else:
         {"regression": context.regressions, "improvement": context.improvements,
-         "new_failure": context.new_failures, "fixed": context.fixed, "environment_change": context.environment,
+         "new_failure": context.new_failures, "fixed": context.fixed, "environment": context.environment,
          "models_dropped": context.models_dropped}.get(finding.category, context.regressions).append(finding)
 
 

@@ -72,14 +72,15 @@ def run_files() -> RunFiles:
 
     def make(night: int, speedups: dict[str, float | None], statuses: dict[str, str] | None = None,
              compile_s: dict[str, float] | None = None, suite: str = "timm_models", backend: str = "inductor",
-             **config) -> dict[str, bytes]:
+             environment: dict[str, str] | None = None, **config) -> dict[str, bytes]:
         statuses = statuses or {}
         start = datetime(2026, 1, 1, 1, 0, tzinfo=UTC) + timedelta(days=night)
         manifest = Manifest(
             source="perfdash", config=RunConfig(suite=suite, backend=backend, **config),
             machine=MachineInfo(host="agent-1", device="cpu", cpu_model="Test Xeon", cpu_count=2),
             torch_version="2.14.1", torch_git_commit=f"c{night:04d}" + "0" * 36, suite_versions={"timm": "1.0.31"},
-            start_time=start, end_time=start + timedelta(hours=1), command=f"perfdash run --suite {suite}")
+            start_time=start, end_time=start + timedelta(hours=1), command=f"perfdash run --suite {suite}",
+            environment=environment or {})
         perf, acc = [], []
         for name, speedup in speedups.items():
             perf.append(PerformanceRow.failure("cpu", name) if speedup is None else PerformanceRow(
