@@ -1,0 +1,16 @@
+"""The manifest's software environment (what detection compares night to night to name an environment change)."""
+
+from __future__ import annotations
+
+import platform
+
+from runner.manifest import software_environment
+
+
+def test_environment_names_kernel_and_the_allocator_settings_set(monkeypatch) -> None:
+    monkeypatch.setenv("LD_PRELOAD", "/usr/lib/libjemalloc.so.2")
+    monkeypatch.delenv("MALLOC_CONF", raising=False)
+    env = software_environment()
+    assert env["kernel"] == platform.release()
+    assert env["LD_PRELOAD"] == "/usr/lib/libjemalloc.so.2" and "MALLOC_CONF" not in env
+    assert all(isinstance(v, str) and v for v in env.values())
