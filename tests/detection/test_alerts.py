@@ -48,6 +48,7 @@ def test_candidate_confirmed_files_the_issue_and_requests_a_bisection(app_client
     speedup, confirm = _candidate(app_client, auth, run_files, series_values)
     assert speedup["confirmation"] == "pending"
     assert github.state.issues == {}  # a candidate: no issue
+    assert "suspected: awaiting A/B re-measurement" in app_client.get(f"/model/{speedup['series_id']}").text
     assert confirm["finding_id"] == speedup["id"] and confirm["threshold_pct"] == 3.0  # 0.6 of the 5 % effect
     # the A/B's range is the change point's, one night wider each way (commits are c<night>000...)
     assert confirm["good_commit"].startswith("c0018") and confirm["bad_commit"].startswith("c0021")
@@ -67,6 +68,7 @@ def test_candidate_confirmed_files_the_issue_and_requests_a_bisection(app_client
     assert bisection["purpose"] == "bisect" and bisection["finding_id"] == speedup["id"]
     assert (bisection["good_commit"], bisection["bad_commit"]) == (confirm["good_commit"], confirm["bad_commit"])
     assert bisection["threshold_pct"] == 5.0
+    assert "confirmed by A/B re-measurement" in app_client.get(f"/model/{speedup['series_id']}").text
 
 
 def test_candidate_not_reproduced_stays_quiet(app_client, auth, run_files, series_values, github, session) -> None:
