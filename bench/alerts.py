@@ -154,7 +154,7 @@ def confirm_candidate(rng: np.random.Generator, good_level: float, bad_level: fl
     return bool(bisector.confirm("good", "bad").reproduced)
 
 
-def perfdash(config: Configuration, rng: np.random.Generator) -> Outcome:
+def perfdash(config: Configuration, rng: np.random.Generator, margin: int = CONFIRM_MARGIN) -> Outcome:
     started = time.perf_counter()
     out = Outcome()
     detection = DetectionConfig(min_effect=0.05)
@@ -175,12 +175,12 @@ def perfdash(config: Configuration, rng: np.random.Generator) -> Outcome:
                 if cp.index <= baseline:
                     continue
                 baseline = cp.index
-                alert = Alert(s, night, cp.index, cp.change_pct < 0, CONFIRM_MARGIN)
+                alert = Alert(s, night, cp.index, cp.change_pct < 0, margin)
                 out.alerts.append(alert)
                 if alert.regression:
                     out.confirmations += 1
                     level = config.torch_level[s]
-                    good, bad = cp.index - 1 - CONFIRM_MARGIN, min(cp.index + CONFIRM_MARGIN, night)
+                    good, bad = max(0, cp.index - 1 - margin), min(cp.index + margin, night)
                     if confirm_candidate(rng, level[good], level[bad], policy):
                         out.issues.append(alert)
     out.seconds = time.perf_counter() - started
@@ -255,7 +255,7 @@ def figures(configs: Sequence[Configuration], outcomes: Sequence[Outcome]) -> Fi
         issued_series: set[int] = set()
         for issue in out.issues:
             level = config.torch_level[issue.series]
-            real = level[min(issue.start + issue.margin, issue.night)] < level[issue.start - 1 - issue.margin]
+            real = level[min(issue.start + issue.margin, issue.night)] < level[max(0, issue.start - 1 - issue.margin)]
             if not real:
                 false_issues += 1
                 if any(0 <= issue.start - n <= MATCH_NIGHTS for n in config.shift_nights):
@@ -265,7 +265,7 @@ def figures(configs: Sequence[Configuration], outcomes: Sequence[Outcome]) -> Fi
                 landing, size = config.steps[issue.series]
                 issued[size].append(issue.night + CONFIRM_DELAY - landing)
         candidates += sum(a.regression and not config.torch_level[a.series][min(a.start + a.margin, a.night)]
-                          < config.torch_level[a.series][a.start - 1 - a.margin] for a in out.alerts)
+                          < config.torch_level[a.series][max(0, a.start - 1 - a.margin)] for a in out.alerts)
         shifts += len(config.shift_nights)
         one_finding += sum(n in out.environment_findings for n in config.shift_nights)
 
@@ -280,22 +280,26 @@ def figures(configs: Sequence[Configuration], outcomes: Sequence[Outcome]) -> Fi
         issues_after_shifts=after_shift, false_candidates_per_month=candidates / months)
 
 
-def run(series: int, nights: int, configurations: int, seed: int) -> int:
+def run(series: int, nights: int, configurations: int, seed: int, noise_models: Sequence[str] = NOISE_MODELS,
+        margin: int = CONFIRM_MARGIN) -> int:
     print(f"{configurations} configuration(s) x {series} series x {nights} nights per noise model "
           f"({configurations * (nights - WARMUP) / NIGHTS_PER_MONTH:.1f} configuration-months scored after a "
           f"{WARMUP}-night warm-up); planted regressions: "
           + ", ".join(f"{100 * share:.0f}% of series a {100 * size:.0f}% step" for size, share in STEP_SHARE.items())
-          + f"; A/B within-run CV {100 * WITHIN_RUN_CV:.2f}%, issue {CONFIRM_DELAY} night after the change point")
+          + f"; A/B within-run CV {100 * WITHIN_RUN_CV:.2f}%, range widened by {margin} night(s) each way, issue "
+            f"{CONFIRM_DELAY} night after the change point")
     header = (f"{'noise':9} {'method':24} {'5% <=3n':>8} {'5% <=5n':>8} {'10% <=3n':>8} {'false/1k':>8} | "
               f"{'false issues/cfg-month':>22} {'5% issued <=5n':>14} {'10% issued <=5n':>15} "
               f"{'env shifts: 1 finding':>21} {'issues after shifts':>19}")
     print(header)
     for number, noise_model in enumerate(NOISE_MODELS):
+        if noise_model not in noise_models:
+            continue
         rng = np.random.default_rng([seed, number])
         configs = [make_configuration(rng, series, nights, noise_model) for _ in range(configurations)]
         rows: dict[str, list[Outcome]] = {"perfdash": [], "fixed 10% vs prev. night": [], "z>=5, 100-pt lookback": []}
         for config in configs:
-            rows["perfdash"].append(perfdash(config, rng))
+            rows["perfdash"].append(perfdash(config, rng, margin))
             rows["fixed 10% vs prev. night"].append(baseline(config, fixed_rule))
             rows["z>=5, 100-pt lookback"].append(baseline(config, z_rule))
         for name, outcomes in rows.items():

@@ -254,11 +254,18 @@ def main() -> int:
     parser.add_argument("--alerts", action="store_true",
                         help="the notification-level bench (bench/alerts.py) instead of the series-level one")
     parser.add_argument("--configurations", type=int, default=1, help="with --alerts: configurations per noise model")
+    parser.add_argument("--noise", action="append", choices=("gauss", "t3", "outliers", "common"),
+                        help="with --alerts: only these noise models (repeatable; default all four)")
+    parser.add_argument("--confirm-margin", type=int,
+                        help="with --alerts: nights the A/B's range is widened each way (default the service's)")
     args = parser.parse_args()
     if args.alerts:
-        from bench.alerts import run
+        from bench.alerts import NOISE_MODELS, run
+        from service.detection.confirmation import CONFIRM_MARGIN
 
-        return run(args.series or 500, args.nights or 365, args.configurations, args.seed)
+        margin = CONFIRM_MARGIN if args.confirm_margin is None else args.confirm_margin
+        return run(args.series or 500, args.nights or 365, args.configurations, args.seed,
+                   args.noise or NOISE_MODELS, margin)
     args.series, args.nights = args.series or 100, args.nights or 90
 
     methods = {
