@@ -72,6 +72,13 @@ def queue_confirmations(session: Session, findings: Sequence[Finding]) -> list[B
     candidates = [f for f in findings if needs_confirmation(f)]
     for f in candidates:
         f.confirmation = PENDING
+    # A backfill (`perfdash detect --all` over imported history) finds years of old candidates: re-measuring builds
+    # of long ago would flood the bisect agents for nothing anyone acts on. Only the newest night's are queued; the
+    # others stay suspected, never filed (a bisection can still be asked for by hand).
+    stale = [f for f in candidates if _newer_run_exists(session, f)]
+    for f in stale:
+        f.confirmation_result = {"verdict": "pending", "summary": "found over older nights: not re-measured"}
+    candidates = [f for f in candidates if f not in stale]
     by_key: dict[tuple[int | None, int | None], list[Finding]] = {}
     for f in candidates:
         by_key.setdefault(_sibling_key(f), []).append(f)
@@ -94,6 +101,12 @@ def queue_confirmations(session: Session, findings: Sequence[Finding]) -> list[B
             queued.append(request)
     session.flush()
     return queued
+
+
+def _newer_run_exists(session: Session, finding: Finding) -> bool:
+    night = finding.run.night
+    return session.scalar(sa.select(Run.id).where(Run.configuration_id == finding.configuration_id,
+                                                  Run.night > night).limit(1)) is not None
 
 
 def _widened_range(session: Session, finding: Finding) -> tuple[str, str]:

@@ -146,3 +146,13 @@ def test_missing_configuration_and_dropped_models_are_in_the_posted_report(sessi
     section = comment["body"].split("## Missing data ##", 1)[1].split("##", 1)[0]
     assert "huggingface, inductor" in section and "reported on 2026-01-02" in section and "nothing tonight" in section
     assert "3 models reported, 5 the night before" in section
+
+
+def test_a_backfill_queues_no_confirmation_of_old_nights(session, store_run, series_values) -> None:
+    a = series_values(1, 30)
+    runs = [store_run(night, {"resnet18": a[night] * (0.8 if night >= 20 else 1.0)}) for night in range(30)]
+    for run in runs:  # `perfdash detect --all`: every stored run, oldest first, after the import
+        detect_run(session, run, incremental=True)
+    (finding,) = session.scalars(sa.select(Finding).where(Finding.metric == "speedup")).unique().all()
+    assert finding.confirmation == "pending" and "not re-measured" in finding.confirmation_result["summary"]
+    assert session.scalars(sa.select(BisectionRequest)).all() == []
