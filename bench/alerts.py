@@ -24,7 +24,7 @@ the 5 % minimum effect, service.detection.queries.CONFIRM_THRESHOLD_SHARE). The 
 the true level of each build with the within-run noise that bench/harness.py measured: speedup CV 0.76 % (resnet18,
 batch 16, ten runs of the harness in one session; bench/README.md), the larger of its two figures. The issue is
 counted one night after the change point was found (the confirm job runs during the day after the nightly). As in the
-service, the A/B's builds are the change point's last good and first bad widened by CONFIRM_MARGIN (1) nights each way:
+service, the A/B's builds are the change point's last good and first bad widened by CONFIRM_MARGIN (2) nights each way:
 an issue is false when the true levels of those two builds are equal.
 
 Scored, per noise model:

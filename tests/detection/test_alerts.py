@@ -50,8 +50,8 @@ def test_candidate_confirmed_files_the_issue_and_requests_a_bisection(app_client
     assert github.state.issues == {}  # a candidate: no issue
     assert "suspected: awaiting A/B re-measurement" in app_client.get(f"/model/{speedup['series_id']}").text
     assert confirm["finding_id"] == speedup["id"] and confirm["threshold_pct"] == 3.0  # 0.6 of the 5 % effect
-    # the A/B's range is the change point's, one night wider each way (commits are c<night>000...)
-    assert confirm["good_commit"].startswith("c0018") and confirm["bad_commit"].startswith("c0021")
+    # the A/B's range is the change point's, two nights wider each way but not past tonight (commits: c<night>000...)
+    assert confirm["good_commit"].startswith("c0017") and confirm["bad_commit"].startswith("c0021")
     assert (speedup["good_commit"][:5], speedup["bad_commit"][:5]) == ("c0019", "c0020")
     latency = next(f for f in app_client.get("/api/v1/findings?kind=performance").json()
                    if f["metric"] == "abs_latency")
