@@ -101,6 +101,9 @@ class Run(Base):
     partition_id: Mapped[int] = mapped_column(default=0)
     total_partitions: Mapped[int] = mapped_column(default=1)
     ingested_at: Mapped[datetime] = mapped_column(server_default=sa.func.now())
+    # True from the ingest's commit until the post-ingest hooks (detection) have run: a run committed just before
+    # the database went away is picked up by the next ingest or `perfdash detect`.
+    hooks_pending: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
 
     configuration: Mapped[Configuration] = relationship(lazy="joined")
     summary: Mapped[RunSummary | None] = relationship(back_populates="run", lazy="joined")
