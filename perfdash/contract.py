@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 SCHEMA_VERSION = 1
 
@@ -359,7 +359,19 @@ def _decode(data: bytes, file: str) -> str:
                             line=line) from None
 
 
-def _checked_rows(reader: Iterator[list[str]], file: str) -> Iterator[list[str]]:
+def _oversized_column(text: str, line: int | None, header: list[str]) -> str | None:
+    """Which column of ``line`` holds the field too large for the csv module (split at commas: a field that large is
+    not a quoted number or name)."""
+    if line is None:
+        return None
+    physical = text.splitlines()[line - 1] if line <= len(text.splitlines()) else ""
+    for index, cell in enumerate(physical.split(",")):
+        if len(cell) > MAX_FIELD_BYTES:
+            return header[index].strip() if index < len(header) else f"field {index + 1}"
+    return None
+
+
+def _checked_rows(reader: Iterator[list[str]], text: str, file: str) -> Iterator[list[str]]:
     """The reader's rows; a malformed line (an unterminated quote, a field over the csv module's limit) or a NUL byte
     is a ContractError naming the line (and the column, from the header, when it is a field)."""
     header: list[str] = []
@@ -369,8 +381,11 @@ def _checked_rows(reader: Iterator[list[str]], file: str) -> Iterator[list[str]]
         except StopIteration:
             return
         except csv.Error as exc:
-            # the reader has consumed the bad line: its line_num is where it ended
-            raise ContractError(f"malformed CSV: {exc}", file=file, line=getattr(reader, "line_num", None)) from None
+            line = getattr(reader, "line_num", None)
+            if "field limit" in str(exc):
+                raise ContractError(f"field over the CSV reader's limit of {csv.field_size_limit()} characters",
+                                    file=file, line=line, column=_oversized_column(text, line, header)) from None
+            raise ContractError(f"malformed CSV: {exc}", file=file, line=line) from None
         line = getattr(reader, "line_num", None)
         for index, cell in enumerate(row):
             column = header[index].strip() if index < len(header) else f"field {index + 1}"
@@ -386,7 +401,7 @@ def _checked_rows(reader: Iterator[list[str]], file: str) -> Iterator[list[str]]
 
 def _records(text: str, file: str, kind: str) -> Iterator[tuple[int, dict[str, str]]]:
     raw_reader = csv.reader(io.StringIO(text))
-    reader = _checked_rows(raw_reader, file)
+    reader = _checked_rows(raw_reader, text, file)
     try:
         header = next(reader)
     except StopIteration:
@@ -696,8 +711,11 @@ class Manifest(BaseModel):
                                 file=path)
         try:
             return cls.model_validate(data)
-        except ValueError as exc:
-            raise ContractError(f"invalid manifest: {exc}", file=path) from None
+        except ValidationError as exc:
+            # one line, and without the input (it may be huge or hold control characters)
+            reasons = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'manifest'}: {e['msg']}"
+                                for e in exc.errors(include_url=False, include_input=False))
+            raise ContractError(f"invalid manifest: {reasons}", file=path) from None
 
     def write(self, path: Path) -> None:
         tmp = path.with_suffix(path.suffix + ".tmp")

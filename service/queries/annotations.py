@@ -26,6 +26,12 @@ class AnnotationIn(BaseModel):
             raise ValueError("an annotation needs a configuration_id, a series_id or a night")
         return self
 
+    @model_validator(mode="after")
+    def _no_nul_bytes(self) -> AnnotationIn:
+        if "\x00" in self.text or "\x00" in (self.author or ""):
+            raise ValueError("NUL byte in the text or author")
+        return self
+
 
 class AnnotationOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)
