@@ -502,11 +502,18 @@ def run_hooks(session: Session, run_ids: Sequence[int], hooks: Sequence[PostInge
                 hook(session, run_id)
                 session.commit()
             except Exception as exc:  # a hook never undoes an ingest; its failure is reported to the client
-                session.rollback()
-                unavailable = unavailable or database_unavailable(exc)
-                logger.exception("post-ingest hook %s failed for run %s", getattr(hook, "__name__", hook), run_id)
-                reason = "database unavailable" if database_unavailable(exc) else str(exc)
-                errors.append(f"{getattr(hook, '__name__', hook)} on run {run_id}: {reason}")
+                name = getattr(hook, "__name__", hook)
+                if database_unavailable(exc):  # expected during an outage: retried later, no traceback
+                    unavailable = True
+                    logger.warning("post-ingest hook %s for run %s deferred: database unavailable", name, run_id)
+                    errors.append(f"{name} on run {run_id}: database unavailable; retried on the next ingest")
+                else:
+                    logger.exception("post-ingest hook %s failed for run %s", name, run_id)
+                    errors.append(f"{name} on run {run_id}: {exc}")
+                try:
+                    session.rollback()
+                except sa.exc.SQLAlchemyError:  # the connection is gone; the session starts over on its next use
+                    session.close()
         if unavailable:
             continue
         try:
