@@ -9,7 +9,8 @@ PyTorch-format CSVs, and replays:
    (the spool is posted first);
 2. Postgres killed (SIGKILL of the postmaster) while nights stream in, restarted seconds later; a last ingest posts
    whatever the client spooled meanwhile;
-3. 20 parallel `perfdash ingest --url` processes: 10 nights, each posted twice at once;
+3. 20 parallel `perfdash ingest --url` processes: 10 nights, each posted twice at once; then 5 nights without
+   --timestamp, each posted twice and once more as a copy of its files with other file times;
 4. the malformed corpus (tests/service/hostile.py: files, JSON, query filters) on one keep-alive connection;
 5. schemathesis against /openapi.json for a bounded time (last: it may delete runs with the token).
 
@@ -30,6 +31,7 @@ import os
 import random
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -71,11 +73,12 @@ def _load_corpus():
 @dataclass(frozen=True)
 class Night:
     directory: Path
-    timestamp: str
+    timestamp: str | None  # None: posted without --timestamp (the run is keyed by its content)
+    commit: str  # one per night: how the count finds a night's runs
     models: int
 
 
-def write_night(root: Path, index: int, models: int, rng: random.Random) -> Night:
+def write_night(root: Path, index: int, models: int, rng: random.Random, timestamped: bool = True) -> Night:
     directory = root / f"night{index:03d}"
     directory.mkdir(parents=True)
     perf, acc = io.StringIO(), io.StringIO()
@@ -91,7 +94,7 @@ def write_night(root: Path, index: int, models: int, rng: random.Random) -> Nigh
     (directory / f"{STEM}_performance.csv").write_text(perf.getvalue())
     (directory / f"{STEM}_accuracy.csv").write_text(acc.getvalue())
     start = datetime(2026, 1, 1, 1, tzinfo=UTC) + timedelta(days=index)
-    return Night(directory, start.isoformat(), models)
+    return Night(directory, start.isoformat() if timestamped else None, f"night{index:03d}", models)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -192,9 +195,9 @@ class Tally:
     corpus_unexpected: list[str] = field(default_factory=list)
 
     def ingest(self, service: Service, spool: Path, night: Night, retries: int = 4) -> int:
+        when = ["--timestamp", night.timestamp] if night.timestamp else []
         done = subprocess.run([*PERFDASH, "ingest", str(night.directory), "--url", service.url, "--token", TOKEN,
-                               "--machine", "Drill Xeon", "--commit", "c0ffee", "--timestamp", night.timestamp,
-                               "--retries", str(retries)],
+                               "--machine", "Drill Xeon", "--commit", night.commit, *when, "--retries", str(retries)],
                               env={**service.env, "PERFDASH_SPOOL_DIR": str(spool)}, capture_output=True, text=True)
         self.client_outputs.append(done.stdout + done.stderr)
         return done.returncode
@@ -242,6 +245,19 @@ def drill_parallel(tally: Tally, service: Service, spool_root: Path, nights: lis
     return f"{len(jobs)} uploads at once ({len(nights)} nights, each twice)"
 
 
+def drill_untimed(tally: Tally, service: Service, spool: Path, nights: list[Night]) -> str:
+    """Without --timestamp: each night posted twice, then a copy of its files (other file times) posted again."""
+    for night in nights:
+        tally.ingest(service, spool, night)
+        tally.ingest(service, spool, night)
+        copy = night.directory.with_name(night.directory.name + "-copy")
+        shutil.copytree(night.directory, copy)
+        for f in copy.iterdir():
+            os.utime(f, (1_700_000_000, 1_700_000_000))
+        tally.ingest(service, spool, Night(copy, None, night.commit, night.models))
+    return f"{len(nights)} nights without a timestamp, each posted twice and once more as a copy of its files"
+
+
 def drill_corpus(tally: Tally, service: Service) -> str:
     hostile = _load_corpus()
     auth = {"Authorization": f"Bearer {TOKEN}"}
@@ -276,7 +292,7 @@ def drill_corpus(tally: Tally, service: Service) -> str:
 
 def drill_schemathesis(service: Service, seconds: int, log: Path) -> str:
     command = [str(Path(sys.executable).with_name("schemathesis")), "run", f"{service.url}/openapi.json",
-               "--checks", "not_a_server_error", "--max-time", str(seconds), "--workers", "2",
+               "--checks", "not_a_server_error", "--max-time", str(seconds), "--workers", "1",
                "-H", f"Authorization: Bearer {TOKEN}", "--continue-on-failure", "--no-color"]
     done = subprocess.run(command, capture_output=True, text=True, env=service.env, timeout=seconds * 3 + 120)
     log.write_text(done.stdout + done.stderr)
@@ -300,17 +316,26 @@ def stored(url: str, nights: list[Night]) -> tuple[int, int, int]:
     engine = sa.create_engine(url)
     with engine.connect() as connection:
         rows = connection.execute(sa.text(
-            "SELECT r.started_at, count(DISTINCT r.id), count(x.id) FROM runs r LEFT JOIN results x ON x.run_id = r.id "
-            "GROUP BY r.started_at")).all()
+            "SELECT r.torch_git_commit, count(DISTINCT r.id), count(x.id) FROM runs r "
+            "LEFT JOIN results x ON x.run_id = r.id GROUP BY r.torch_git_commit")).all()
     engine.dispose()
-    by_start = {started.astimezone(UTC).isoformat(): (runs, results) for started, runs, results in rows}
+    by_commit = {commit: (runs, results) for commit, runs, results in rows}
     lost = twice = total = 0
     for night in nights:
-        runs, results = by_start.get(night.timestamp, (0, 0))
+        runs, results = by_commit.get(night.commit, (0, 0))
         total += runs
         twice += max(0, runs - 1)
         lost += max(0, night.models - (results // runs if runs else 0))
     return lost, twice, total
+
+
+def _table_counts(url: str) -> dict[str, int]:
+    engine = sa.create_engine(url)
+    with engine.connect() as connection:
+        counts = {t: connection.scalar(sa.text(f"SELECT count(*) FROM {t}"))
+                  for t in ("machines", "configurations", "runs", "series", "results", "annotations")}
+    engine.dispose()
+    return counts
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -330,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     index = iter(range(10_000))
     make = lambda n: [write_night(work / "data", next(index), args.models, rng) for _ in range(n)]  # noqa: E731
     down_up, killed, parallel = make(4), make(args.nights), make(10)
+    untimed = [write_night(work / "data", next(index), args.models, rng, timestamped=False) for _ in range(5)]
+    drill_nights = down_up + killed + parallel + untimed
     tally = Tally()
     report: list[str] = []
     with temporary_postgres() as url:
@@ -341,10 +368,11 @@ def main(argv: list[str] | None = None) -> int:
             report.append("1 " + drill_down_then_up(tally, service, work / "spool1", down_up))
             report.append("2 " + drill_postgres_killed(tally, service, work / "spool2", postgres, killed, args.down_s))
             report.append("3 " + drill_parallel(tally, service, work / "spool3", parallel))
-            lost, twice, runs = stored(url, down_up + killed + parallel)
-            before_corpus = stored(url, down_up + killed + parallel)
+            report.append("3b " + drill_untimed(tally, service, work / "spool3b", untimed))
+            lost, twice, runs = stored(url, drill_nights)
+            before_corpus = _table_counts(url)
             report.append("4 " + drill_corpus(tally, service))
-            after_corpus = stored(url, down_up + killed + parallel)
+            after_corpus = _table_counts(url)
             statuses_before_fuzz = server_statuses(log)
             if args.schemathesis_s > 0:
                 report.append("5 " + drill_schemathesis(service, args.schemathesis_s, work / "schemathesis.log"))
@@ -359,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     five = {s: c for s, c in sorted(statuses.items()) if s >= 500}
     print("\n".join(report))
     print(f"work directory: {work} (server log, schemathesis log); {elapsed:.0f} s")
-    print(f"drill nights: {len(down_up + killed + parallel)} x {args.models} models, {runs} runs stored")
+    print(f"drill nights: {len(drill_nights)} x {args.models} models, {runs} runs stored")
     print(f"rows lost: {lost}")
     print(f"runs stored twice: {twice}")
     print(f"corpus: statuses {dict(sorted(tally.corpus_statuses.items()))}; unexpected {len(tally.corpus_unexpected)}"
