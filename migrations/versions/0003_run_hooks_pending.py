@@ -24,8 +24,11 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     with op.batch_alter_table("runs") as batch:
         batch.add_column(sa.Column("hooks_pending", sa.Boolean(), nullable=False, server_default=sa.false()))
+        batch.create_index("ix_runs_hooks_pending", ["id"], postgresql_where=sa.text("hooks_pending"),
+                           sqlite_where=sa.text("hooks_pending"))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("runs") as batch:
+        batch.drop_index("ix_runs_hooks_pending")
         batch.drop_column("hooks_pending")
