@@ -509,7 +509,10 @@ def run_hooks(session: Session, run_ids: Sequence[int], hooks: Sequence[PostInge
                     errors.append(f"{name} on run {run_id}: database unavailable; retried on the next ingest")
                 else:
                     logger.exception("post-ingest hook %s failed for run %s", name, run_id)
-                    errors.append(f"{name} on run {run_id}: {exc}")
+                    # a database error's text quotes SQL and values: the log has it, the client gets its kind
+                    reason = f"database error ({type(exc).__name__})" if isinstance(exc, sa.exc.SQLAlchemyError) \
+                        else str(exc)
+                    errors.append(f"{name} on run {run_id}: {reason}")
                 try:
                     session.rollback()
                 except sa.exc.SQLAlchemyError:  # the connection is gone; the session starts over on its next use
