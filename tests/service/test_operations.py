@@ -233,3 +233,20 @@ def test_nul_in_any_statement_is_refused_before_it_reaches_postgres(session):
         session.flush()
     assert isinstance(caught.value, InputRejected) or isinstance(caught.value.orig, InputRejected)
     session.rollback()
+
+
+def test_a_run_stored_with_the_file_order_digest_is_still_a_no_op(upload, session):
+    """Runs stored before rows were hashed by name carry the digest of their file order."""
+    from service.ingest import IngestDefaults, bundles_from_files
+
+    form = {"machine": "Xeon", "commit": "abc", "timestamp": "2026-03-04T02:00:00+00:00"}
+    files = _pytorch_files()
+    first = upload(files, **form)
+    assert first.status_code == 201
+    (bundle,) = bundles_from_files(files, IngestDefaults(machine="Xeon", commit="abc",
+                                                         timestamp=datetime.fromisoformat(form["timestamp"])))
+    assert bundle.file_order_sha256 != bundle.content_sha256  # the sample files are not in name order
+    session.execute(sa.update(Run).values(content_sha256=bundle.file_order_sha256))
+    again = upload(files, **form)
+    assert again.status_code == 200, again.text
+    assert upload({n: d.replace(b"2.000000", b"2.100000") for n, d in files.items()}, **form).status_code == 409
