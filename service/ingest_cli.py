@@ -53,11 +53,16 @@ def _direct(args: argparse.Namespace, settings, groups: dict[Path, dict[str, byt
     from service.db import InputRejected, make_engine, make_session_factory
     from service.hooks import post_ingest_hooks
     from service.ingest import IngestConflict, IngestDefaults, bundles_from_files, database_unavailable, ingest
-    from service.migrate import current_heads, upgrade
+    from service.migrate import current_heads, head_revision, upgrade
 
     try:
-        if not current_heads(settings.database_url):  # a fresh database (the embedded SQLite default): create it
+        heads = current_heads(settings.database_url)
+        if not heads:  # a fresh database (the embedded SQLite default): create it
             upgrade(settings.database_url)
+        elif heads != {head_revision()}:
+            print(f"error: the database is at revision {', '.join(sorted(heads))}, this perfdash needs "
+                  f"{head_revision()}: run `perfdash db upgrade` first; nothing was stored", file=sys.stderr)
+            return 1
     except sa_exc.SQLAlchemyError as exc:
         print(f"error: database unavailable ({type(exc).__name__}); nothing was stored", file=sys.stderr)
         return 1

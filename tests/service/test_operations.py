@@ -250,3 +250,13 @@ def test_a_run_stored_with_the_file_order_digest_is_still_a_no_op(upload, sessio
     again = upload(files, **form)
     assert again.status_code == 200, again.text
     assert upload({n: d.replace(b"2.000000", b"2.100000") for n, d in files.items()}, **form).status_code == 409
+
+
+def test_direct_ingest_into_an_older_schema_says_to_upgrade(fresh_postgres, monkeypatch, capsys):
+    from service.migrate import upgrade
+
+    upgrade(fresh_postgres, "0002")
+    monkeypatch.setenv("DATABASE_URL", fresh_postgres)
+    assert main(["ingest", str(DATA), "--machine", "Xeon"]) == 1
+    err = capsys.readouterr().err
+    assert "perfdash db upgrade" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
