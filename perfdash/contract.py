@@ -200,14 +200,18 @@ def check_vocabulary(key: RunKey, file: str | None = None) -> None:
                             file=file)
 
 
+# Text a database cannot store faithfully: NUL, and lone UTF-16 surrogates (JSON's "\ud800" decodes to one).
+_UNSTORABLE_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+
 def find_nul(value: object, path: str = "") -> str | None:
-    """The path of the first string (or key) holding a NUL byte in nested dicts and lists, else None."""
+    """The path of the first string (or key) holding a NUL byte or a lone surrogate in nested dicts and lists."""
     if isinstance(value, str):
-        return (path or "value") if "\x00" in value else None
+        return (path or "value") if _UNSTORABLE_TEXT.search(value) else None
     if isinstance(value, dict):
         for key, item in value.items():
             here = f"{path}.{key}" if path else str(key)
-            if "\x00" in str(key):
+            if _UNSTORABLE_TEXT.search(str(key)):
                 return here
             found = find_nul(item, here)
             if found is not None:
@@ -687,7 +691,7 @@ class Manifest(BaseModel):
         # Postgres text cannot hold NUL; no field of a manifest has a use for one.
         where = find_nul(self.model_dump(mode="json"))
         if where is not None:
-            raise ValueError(f"NUL byte in {where}")
+            raise ValueError(f"NUL byte or lone surrogate in {where}")
         return self
 
     @classmethod

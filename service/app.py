@@ -8,13 +8,15 @@ from contextlib import asynccontextmanager
 
 import sqlalchemy as sa
 from fastapi import FastAPI, Request, Response, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from perfdash.contract import ContractError
 from service.api import annotations, bisections, compare, configurations, findings, history, runs, summary
-from service.api.errors import RETRY_AFTER_S, ErrorBoundary, RejectNulBytes
+from service.api.errors import RETRY_AFTER_S, ErrorBoundary, RejectNulBytes, ascii_json
 from service.api.limits import BodySizeLimit
 from service.db import InputRejected, make_engine, make_session_factory
 from service.ingest import IngestConflict, PostIngestHook, database_unavailable
@@ -59,9 +61,21 @@ def create_app(settings: Settings | None = None, post_ingest_hooks: Sequence[Pos
     install_web(app)  # HTML pages and /static (service/web)
 
     @app.exception_handler(ContractError)
-    async def contract_error(_request: Request, exc: ContractError) -> JSONResponse:
-        return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, content={"detail": {
+    async def contract_error(_request: Request, exc: ContractError) -> Response:
+        # ASCII: a file name or field may hold any text the upload carried
+        return ascii_json(status.HTTP_422_UNPROCESSABLE_CONTENT, {"detail": {
             "message": exc.message, "file": exc.file, "line": exc.line, "column": exc.column, "error": str(exc)}})
+
+    # FastAPI's own handlers echo the input and encode with ensure_ascii=False: a lone surrogate in a body (JSON's
+    # "\ud800") then fails to encode and the 422 became a 500. These answer the same, without the input, in ASCII.
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_request: Request, exc: RequestValidationError) -> Response:
+        errors = [{k: e.get(k) for k in ("loc", "msg", "type")} for e in exc.errors()]
+        return ascii_json(status.HTTP_422_UNPROCESSABLE_CONTENT, {"detail": errors})
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
+        return ascii_json(exc.status_code, {"detail": exc.detail}, exc.headers)
 
     @app.exception_handler(IngestConflict)
     async def conflict(_request: Request, exc: IngestConflict) -> JSONResponse:

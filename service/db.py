@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -28,15 +29,20 @@ def make_engine(url: str, *, echo: bool = False) -> sa.Engine:
     return engine
 
 
+# Text no database here stores faithfully: NUL (Postgres refuses it, psycopg2 with a bare ValueError; SQLite keeps it)
+# and lone UTF-16 surrogates (JSON's "\ud800" decodes to one; UTF-8 cannot encode it).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
 def _refuse_nul_bytes(_conn, _cursor, _statement, parameters, _context, _executemany) -> None:
-    """Postgres text cannot hold a NUL byte (psycopg2 raises a bare ValueError) and SQLite would store it: refuse
-    such a value on both before it is sent, whatever code path produced it."""
+    """Refuse a statement whose text parameters hold a NUL byte or a lone surrogate, on every database, before it is
+    sent, whatever code path produced it."""
     rows = parameters if isinstance(parameters, list) else [parameters]
     for row in rows:
         values = row.values() if isinstance(row, dict) else (row or ())
         for value in values:
-            if isinstance(value, str) and "\x00" in value:
-                raise InputRejected("a text value holds a NUL byte")
+            if isinstance(value, str) and _UNSTORABLE.search(value):
+                raise InputRejected("a text value holds a NUL byte or a lone surrogate")
 
 
 def make_session_factory(engine: sa.Engine) -> sessionmaker[Session]:

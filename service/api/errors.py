@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from urllib.parse import unquote_to_bytes
 
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.ingest import database_unavailable
@@ -21,6 +23,12 @@ from service.ingest import database_unavailable
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_S = 5
+
+
+def ascii_json(status: int, content: object, headers: Mapping[str, str] | None = None) -> Response:
+    """A JSON response that any text can go into: non-ASCII (lone surrogates included) is escaped."""
+    body = json.dumps(content, ensure_ascii=True, default=str).encode()
+    return Response(content=body, status_code=status, headers=dict(headers or {}), media_type="application/json")
 
 
 async def send_json(send: Send, status: int, detail: object, headers: dict[str, str] | None = None) -> None:

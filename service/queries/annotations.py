@@ -27,9 +27,12 @@ class AnnotationIn(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _no_nul_bytes(self) -> AnnotationIn:
-        if "\x00" in self.text or "\x00" in (self.author or ""):
-            raise ValueError("NUL byte in the text or author")
+    def _storable_text(self) -> AnnotationIn:
+        from perfdash.contract import find_nul
+
+        where = find_nul({"text": self.text, "author": self.author})
+        if where is not None:
+            raise ValueError(f"NUL byte or lone surrogate in {where}")
         return self
 
 

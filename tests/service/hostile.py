@@ -115,6 +115,9 @@ def file_cases() -> list[Case]:
         Case("NUL in the machine name", g, {**FORM, "machine": "Xe\x00on"}, ("machine", None, None)),
         Case("NUL in a manifest string", {**g, MANIFEST: json.dumps(manifest(torch_version="2.\x00")).encode()},
              {}, (MANIFEST, None, None)),
+        Case("lone surrogate in a manifest string",
+             {**g, MANIFEST: json.dumps(manifest(**{"machine.host": "agent-\ud800"})).encode()}, {},
+             (MANIFEST, None, None)),
         Case("manifest starts in 2099", {**g, MANIFEST: json.dumps(manifest(start_time="2099-06-01T00:00:00Z"))
                                          .encode()}, {}, (MANIFEST, None, None)),
         Case("manifest starts near year 9999", {**g, MANIFEST: json.dumps(

@@ -76,9 +76,11 @@ def test_query_filters_and_dates_are_never_a_server_error(method, url, accepted,
     _no_internals(response.text)
 
 
-def test_nul_in_an_annotation_is_refused_and_nothing_stored(client, auth, session):
-    response = client.post("/api/v1/annotations", json={"text": "expected\x00", "night": "2026-01-02"},
-                           headers=auth)
+@pytest.mark.parametrize("body", ['{"text": "expected\\u0000", "night": "2026-01-02"}',
+                                  '{"text": "a lone \\ud800 surrogate", "night": "2026-01-02"}',
+                                  '{"text": "ok", "author": "x\\u0000", "night": "2026-01-02"}'])
+def test_unstorable_text_in_an_annotation_is_refused_and_nothing_stored(body, client, auth, session):
+    response = client.post("/api/v1/annotations", content=body, headers={**auth, "content-type": "application/json"})
     assert response.status_code == 422, response.text
     _no_internals(response.text)
     assert _counts(session)["annotations"] == 0
