@@ -133,6 +133,8 @@ def json_cases() -> list[JsonCase]:
     return [
         JsonCase("NUL in a result name", {"manifest": manifest(), "results": [{**results[0], "name": "res\x00"}]}),
         JsonCase("NUL in a manifest string", {"manifest": manifest(**{"machine.host": "a\x00b"}), "results": results}),
+        JsonCase("lone surrogate in a manifest string", {"manifest": manifest(**{"machine.host": "a\udc80"}),
+                                                         "results": results}),
         JsonCase("unknown dtype", {"manifest": manifest(**{"config.dtype": "float64"}), "results": results}),
         JsonCase("unknown device", {"manifest": manifest(**{"config.device": "tpu"}), "results": results}),
         JsonCase("free-form suite", {"manifest": manifest(**{"config.suite": "my suite"}), "results": results}),
