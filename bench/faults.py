@@ -294,7 +294,9 @@ def drill_schemathesis(service: Service, seconds: int, log: Path) -> str:
     command = [str(Path(sys.executable).with_name("schemathesis")), "run", f"{service.url}/openapi.json",
                "--checks", "not_a_server_error", "--max-time", str(seconds), "--workers", "1",
                "-H", f"Authorization: Bearer {TOKEN}", "--continue-on-failure", "--no-color"]
-    done = subprocess.run(command, capture_output=True, text=True, env=service.env, timeout=seconds * 3 + 120)
+    # in the work directory: schemathesis keeps a cache (.schemathesis/) where it runs
+    done = subprocess.run(command, capture_output=True, text=True, env=service.env, timeout=seconds * 3 + 120,
+                          cwd=log.parent)
     log.write_text(done.stdout + done.stderr)
     tail = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()][-3:]
     return f"schemathesis {seconds} s, exit {done.returncode}: " + " / ".join(t.strip() for t in tail)
