@@ -42,6 +42,7 @@ from perfdash.contract import (
     ResultFileName,
     RunConfig,
     RunKey,
+    find_nul,
     join_results,
     parse_accuracy_csv,
     parse_performance_csv,
@@ -130,13 +131,13 @@ class IngestDefaults:
     host: str | None = None
 
     def __post_init__(self) -> None:
-        limits = {"machine": 200, "commit": 64, "torch_version": 64, "host": 200}
+        limits = {"machine": MAX_NAME_LENGTH, "commit": 64, "torch_version": 64, "host": MAX_NAME_LENGTH}
         for name, limit in limits.items():
             value = getattr(self, name)
             if value is None:
                 continue
-            if "\x00" in value:
-                raise ContractError(f"NUL byte in {name}", file=name)
+            if find_nul(value) is not None:  # a command line's undecodable bytes arrive as lone surrogates
+                raise ContractError("NUL byte or lone surrogate", file=name)
             if len(value) > limit:
                 raise ContractError(f"{name} of {len(value)} characters (at most {limit})", file=name)
         check_start_time(self.timestamp, "timestamp")
