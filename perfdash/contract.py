@@ -43,8 +43,9 @@ _VARIANT_SHAPE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 MAX_NAME_LENGTH = 200
 MAX_STATUS_LENGTH = 64
 MAX_FINGERPRINT_LENGTH = 300
-# What one CSV field may hold: PyTorch's fields are short numbers and names; the csv module's own limit is 128 KiB.
-MAX_FIELD_BYTES = 4096
+# The most characters one CSV field may hold: PyTorch's fields are short numbers and names (the csv module's own
+# limit, 128 KiB, raises an error of its own).
+MAX_FIELD_CHARS = 4096
 # Counts (batch size, threads, graph stats) are stored as 32-bit integers.
 INT32_MAX = 2**31 - 1
 
@@ -204,7 +205,7 @@ def check_vocabulary(key: RunKey, file: str | None = None) -> None:
 _UNSTORABLE_TEXT = re.compile("[\x00\ud800-\udfff]")
 
 
-def find_nul(value: object, path: str = "") -> str | None:
+def find_unstorable_text(value: object, path: str = "") -> str | None:
     """The path of the first string (or key) holding a NUL byte or a lone surrogate in nested dicts and lists."""
     if isinstance(value, str):
         return (path or "value") if _UNSTORABLE_TEXT.search(value) else None
@@ -213,12 +214,12 @@ def find_nul(value: object, path: str = "") -> str | None:
             here = f"{path}.{key}" if path else str(key)
             if _UNSTORABLE_TEXT.search(str(key)):
                 return here
-            found = find_nul(item, here)
+            found = find_unstorable_text(item, here)
             if found is not None:
                 return found
     if isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            found = find_nul(item, f"{path}[{index}]")
+            found = find_unstorable_text(item, f"{path}[{index}]")
             if found is not None:
                 return found
     return None
@@ -370,7 +371,7 @@ def _oversized_column(text: str, line: int | None, header: list[str]) -> str | N
         return None
     physical = text.splitlines()[line - 1] if line <= len(text.splitlines()) else ""
     for index, cell in enumerate(physical.split(",")):
-        if len(cell) > MAX_FIELD_BYTES:
+        if len(cell) > MAX_FIELD_CHARS:
             return header[index].strip() if index < len(header) else f"field {index + 1}"
     return None
 
@@ -395,8 +396,8 @@ def _checked_rows(reader: Iterator[list[str]], text: str, file: str) -> Iterator
             column = header[index].strip() if index < len(header) else f"field {index + 1}"
             if "\x00" in cell:
                 raise ContractError("NUL byte in the field", file=file, line=line, column=column)
-            if len(cell) > MAX_FIELD_BYTES:
-                raise ContractError(f"field of {len(cell)} characters (at most {MAX_FIELD_BYTES})", file=file,
+            if len(cell) > MAX_FIELD_CHARS:
+                raise ContractError(f"field of {len(cell)} characters (at most {MAX_FIELD_CHARS})", file=file,
                                     line=line, column=column)
         if not header:
             header = row
@@ -689,7 +690,7 @@ class Manifest(BaseModel):
     @model_validator(mode="after")
     def _no_nul_bytes(self) -> Manifest:
         # Postgres text cannot hold NUL; no field of a manifest has a use for one.
-        where = find_nul(self.model_dump(mode="json"))
+        where = find_unstorable_text(self.model_dump(mode="json"))
         if where is not None:
             raise ValueError(f"NUL byte or lone surrogate in {where}")
         return self

@@ -42,7 +42,7 @@ from perfdash.contract import (
     ResultFileName,
     RunConfig,
     RunKey,
-    find_nul,
+    find_unstorable_text,
     join_results,
     parse_accuracy_csv,
     parse_performance_csv,
@@ -136,7 +136,7 @@ class IngestDefaults:
             value = getattr(self, name)
             if value is None:
                 continue
-            if find_nul(value) is not None:  # a command line's undecodable bytes arrive as lone surrogates
+            if find_unstorable_text(value) is not None:  # a command line's undecodable bytes arrive as lone surrogates
                 raise ContractError("NUL byte or lone surrogate", file=name)
             if len(value) > limit:
                 raise ContractError(f"{name} of {len(value)} characters (at most {limit})", file=name)

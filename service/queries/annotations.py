@@ -28,9 +28,9 @@ class AnnotationIn(BaseModel):
 
     @model_validator(mode="after")
     def _storable_text(self) -> AnnotationIn:
-        from perfdash.contract import find_nul
+        from perfdash.contract import find_unstorable_text
 
-        where = find_nul({"text": self.text, "author": self.author})
+        where = find_unstorable_text({"text": self.text, "author": self.author})
         if where is not None:
             raise ValueError(f"NUL byte or lone surrogate in {where}")
         return self
