@@ -75,6 +75,8 @@ def create_app(settings: Settings | None = None, post_ingest_hooks: Sequence[Pos
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code < 200 or exc.status_code in (204, 205, 304):  # statuses that carry no body
+            return Response(status_code=exc.status_code, headers=exc.headers)
         return ascii_json(exc.status_code, {"detail": exc.detail}, exc.headers)
 
     @app.exception_handler(IngestConflict)
