@@ -10,26 +10,74 @@ float tensors pass on cosine similarity >= 0.99.
 
 from __future__ import annotations
 
+import collections
+import enum
 import math
+import types
 from collections.abc import Mapping
 from typing import Any
 
 import torch
 
+# Leaves compared by value (==): plain data, and the types and devices a model's output may carry.
+_PLAIN = (str, bytes, int, float, complex, bool, torch.dtype, torch.device, type, enum.Enum, types.FunctionType,
+          types.BuiltinFunctionType, types.MethodType)
+
 
 def flatten(value: Any) -> list[Any]:
-    """Leaves of a model's output (tensors and plain numbers), in a stable order."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, Mapping):
-        return [leaf for key in value for leaf in flatten(value[key])]
-    if isinstance(value, (list, tuple)):
-        return [leaf for item in value for leaf in flatten(item)]
-    if hasattr(value, "to_tuple"):  # transformers ModelOutput
-        return flatten(value.to_tuple())
+    """Leaves of a model's output (tensors and plain values), in a stable order.
+
+    Containers are walked: mappings, sequences, transformers' ModelOutput, and any other object through its
+    attributes (a KV cache such as transformers' DynamicCache holds its tensors in layer objects), as PyTorch's
+    ``same()`` walks the attributes of the output classes it knows. Comparing such an object as a whole would compare
+    it by identity, and two runs of the same model would never agree.
+    """
+    leaves: list[Any] = []
+    _walk(value, leaves, set())
+    return leaves
+
+
+def _walk(value: Any, leaves: list[Any], path: set[int]) -> None:
     if value is None:
-        return []
-    return [value]
+        return
+    if isinstance(value, (torch.Tensor, *_PLAIN)):
+        leaves.append(value)
+        return
+    if id(value) in path:  # a reference back up the structure: its contents are walked already
+        return
+    path.add(id(value))
+    if isinstance(value, Mapping):
+        for key in value:
+            _walk(value[key], leaves, path)
+    elif isinstance(value, (list, tuple, collections.deque)):
+        for item in value:
+            _walk(item, leaves, path)
+    elif hasattr(value, "to_tuple"):  # transformers ModelOutput: its fields that are set, in order
+        _walk(value.to_tuple(), leaves, path)
+    else:
+        attributes = _attributes(value)
+        if not attributes:  # nothing inside to compare but what it is
+            leaves.append(type(value))
+        for _, attribute in sorted(attributes.items()):
+            _walk(attribute, leaves, path)
+    path.discard(id(value))
+
+
+def _attributes(value: Any) -> dict[str, Any]:
+    found = dict(vars(value)) if hasattr(value, "__dict__") else {}
+    for cls in type(value).__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            if hasattr(value, name):
+                found.setdefault(name, getattr(value, name))
+    return found
+
+
+def compared_part(output: Any) -> Any:
+    """What of a model's output the check compares: all of it, except that of transformers' question-answering
+    outputs only the loss counts (PyTorch's ``same()``: their start and end logits are too prone to noise)."""
+    if type(output).__name__ == "QuestionAnsweringModelOutput":
+        return output.loss
+    return output
 
 
 def scalar_loss(output: Any) -> torch.Tensor:

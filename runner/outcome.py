@@ -6,7 +6,7 @@ import signal
 import statistics
 from dataclasses import dataclass, field
 
-from perfdash.contract import AccuracyRow, GraphStats, ModelSamples, PerformanceRow
+from perfdash.contract import STAT_COLUMNS, AccuracyRow, GraphStats, ModelSamples, PerformanceRow
 from runner.process import WorkerOutcome
 from runner.protocol import (
     PHASE_ACCURACY_COMPILED,
@@ -101,13 +101,16 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
             perf_row = PerformanceRow(
                 dev=dev, name=name, batch_size=batch_size, speedup=eager / compiled, abs_latency=compiled,
                 compilation_latency=perf.compilation_latency, compression_ratio=ratio, eager_peak_mem=eager_mem,
-                dynamo_peak_mem=compiled_mem,
-                stats=GraphStats(calls_captured=perf.calls_captured, unique_graphs=perf.unique_graphs,
-                                 graph_breaks=perf.graph_breaks, unique_graph_breaks=perf.unique_graph_breaks))
+                dynamo_peak_mem=compiled_mem, stats=GraphStats(**{c: getattr(perf, c) for c in STAT_COLUMNS}))
             samples = ModelSamples(name=name, batch_size=batch_size, eager_ms=perf.eager_ms,
                                    compiled_ms=perf.compiled_ms)
-    stats = perf_row.stats if perf_row is not None else GraphStats()
+    # The accuracy row carries the check's own counters and compile time, as PyTorch's accuracy CSV does.
+    check_stats, check_compile_s = GraphStats(), None
+    if result is not None and result.accuracy_stats is not None:
+        check_stats = GraphStats(**{c: result.accuracy_stats.get(c) for c in STAT_COLUMNS})
+        check_compile_s = result.accuracy_compile_s
     acc_row = AccuracyRow(dev=dev, name=name, batch_size=batch_size if status != "model_fail_to_load" else 0,
-                          accuracy=status, stats=stats) if want_accuracy else None
+                          accuracy=status, stats=check_stats, compilation_latency=check_compile_s
+                          ) if want_accuracy else None
     return ModelOutcome(name=name, status=status, performance=perf_row, accuracy=acc_row, samples=samples,
                         error=error, timings=dict(timings or {}))

@@ -78,6 +78,10 @@ class Performance:
     unique_graphs: int | None = None
     graph_breaks: int | None = None
     unique_graph_breaks: int | None = None
+    fallbacks_to_eager: int | None = None
+    autograd_captures: int | None = None
+    autograd_compiles: int | None = None
+    cudagraph_skips: int | None = None
 
     def __post_init__(self) -> None:
         if not self.eager_ms or len(self.eager_ms) != len(self.compiled_ms):
@@ -106,6 +110,9 @@ class WorkerResult:
     failure: Failure | None = None
     # Seconds spent per part of the worker (process start excluded), for bench/harness.py.
     timings: dict[str, float] = field(default_factory=dict)
+    # The accuracy check's own Dynamo counters (graph_stats) and compile seconds, once it decided or compiled.
+    accuracy_stats: dict[str, int] | None = None
+    accuracy_compile_s: float | None = None
 
     def to_json(self) -> str:
         return json.dumps({"event": "result", **asdict(self)})
@@ -122,6 +129,8 @@ class WorkerResult:
             accuracy=data.get("accuracy"),
             failure=Failure(**failure) if failure else None,
             timings={k: float(v) for k, v in (data.get("timings") or {}).items()},
+            accuracy_stats=data.get("accuracy_stats"),
+            accuracy_compile_s=data.get("accuracy_compile_s"),
         )
 
 
