@@ -29,7 +29,8 @@ _STATUS_BY_PHASE: dict[str, tuple[str, str]] = {
     PHASE_LOAD: ("model_fail_to_load", "model_fail_to_load"),
     PHASE_EAGER_1ST: ("eager_1st_run_fail", "eager_1st_run_OOM"),
     PHASE_EAGER_2ND: ("eager_2nd_run_fail", "eager_2nd_run_OOM"),
-    PHASE_FP64: ("eager_2nd_run_fail", "eager_2nd_run_OOM"),  # only a crash gets here: the fp64 run is eager
+    # Only a crash gets here (an exception only drops the fp64 reference); the fp64 run is the model's first.
+    PHASE_FP64: ("eager_1st_run_fail", "eager_1st_run_OOM"),
     PHASE_EAGER_WARMUP: ("eager_fail_to_run", "OOM"),
     PHASE_COMPILE: ("fail_to_run", "OOM"),
     PHASE_MEASURE: ("fail_to_run", "OOM"),
