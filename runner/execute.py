@@ -5,7 +5,8 @@ compilation, peak memory of one eager and one compiled step, interleaved timing)
 Performance comes before any compilation so its compiled warm-up measures a real compile. The accuracy check is
 PyTorch's check_accuracy: each of its runs is a fresh copy of the pristine model run ACCURACY_ITERATIONS times, the
 compiled one compiled from scratch, all under PyTorch's accuracy settings (runner.check_settings), which the timed
-phases run without, as PyTorch's performance runs do. Peak memory is
+phases run without, as PyTorch's performance runs do; at the suite's accuracy batch size (Job.accuracy_batch_size),
+on a second build of the same weights when that differs from the timed batch size. Peak memory is
 measured in the same process, between compilation and the timed loop: its profiled calls (CPU memory is replayed from
 torch.profiler's memory events, see runner.measure.PeakMemory) are the timed loop's warm-up iterations, so they cost
 no extra time, and the profiler is off again before the first timed call.
@@ -20,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -206,14 +207,19 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
             torch.manual_seed(SEED)
             built = build(job.spec, ctx)
             base = prepare(built, job)
+            check_built, check_base = built, base
+            if job.accuracy and job.accuracy_batch_size not in (None, job.batch_size):
+                torch.manual_seed(SEED)  # the same weights, inputs of the check's batch size
+                check_built = build(job.spec, replace(ctx, batch_size=job.accuracy_batch_size))
+                check_base = prepare(check_built, job)
         if job.accuracy:
             with accuracy_settings(job.spec.name):
-                _check_eager(built, base, job, phases, check)
+                _check_eager(check_built, check_base, job, phases, check)
         if job.performance:
             performance = _measure(base, job, phases)
         if job.accuracy and check.status is None:
             with phases.enter(PHASE_ACCURACY_COMPILED), accuracy_settings(job.spec.name):
-                _check_compiled(base, job, check)
+                _check_compiled(check_base, job, check)
     except Exception as exc:  # noqa: BLE001 - any failure of the model becomes its status row
         failure = Failure(phase=phases.current, kind="oom" if is_oom(exc) else "error",
                           message=f"{type(exc).__name__}: {exc}"[:2000])

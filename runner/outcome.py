@@ -60,7 +60,8 @@ class ModelOutcome:
 
 
 def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, want_accuracy: bool,
-              want_performance: bool, timings: dict[str, float] | None = None) -> ModelOutcome:
+              want_performance: bool, timings: dict[str, float] | None = None,
+              accuracy_batch_size: int | None = None) -> ModelOutcome:
     result = outcome.result
     error: str | None = None
     if outcome.timed_out:
@@ -110,7 +111,8 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
     if result is not None and result.accuracy_stats is not None:
         check_stats = GraphStats(**{c: result.accuracy_stats.get(c) for c in STAT_COLUMNS})
         check_compile_s = result.accuracy_compile_s
-    acc_row = AccuracyRow(dev=dev, name=name, batch_size=batch_size if status != "model_fail_to_load" else 0,
+    checked_batch = accuracy_batch_size or batch_size
+    acc_row = AccuracyRow(dev=dev, name=name, batch_size=checked_batch if status != "model_fail_to_load" else 0,
                           accuracy=status, stats=check_stats, compilation_latency=check_compile_s
                           ) if want_accuracy else None
     return ModelOutcome(name=name, status=status, performance=perf_row, accuracy=acc_row, samples=samples,

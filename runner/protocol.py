@@ -48,6 +48,7 @@ class Job:
     performance: bool
     threads: int | None
     tolerance: Tolerance
+    accuracy_batch_size: int | None = None  # the accuracy check's batch size; None: batch_size
 
     def to_json(self) -> str:
         data = asdict(self)

@@ -119,6 +119,9 @@ class Suite:
     expand_models: Callable[[list[ModelSpec], int | None], list[ModelSpec]] | None = None
     # Libraries the suite's builders import lazily that the fork server should import once per run.
     libraries: tuple[str, ...] = ()
+    # The batch size PyTorch's harness checks accuracy at when none is given (common.py run() with --accuracy);
+    # None: the model's own batch size.
+    accuracy_batch_size: int | None = None
 
     def preload(self, specs: list[ModelSpec]) -> list[str]:
         """What the fork server (runner.zygote) imports before the first worker: the libraries of these entries'

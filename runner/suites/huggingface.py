@@ -24,4 +24,4 @@ def versions() -> dict[str, str]:
 
 
 SUITE = Suite(name="huggingface", data_file=DATA_DIR / "huggingface.toml", default_builder="hf",
-              tolerance=tolerance, versions=versions)
+              tolerance=tolerance, versions=versions, accuracy_batch_size=1)

@@ -74,6 +74,8 @@ def test_result_files_have_pytorch_columns_and_failure_rows(statuses: RunReport)
     assert accuracy["nondeterministic"].stats.calls_captured == 0
     assert accuracy["nondeterministic"].compilation_latency == 0.0
     assert accuracy["missing_dependency"].stats.calls_captured is None
+    # The check runs at PyTorch's accuracy batch size for the suite (torchbench: 4), whatever the timed one.
+    assert rows["tiny_mlp_after_hang"].batch_size == 2 and accuracy["tiny_mlp_after_hang"].batch_size == 4
 
 
 def test_manifest_and_samples(statuses: RunReport) -> None:

@@ -115,3 +115,16 @@ def test_models_file_errors_name_the_file_and_entry(tmp_path: Path) -> None:
 def test_test_model_lists_load() -> None:
     for path in DATA.glob("*.toml"):
         assert load_model_list(path, "py")
+
+
+def test_accuracy_is_checked_at_pytorch_accuracy_batch_sizes() -> None:
+    """common.py run() with --accuracy and no --batch-size: huggingface 1, torchbench 4, timm_models 8."""
+    from runner.api import make_job
+
+    for suite_name, expected in (("huggingface", 1), ("torchbench", 4), ("timm_models", 8)):
+        suite = get_suite(suite_name)
+        spec = suite.models()[0]
+        job = make_job(RunOptions(suite=suite_name), suite, spec)
+        assert (job.batch_size, job.accuracy_batch_size) == (spec.batch_size, expected)
+        given = make_job(RunOptions(suite=suite_name, batch_size=3), suite, spec)
+        assert (given.batch_size, given.accuracy_batch_size) == (3, 3)
