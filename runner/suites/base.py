@@ -76,8 +76,12 @@ class ModelSpec:
 
 @dataclass(frozen=True, slots=True)
 class Tolerance:
+    """How the accuracy check compares a model's results (runner.accuracy), as PyTorch's harness does for it."""
+
     tol: float
     cosine: bool = False
+    larger_multiplier: bool = False  # PyTorch's use_larger_multiplier_for_smaller_tensor
+    skip: bool = False  # not checked: PyTorch records pass_due_to_skip (e.g. models too large for the check)
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,15 @@ def test_tolerances_follow_pytorch_rules() -> None:
     assert timm.tolerance_for(ToleranceQuery("lcnet_050", "training", "cpu", "float32")).tol == 1e-2
     assert timm.tolerance_for(ToleranceQuery("inception_v3", "training", "cpu", "float32")).tol == 4e-2
     assert hf.tolerance_for(ToleranceQuery("BertForMaskedLM", "inference", "cpu", "float32")).tol == 1e-3
-    assert hf.tolerance_for(ToleranceQuery("BertForMaskedLM", "training", "cuda", "float32")).tol == 1e-2
+    # huggingface.yaml's lists: BertForMaskedLM trains at 2e-2, GPT2ForSequenceClassification infers at 4e-3 (5e-3
+    # on CPU); its large models are not checked; huggingface.py gives two models the larger RMSE multiplier.
+    assert hf.tolerance_for(ToleranceQuery("BertForMaskedLM", "training", "cuda", "float32")).tol == 2e-2
+    assert hf.tolerance_for(ToleranceQuery("DistilBertForMaskedLM", "training", "cuda", "float32")).tol == 1e-2
+    assert hf.tolerance_for(ToleranceQuery("GPT2ForSequenceClassification", "inference", "cuda", "float32")).tol == 4e-3
+    assert hf.tolerance_for(ToleranceQuery("GPT2ForSequenceClassification", "inference", "cpu", "float32")).tol == 5e-3
+    assert hf.tolerance_for(ToleranceQuery("DebertaV2ForMaskedLM", "inference", "cpu", "float32")).skip
+    assert not hf.tolerance_for(ToleranceQuery("DistilBertForMaskedLM", "inference", "cpu", "float32")).skip
+    assert hf.tolerance_for(ToleranceQuery("BertForMaskedLM", "inference", "cpu", "float32")).larger_multiplier
     assert tb.tolerance_for(ToleranceQuery("resnet18", "inference", "cpu", "float32")).tol == 1e-4
     assert tb.tolerance_for(ToleranceQuery("resnet18", "inference", "cuda", "float16")).tol == 1e-3
     assert tb.tolerance_for(ToleranceQuery("resnet18", "training", "cuda", "float32")).tol == 1e-3
