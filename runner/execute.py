@@ -39,6 +39,7 @@ from runner.protocol import (
     PHASE_LOAD,
     PHASE_MEASURE,
     PHASE_MEMORY,
+    PHASE_VALIDATE,
     Failure,
     Job,
     Performance,
@@ -212,6 +213,8 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
                 torch.manual_seed(SEED)  # the same weights, inputs of the check's batch size
                 check_built = build(job.spec, replace(ctx, batch_size=job.accuracy_batch_size))
                 check_base = prepare(check_built, job)
+        with phases.enter(PHASE_VALIDATE):
+            _validate(base, check_base, job)
         if job.accuracy and job.tolerance.skip:
             check.status, check.stats, check.compile_s = "pass_due_to_skip", dict.fromkeys(graph_stats(), 0), 0.0
         elif job.accuracy:
@@ -231,6 +234,20 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
     return WorkerResult(name=job.spec.name, batch_size=job.batch_size, performance=performance,
                         accuracy=check.status, timings=timings, accuracy_stats=check.stats,
                         accuracy_compile_s=check.compile_s)
+
+
+def _validate(base: Prepared, check_base: Prepared, job: Job) -> None:
+    """One eager iteration of a fresh copy of each model the job runs, as PyTorch's load_model validates a model
+    before any measurement (in an accuracy run under the check's settings): a model that cannot run eagerly is
+    eager_fail_to_run, whatever the phase would have been. A model checked and timed at the same batch size is
+    validated once, under the check's settings."""
+    if job.accuracy:
+        with accuracy_settings(job.spec.name):
+            m = _accuracy_copy(check_base, job)
+            make_step(m, check_base, job)()
+    if job.performance and (not job.accuracy or check_base is not base):
+        m = copy.deepcopy(base.module)
+        make_step(m, base, job)()
 
 
 @dataclass(slots=True)

@@ -18,6 +18,7 @@ from runner.protocol import (
     PHASE_LOAD,
     PHASE_MEASURE,
     PHASE_MEMORY,
+    PHASE_VALIDATE,
 )
 
 # Below this, a peak is a few small tensors of a toy model (or the CUDA allocator's 512-byte rounding): its ratio says
@@ -27,6 +28,8 @@ MIN_PEAK_FOR_RATIO_GB = 1 / 1024
 # phase -> (status on an error, status on running out of memory)
 _STATUS_BY_PHASE: dict[str, tuple[str, str]] = {
     PHASE_LOAD: ("model_fail_to_load", "model_fail_to_load"),
+    # PyTorch's load_model validates the model with one eager run; its failure, out of memory too, is this status.
+    PHASE_VALIDATE: ("eager_fail_to_run", "eager_fail_to_run"),
     PHASE_EAGER_1ST: ("eager_1st_run_fail", "eager_1st_run_OOM"),
     PHASE_EAGER_2ND: ("eager_2nd_run_fail", "eager_2nd_run_OOM"),
     # Only a crash gets here (an exception only drops the fp64 reference); the fp64 run is the model's first.

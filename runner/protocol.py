@@ -19,6 +19,7 @@ PROTOCOL_VERSION = 2  # 2: peak memory measured by the timing worker (no memory 
 
 # Phases in the order the worker runs them.
 PHASE_LOAD = "load"
+PHASE_VALIDATE = "eager_validate"  # one eager iteration of the loaded model, as PyTorch's load_model validates it
 PHASE_EAGER_1ST = "eager_1st_run"  # accuracy: first eager run
 PHASE_EAGER_2ND = "eager_2nd_run"  # accuracy: second eager run (must agree with the first)
 PHASE_FP64 = "fp64_reference"  # accuracy: fp64 reference (its failure is tolerated, as in PyTorch)
@@ -27,7 +28,7 @@ PHASE_COMPILE = "compile"  # performance: the compiled warm-up (compilation happ
 PHASE_MEMORY = "memory"  # performance: peak memory of one eager and one compiled step (the timed loop's warm-up)
 PHASE_MEASURE = "measure"  # performance: interleaved timing
 PHASE_ACCURACY_COMPILED = "compiled_run"  # accuracy: the compiled model's output
-PHASES = (PHASE_LOAD, PHASE_EAGER_1ST, PHASE_EAGER_2ND, PHASE_FP64, PHASE_EAGER_WARMUP, PHASE_COMPILE,
+PHASES = (PHASE_LOAD, PHASE_VALIDATE, PHASE_EAGER_1ST, PHASE_EAGER_2ND, PHASE_FP64, PHASE_EAGER_WARMUP, PHASE_COMPILE,
           PHASE_MEMORY, PHASE_MEASURE, PHASE_ACCURACY_COMPILED)
 
 

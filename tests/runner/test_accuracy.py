@@ -165,7 +165,16 @@ def test_training_compares_what_collect_results_keeps() -> None:
 
 def test_a_model_pytorch_does_not_check_is_pass_due_to_skip() -> None:
     """huggingface.yaml's large models: PyTorch records pass_due_to_skip, with zero counters, before any run."""
-    job = replace(_job("py:models.py:raises"), tolerance=Tolerance(1e-3, skip=True))
-    result = run_job(job, lambda phase: None)
-    assert result.failure is None and result.accuracy == "pass_due_to_skip"  # the model's runs never happened
+    job = replace(_job("py:models.py:perturbed"), tolerance=Tolerance(1e-3, skip=True))
+    phases: list[str] = []
+    result = run_job(job, phases.append)
+    assert result.failure is None and result.accuracy == "pass_due_to_skip"  # perturbed, but never compared
+    assert phases == ["load", "eager_validate"]  # loaded and validated, as PyTorch's load_model does, no more
     assert result.accuracy_stats is not None and set(result.accuracy_stats.values()) == {0}
+
+
+def test_a_model_that_cannot_run_eagerly_fails_its_validation() -> None:
+    phases: list[str] = []
+    result = run_job(_job("py:models.py:raises"), phases.append)
+    assert result.failure is not None and result.failure.phase == "eager_validate"
+    assert "always raises" in result.failure.message and phases == ["load", "eager_validate"]

@@ -23,6 +23,8 @@ def _status(outcome: WorkerOutcome) -> str:
 
 @pytest.mark.parametrize("phase, returncode, status", [
     ("load", -signal.SIGSEGV, "model_fail_to_load"),
+    ("eager_validate", -signal.SIGABRT, "eager_fail_to_run"),
+    ("eager_validate", -signal.SIGKILL, "eager_fail_to_run"),
     ("eager_1st_run", -signal.SIGABRT, "eager_1st_run_fail"),
     ("eager_1st_run", -signal.SIGKILL, "eager_1st_run_OOM"),  # the kernel's OOM killer
     ("eager_2nd_run", -signal.SIGKILL, "eager_2nd_run_OOM"),

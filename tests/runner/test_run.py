@@ -40,8 +40,9 @@ def test_failures_become_statuses_and_the_suite_goes_on(statuses: RunReport) -> 
     got = {row.name: row.accuracy for row in read_accuracy_csv(statuses.paths.accuracy)}
     assert got == {
         "tiny_mlp": "pass",
-        "raises": "eager_1st_run_fail",
-        "aborts": "eager_1st_run_fail",  # killed by SIGABRT in its first eager run
+        # A model that cannot run eagerly fails PyTorch's validation at load: eager_fail_to_run.
+        "raises": "eager_fail_to_run",
+        "aborts": "eager_fail_to_run",  # killed by SIGABRT in its validation run
         "missing_dependency": "model_fail_to_load",
         "nondeterministic": "eager_two_runs_differ",
         "perturbed": "fail_accuracy",
