@@ -108,7 +108,7 @@ class WorkerResult:
     name: str
     batch_size: int
     performance: Performance | None = None
-    accuracy: str | None = None  # pass | fail_accuracy | eager_two_runs_differ (failures come from ``failure``)
+    accuracy: str | None = None  # pass | pass_due_to_skip | fail_accuracy | eager_two_runs_differ (else ``failure``)
     failure: Failure | None = None
     # Seconds spent per part of the worker (process start excluded), for bench/harness.py.
     timings: dict[str, float] = field(default_factory=dict)
