@@ -29,6 +29,7 @@ import torch
 from runner import accuracy as acc
 from runner.check_settings import accuracy_settings
 from runner.measure import TORCH_DTYPES, PeakMemory, autocast, timed
+from runner.optimizer import make_optimizer
 from runner.protocol import (
     PHASE_ACCURACY_COMPILED,
     PHASE_COMPILE,
@@ -95,8 +96,10 @@ def prepare(built: BuiltModel, job: Job, dtype: torch.dtype | None = None) -> Pr
                     kwargs=_to(built.kwargs, job.device, target), loss=built.loss or acc.scalar_loss)
 
 
-def make_step(module: torch.nn.Module, p: Prepared, job: Job, use_autocast: bool = True) -> Callable[[], Any]:
-    """One iteration: a no-grad forward (inference) or forward + backward + optimizer step (training)."""
+def make_step(module: torch.nn.Module, p: Prepared, job: Job, use_autocast: bool = True,
+              checking_accuracy: bool = False) -> Callable[[], Any]:
+    """One iteration: a no-grad forward (inference) or zero_grad + forward + backward + the optimizer's step, where
+    PyTorch's harness has an optimizer (training; see runner.optimizer)."""
     amp = job.dtype if use_autocast else "float32"
     if job.mode == "inference":
         def infer() -> Any:
@@ -104,16 +107,19 @@ def make_step(module: torch.nn.Module, p: Prepared, job: Job, use_autocast: bool
                 return module(*p.args, **p.kwargs)
 
         return infer
-    params = [q for q in module.parameters() if q.requires_grad]
-    optimizer = torch.optim.SGD(params, lr=0.01)
+    optimizer = make_optimizer(job.spec.name, job.device, job.backend, module.parameters(), checking_accuracy)
 
     def train() -> Any:
-        optimizer.zero_grad(set_to_none=True)
+        if optimizer is not None:
+            optimizer.zero_grad(set_to_none=True)
+        else:
+            module.zero_grad(set_to_none=True)
         with autocast(job.device, amp):
             out = module(*p.args, **p.kwargs)
             loss = p.loss(out)
         loss.backward()
-        optimizer.step()
+        if optimizer is not None:
+            optimizer.step()
         return out, loss.detach()
 
     return train
@@ -244,7 +250,7 @@ def _validate(base: Prepared, check_base: Prepared, job: Job) -> None:
     if job.accuracy:
         with accuracy_settings(job.spec.name):
             m = _accuracy_copy(check_base, job)
-            make_step(m, check_base, job)()
+            make_step(m, check_base, job, checking_accuracy=True)()
     if job.performance and (not job.accuracy or check_base is not base):
         m = copy.deepcopy(base.module)
         make_step(m, base, job)()
@@ -278,10 +284,10 @@ def _check_eager(built: BuiltModel, base: Prepared, job: Job, phases: Phases, ch
         check.fp64 = _fp64_reference(built, base, job)
     with phases.enter(PHASE_EAGER_1ST):
         m = _accuracy_copy(base, job)
-        check.eager = collect(m, make_step(m, base, job), job)
+        check.eager = collect(m, make_step(m, base, job, checking_accuracy=True), job)
     with phases.enter(PHASE_EAGER_2ND):
         m = _accuracy_copy(base, job)
-        rerun = collect(m, make_step(m, base, job), job)
+        rerun = collect(m, make_step(m, base, job, checking_accuracy=True), job)
     if not acc.exactly_same(check.eager, rerun, equal_nan=_equal_nan(job)):
         check.status = "eager_two_runs_differ"
         check.stats, check.compile_s = dict.fromkeys(graph_stats(), 0), 0.0
@@ -297,7 +303,7 @@ def _check_compiled(base: Prepared, job: Job, check: AccuracyCheck) -> None:
     compile_start = compile_wall_time()
     try:
         m = _accuracy_copy(base, job)
-        compiled_result = collect(m, make_step(compiled(m, job), base, job), job)
+        compiled_result = collect(m, make_step(compiled(m, job), base, job, checking_accuracy=True), job)
     finally:
         check.stats, check.compile_s = graph_stats(), compile_wall_time() - compile_start
     tol = job.tolerance
@@ -318,7 +324,7 @@ def _fp64_reference(built: BuiltModel, base: Prepared, job: Job) -> list[Any] | 
         ref = Prepared(module=_accuracy_copy(base, job).to(torch.float64),
                        args=_to(base.args, job.device, torch.float64),
                        kwargs=_to(base.kwargs, job.device, torch.float64), loss=base.loss)
-        return collect(ref.module, make_step(ref.module, ref, job, use_autocast=False), job)
+        return collect(ref.module, make_step(ref.module, ref, job, use_autocast=False, checking_accuracy=True), job)
     except Exception as exc:  # noqa: BLE001 - an fp64 failure only weakens the check
         print(f"fp64 reference failed, comparing without it: {type(exc).__name__}: {exc}", flush=True)
         return None

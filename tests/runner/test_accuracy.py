@@ -11,6 +11,7 @@ import torch
 from runner.accuracy import exactly_same, flatten, same, scalar_loss
 from runner.check_settings import accuracy_settings
 from runner.execute import collect, make_step, prepare, run_job
+from runner.optimizer import make_optimizer
 from runner.protocol import Job
 from runner.suites.base import ModelSpec, Tolerance
 from runner.suites.builders import BuildContext, BuiltModel, build
@@ -157,10 +158,25 @@ def test_training_compares_what_collect_results_keeps() -> None:
     """Loss, every parameter's gradient (zero where none), the parameters after the step, the buffers."""
     job = _job("py:models.py:counting", mode="training")
     p = prepare(_built(job), job)
+    before = [q.detach().clone() for q in p.module.parameters()]
     leaves = collect(p.module, make_step(p.module, p, job), job)
     params = list(p.module.parameters())
     assert len(leaves) == 1 + 2 * len(params) + 1  # loss, grads, parameters, the `calls` buffer
     assert leaves[-1].item() == 2  # two iterations
+    # On CPU PyTorch's harness trains without an optimizer: gradients, but the parameters stay as they were.
+    assert all(torch.equal(a, b) for a, b in zip(before, leaves[1 + len(params):1 + 2 * len(params)], strict=True))
+    assert all(g.abs().sum() > 0 for g in leaves[1:1 + len(params)])
+
+
+def test_optimizers_are_pytorch_choices() -> None:
+    params = [torch.nn.Parameter(torch.zeros(2))]
+    assert make_optimizer("resnet18", "cpu", "inductor", params, checking_accuracy=False) is None
+    assert isinstance(make_optimizer("resnet18", "cuda", "inductor", params, False), torch.optim.SGD)
+    assert isinstance(make_optimizer("lcnet_050", "cuda", "inductor", params, False), torch.optim.Adam)
+    assert make_optimizer("MobileBertForMaskedLM", "cuda", "inductor", params, False) is None
+    dinov2 = "vit_base_patch14_dinov2.lvd142m"
+    assert isinstance(make_optimizer(dinov2, "cuda", "inductor", params, checking_accuracy=True), torch.optim.SGD)
+    assert isinstance(make_optimizer(dinov2, "cuda", "inductor", params, checking_accuracy=False), torch.optim.Adam)
 
 
 def test_a_model_pytorch_does_not_check_is_pass_due_to_skip() -> None:
