@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import torch
 
+from runner.suites import get_suite
 from runner.suites.base import ModelSpec
 from runner.suites.builders import BuildContext, BuiltModel, ModelLoadError, build, hf_sequence_length
 
@@ -89,3 +90,9 @@ def test_the_suite_default_sequence_length_is_pytorch_one() -> None:
                      options={"config": {**TINY_BERT, "max_position_embeddings": 512}})
     built = build(spec, BuildContext(device="cpu", batch_size=1, training=False))
     assert built.kwargs["input_ids"].shape == (1, 128)
+
+
+def test_the_suite_entries_have_pytorch_sequence_lengths() -> None:
+    """Each entry's input length (its seq_len option, else the builder's rule) is get_sequence_length's."""
+    for spec in get_suite("huggingface").models():
+        assert spec.options.get("seq_len", hf_sequence_length(spec.name)) == hf_sequence_length(spec.name), spec.name
