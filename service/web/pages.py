@@ -148,7 +148,7 @@ def model(request: Request, session: SessionDep, series_id: int,
     return render(request, "pages/model.html", active="home", title=series.name, series=series, config=config,
                   label=views.config_label(config), group=views.group_title(config), points=points, last=last,
                   chart=chart, since=since, until=until, notes=notes, table_limit=MODEL_TABLE_ROWS, findings=findings,
-                  repro=repro_command(config, series.name),
+                  repro=repro_command(config, series.name), views=views,
                   env=" ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(config.env.items())))
 
 
