@@ -61,7 +61,21 @@ PERFORMANCE_COLUMNS: tuple[str, ...] = (
     "dynamo_peak_mem",
 )
 ACCURACY_COLUMNS: tuple[str, ...] = ("dev", "name", "batch_size", "accuracy")
-STAT_COLUMNS: tuple[str, ...] = ("calls_captured", "unique_graphs", "graph_breaks", "unique_graph_breaks")
+# Dynamo's counters after the fixed columns of both files, in the order of get_dynamo_stats() in PyTorch's
+# benchmarks/dynamo/common.py (speedup_experiment and _write_accuracy_row append them in that order). Files written
+# before the last four existed lack them; readers take every one of these columns as optional.
+STAT_COLUMNS: tuple[str, ...] = (
+    "calls_captured",
+    "unique_graphs",
+    "fallbacks_to_eager",
+    "graph_breaks",
+    "unique_graph_breaks",
+    "autograd_captures",
+    "autograd_compiles",
+    "cudagraph_skips",
+)
+# After the counters, PyTorch's accuracy row ends with the compile wall time of its check (_write_accuracy_row).
+ACCURACY_TAIL_COLUMNS: tuple[str, ...] = ("compilation_latency",)
 
 PASSING_STATUSES: frozenset[str] = frozenset({"pass", "pass_due_to_skip"})
 KNOWN_STATUSES: tuple[str, ...] = (
@@ -240,10 +254,16 @@ def _check_finite_non_negative(row: object, names: Iterable[str]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class GraphStats:
+    """Dynamo's counters of one model (STAT_COLUMNS; the fields added later come last, for positional callers)."""
+
     calls_captured: int | None = None
     unique_graphs: int | None = None
     graph_breaks: int | None = None
     unique_graph_breaks: int | None = None
+    fallbacks_to_eager: int | None = None
+    autograd_captures: int | None = None
+    autograd_compiles: int | None = None
+    cudagraph_skips: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +326,7 @@ class AccuracyRow:
     batch_size: int
     accuracy: str
     stats: GraphStats = field(default_factory=GraphStats)
+    compilation_latency: float | None = None  # s: the compile wall time of the check, as PyTorch's accuracy row
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -314,6 +335,7 @@ class AccuracyRow:
             raise ValueError(f"batch_size must be >= 0, got {self.batch_size}")
         if not _STATUS_SHAPE.match(self.accuracy):
             raise ValueError(f"not a status: {self.accuracy!r}")
+        _check_finite_non_negative(self, ("compilation_latency",))
 
     @property
     def is_known_status(self) -> bool:
@@ -322,7 +344,7 @@ class AccuracyRow:
     def to_csv_fields(self, with_stats: bool) -> list[str]:
         values: list[object] = [self.dev, self.name, self.batch_size, self.accuracy]
         if with_stats:
-            values += [_fmt_int(getattr(self.stats, c)) for c in STAT_COLUMNS]
+            values += [_fmt_int(getattr(self.stats, c)) for c in STAT_COLUMNS] + [_fmt(self.compilation_latency)]
         return [str(v) for v in values]
 
 
@@ -339,8 +361,10 @@ def _fmt_int(value: int | None) -> str:
 
 
 def header_for(kind: str, with_stats: bool = True) -> list[str]:
-    base = PERFORMANCE_COLUMNS if kind == "performance" else ACCURACY_COLUMNS
-    return list(base) + (list(STAT_COLUMNS) if with_stats else [])
+    """PyTorch's header: the fixed columns, then (``with_stats``) the counters and, in accuracy files, the tail."""
+    if kind == "performance":
+        return list(PERFORMANCE_COLUMNS) + (list(STAT_COLUMNS) if with_stats else [])
+    return list(ACCURACY_COLUMNS) + (list(STAT_COLUMNS + ACCURACY_TAIL_COLUMNS) if with_stats else [])
 
 
 def append_row(path: Path, row: PerformanceRow | AccuracyRow, with_stats: bool = True) -> None:
@@ -517,6 +541,7 @@ def parse_accuracy_csv(data: bytes, file: str) -> list[AccuracyRow]:
                 batch_size=int(batch_size),
                 accuracy=status,
                 stats=_stats(rec, file, line),
+                compilation_latency=_number(rec, "compilation_latency", file, line),  # type: ignore[arg-type]
             )
         )
     return rows
