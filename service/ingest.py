@@ -20,7 +20,6 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
-from pathlib import PurePath
 from typing import Any
 
 import sqlalchemy as sa
