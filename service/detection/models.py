@@ -8,7 +8,7 @@
   retried on the next `perfdash report --post`, posted rows are never posted again.
 - ``BisectionRequest``: the agreed bisection contract (one per finding and purpose: ``confirm`` re-measures a
   candidate's last good and first bad builds side by side, ``bisect`` finds the culprit), with its result once the
-  bisect job reports. Migration 0004 added ``purpose`` and the findings' ``confirmation`` state.
+  bisect job reports. Migration 0005 added ``purpose`` and the findings' ``confirmation`` state.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@
 - ``runs.environment``: what the manifest says about the machine's software beyond the configuration (kernel,
   microcode, perfdash version, allocator settings ...), compared night to night to name an environment change.
 
-Revision ID: 0004_alert_confirmation
-Revises: 0003_speedup_interval
+Revision ID: 0005_alert_confirmation
+Revises: 0004_run_hooks_pending
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0004_alert_confirmation"
-down_revision: str | None = "0003_speedup_interval"
+revision: str = "0005_alert_confirmation"
+down_revision: str | None = "0004_run_hooks_pending"
 branch_labels = None
 depends_on = None
 
