@@ -186,8 +186,11 @@ def record_confirmation(session: Session, request: BisectionRequest, result: Bis
         return []
     try:
         bisection, created = request_bisection(session, BisectionIn(finding_id=finding.id), purpose="bisect")
-        if created:  # the range the A/B reproduced the regression over
+        if created:
+            # The range and threshold the A/B reproduced it with: the bisection confirms again first, and at the full
+            # minimum effect a real step of exactly that size would be "not reproduced" half the time.
             bisection.good_commit, bisection.bad_commit = request.good_commit, request.bad_commit
+            bisection.threshold_pct = request.threshold_pct
     except BisectionError as exc:  # cannot happen for a finding that was re-measured, but never lose the verdict
         logger.warning("finding %s confirmed, but no bisection: %s", finding.id, exc)
     return changed

@@ -67,7 +67,7 @@ def test_candidate_confirmed_files_the_issue_and_requests_a_bisection(app_client
     (bisection,) = app_client.get("/api/v1/bisections?status=pending").json()
     assert bisection["purpose"] == "bisect" and bisection["finding_id"] == speedup["id"]
     assert (bisection["good_commit"], bisection["bad_commit"]) == (confirm["good_commit"], confirm["bad_commit"])
-    assert bisection["threshold_pct"] == 5.0
+    assert bisection["threshold_pct"] == confirm["threshold_pct"] == 3.0
     assert "confirmed by A/B re-measurement" in app_client.get(f"/model/{speedup['series_id']}").text
 
 
