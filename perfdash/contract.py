@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 SCHEMA_VERSION = 1
 
 SUITES: tuple[str, ...] = ("torchbench", "huggingface", "timm_models", "hf_vision")
-BACKENDS: tuple[str, ...] = ("eager", "aot_eager", "inductor", "aot_inductor", "onnxruntime", "tensorrt")
+BACKENDS: tuple[str, ...] = ("eager", "aot_eager", "inductor", "aot_inductor", "onnxruntime", "tensorrt", "openvino")
 DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16", "amp")
 MODES: tuple[str, ...] = ("inference", "training")
 DEVICES: tuple[str, ...] = ("cpu", "cuda")
@@ -550,6 +550,17 @@ class RunConfig(BaseModel):
                       mode=self.mode, device=self.device)
 
 
+class BackendInfo(BaseModel):
+    """A backend beyond Dynamo's own (onnxruntime, openvino, tensorrt): its packages and how it was set up."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    name: str
+    packages: dict[str, str] = Field(default_factory=dict)  # distribution -> version
+    settings: dict[str, str] = Field(default_factory=dict)  # execution provider, integration, precision hint
+    models: dict[str, dict[str, str]] = Field(default_factory=dict)  # model -> what it got (e.g. the exporter)
+
+
 class Manifest(BaseModel):
     """What the CSVs of one run lack. Versioned: readers reject a schema newer than theirs."""
 
@@ -568,6 +579,7 @@ class Manifest(BaseModel):
     end_time: datetime | None = None
     # model name -> why it could not be loaded or run (the CSV only holds the status)
     model_errors: dict[str, str] = Field(default_factory=dict)
+    backend: BackendInfo | None = None  # None: a torch.compile backend of torch itself
 
     @classmethod
     def read(cls, path: Path) -> Manifest:

@@ -22,6 +22,8 @@ from typing import Any
 import torch
 
 from runner import accuracy as acc
+from runner.backends import BACKEND_SPECS
+from runner.backends.worker import LazyBackendModel
 from runner.measure import TORCH_DTYPES, PeakMemory, autocast, timed
 from runner.protocol import (
     PHASE_ACCURACY_COMPILED,
@@ -111,7 +113,9 @@ def make_step(module: torch.nn.Module, p: Prepared, job: Job, use_autocast: bool
     return train
 
 
-def compiled(module: torch.nn.Module, job: Job) -> Callable[..., Any]:
+def compiled(module: torch.nn.Module, job: Job, notes: dict[str, str] | None = None) -> Callable[..., Any]:
+    if job.backend in BACKEND_SPECS:  # onnxruntime, openvino, tensorrt (runner.backends)
+        return LazyBackendModel(module, job, notes if notes is not None else {})
     mode = None if job.compile_mode == "default" else job.compile_mode
     return torch.compile(module, backend=job.backend, mode=mode, dynamic=True if job.dynamic_shapes else None)
 
@@ -166,6 +170,7 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
     phases = Phases(emit, timings)
     performance: Performance | None = None
     accuracy: str | None = None
+    notes: dict[str, str] = {}
     try:
         with phases.enter(PHASE_LOAD):
             ctx = BuildContext(device=job.device, batch_size=job.batch_size, training=job.mode == "training")
@@ -187,7 +192,7 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
                     fp64_result = _fp64_reference(built, base, job)
         reusable: Callable[[], Any] | None = None
         if job.performance:
-            performance, reusable = _measure(base, job, phases)
+            performance, reusable = _measure(base, job, phases, notes)
         if job.accuracy and accuracy is None:
             with phases.enter(PHASE_ACCURACY_COMPILED):
                 if reusable is not None:
@@ -200,15 +205,18 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
                     with torch._inductor.config.patch(fallback_random=True):
                         compiled_result = collect(m, make_step(compiled(m, job), base, job), job)
                 tol = job.tolerance
-                accuracy = ("pass" if acc.same(eager_result, compiled_result, fp64_result, tol.tol, tol.cosine)
+                # Quantization changes the numbers by design: judged on cosine similarity, as PyTorch's same()
+                # offers for outputs that cannot meet an elementwise tolerance.
+                cosine = tol.cosine or job.quantize is not None
+                accuracy = ("pass" if acc.same(eager_result, compiled_result, fp64_result, tol.tol, cosine)
                             else "fail_accuracy")
     except Exception as exc:  # noqa: BLE001 - any failure of the model becomes its status row
         failure = Failure(phase=phases.current, kind="oom" if is_oom(exc) else "error",
                           message=f"{type(exc).__name__}: {exc}"[:2000])
         return WorkerResult(name=job.spec.name, batch_size=job.batch_size, performance=performance,
-                            accuracy=accuracy, failure=failure, timings=timings)
+                            accuracy=accuracy, failure=failure, timings=timings, backend_notes=notes)
     return WorkerResult(name=job.spec.name, batch_size=job.batch_size, performance=performance, accuracy=accuracy,
-                        timings=timings)
+                        timings=timings, backend_notes=notes)
 
 
 def _fp64_reference(built: BuiltModel, base: Prepared, job: Job) -> list[Any] | None:
@@ -223,7 +231,8 @@ def _fp64_reference(built: BuiltModel, base: Prepared, job: Job) -> list[Any] | 
         return None
 
 
-def _measure(base: Prepared, job: Job, phases: Phases) -> tuple[Performance, Callable[[], Any] | None]:
+def _measure(base: Prepared, job: Job, phases: Phases,
+             notes: dict[str, str]) -> tuple[Performance, Callable[[], Any] | None]:
     """Timings and graph stats; also the compiled step when the accuracy check may reuse it (inference)."""
     from torch._dynamo.utils import counters
 
@@ -235,14 +244,16 @@ def _measure(base: Prepared, job: Job, phases: Phases) -> tuple[Performance, Cal
     with phases.enter(PHASE_COMPILE):
         torch._dynamo.reset()
         counters.clear()
-        compiled_step = make_step(compiled(compiled_model, job), base, job)
+        compiled_step = make_step(compiled(compiled_model, job, notes), base, job)
         compiled_warm, _ = timed(compiled_step, job.device)
-        stats = graph_stats()
+        spec = BACKEND_SPECS.get(job.backend)
+        stats = graph_stats() if spec is None or spec.dynamo_graph else {}
     with phases.enter(PHASE_MEMORY):  # both steps are warm: neither compilation nor first-call caches count
         # Inference frees nothing a step did not allocate, so one profiled call each is exact (and is cheaper).
         memory = PeakMemory(job.device, primed=job.mode == "training")
         eager_peak = memory.measure(eager_step)
-        dynamo_peak = memory.measure(compiled_step)
+        # A backend with its own allocator (ONNX Runtime, OpenVINO) is invisible to torch's: its peak stays empty.
+        dynamo_peak = memory.measure(compiled_step) if spec is None or spec.torch_allocator else None
     with phases.enter(PHASE_MEASURE):
         # The memory phase ran each step memory.calls more times: they are warm-up iterations too.
         for _ in range(max(job.warmup - 1 - memory.calls, 0)):

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfdash.contract import BACKENDS, COMPILE_MODES, DEVICES, DTYPES, MODES, RunConfig
+from runner.backends import RUNNABLE_BACKENDS, BackendUnavailable, check
 from runner.suites import ModelSpec, Suite, SuiteError, get_suite
 from runner.suites.base import DEFAULT_MODEL_LIST
 
-RUNNABLE_BACKENDS: tuple[str, ...] = ("eager", "aot_eager", "inductor")
 assert set(RUNNABLE_BACKENDS) <= set(BACKENDS)
 
 # glibc keeps what a step frees for the next one: no mmap for big blocks (each would be unmapped on free and faulted
@@ -54,6 +54,7 @@ class RunOptions:
     cold_start: bool = False
     models_file: Path | None = None
     model_list: str = DEFAULT_MODEL_LIST  # one of the suite's named lists (runner/suites/data/<suite>.<list>.toml)
+    quantize: str | None = None  # int8-dynamic (onnxruntime): a series of its own, variant int8_dynamic
     # Extra worker environment (recorded in the manifest): tests use it, agents may pin settings with it.
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -67,7 +68,9 @@ class RunOptions:
 
     @property
     def variant(self) -> str:
-        parts = [] if self.compile_mode == "default" else [self.compile_mode.replace("-", "_")]
+        parts = [] if self.quantize is None else [self.quantize.replace("-", "_")]
+        if self.compile_mode != "default":
+            parts.append(self.compile_mode.replace("-", "_"))
         if self.dynamic_shapes:
             parts.append("dynamic")
         return "_".join(parts)
@@ -122,6 +125,11 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
                            f"got {options.partition_id}")
     if options.device == "cuda" and shutil.which("nvidia-smi") is None and not Path("/dev/nvidiactl").exists():
         raise OptionsError("--device cuda: no NVIDIA GPU on this machine (no nvidia-smi, no /dev/nvidiactl)")
+    try:
+        check(options.backend, options.device, options.dtype, options.mode, options.quantize, options.compile_mode,
+              options.dynamic_shapes)
+    except BackendUnavailable as exc:
+        raise OptionsError(str(exc)) from None
     if options.models_file is not None and options.model_list != DEFAULT_MODEL_LIST:
         raise OptionsError("--models-file and --model-list are alternatives: give one of them")
     try:

@@ -56,6 +56,7 @@ class ModelOutcome:
     # Seconds per part of the work: the worker's phases and "worker_wall" as the parent saw it (bench/harness.py
     # reads these).
     timings: dict[str, float] = field(default_factory=dict)
+    backend_notes: dict[str, str] = field(default_factory=dict)  # what a non-Dynamo backend reported (exporter)
 
 
 def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, want_accuracy: bool,

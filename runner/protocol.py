@@ -48,6 +48,7 @@ class Job:
     performance: bool
     threads: int | None
     tolerance: Tolerance
+    quantize: str | None = None  # onnxruntime's int8-dynamic (runner.backends)
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -106,6 +107,8 @@ class WorkerResult:
     failure: Failure | None = None
     # Seconds spent per part of the worker (process start excluded), for bench/harness.py.
     timings: dict[str, float] = field(default_factory=dict)
+    # What a non-Dynamo backend did for this model (e.g. which ONNX exporter worked), for the manifest.
+    backend_notes: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps({"event": "result", **asdict(self)})
@@ -122,6 +125,7 @@ class WorkerResult:
             accuracy=data.get("accuracy"),
             failure=Failure(**failure) if failure else None,
             timings={k: float(v) for k, v in (data.get("timings") or {}).items()},
+            backend_notes={str(k): str(v) for k, v in (data.get("backend_notes") or {}).items()},
         )
 
 
