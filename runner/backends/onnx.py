@@ -31,7 +31,7 @@ def export(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any
     try:
         program = torch.onnx.export(module, args, kwargs=kwargs or None, dynamo=True, verbose=False)
         assert program is not None  # dynamo=True without a file name always returns the program
-        program.save(str(path), external_data=True)
+        program.save(str(path), external_data=_needs_external_data(module))
         return "torch.onnx.export(dynamo=True)"
     except Exception as exc:  # noqa: BLE001 - any exporter failure: try the other exporter, then report both
         reasons.append(f"dynamo=True: {type(exc).__name__}: {str(exc)[:600]}")
@@ -42,6 +42,16 @@ def export(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any
     except Exception as exc:  # noqa: BLE001
         reasons.append(f"dynamo=False: {type(exc).__name__}: {str(exc)[:600]}")
     raise ExportError("the model cannot be exported to ONNX; " + " | ".join(reasons))
+
+
+# Protobuf's limit on one message: larger models must keep their weights in a file beside the graph.
+_PROTOBUF_LIMIT_BYTES = 2**31 - 2**26
+
+
+def _needs_external_data(module: torch.nn.Module) -> bool:
+    """Weights inline when they fit: ONNX Runtime's quantization pre-processing copies the graph file alone."""
+    size = sum(t.numel() * t.element_size() for t in (*module.parameters(), *module.buffers()))
+    return size >= _PROTOBUF_LIMIT_BYTES
 
 
 def quantize_int8_dynamic(source: Path, target: Path) -> None:
@@ -57,6 +67,15 @@ def quantize_int8_dynamic(source: Path, target: Path) -> None:
         print(f"quantization pre-processing skipped: {type(exc).__name__}: {exc}", flush=True)
         prepared = source
     quantize_dynamic(str(prepared), str(target), weight_type=QuantType.QInt8)
+
+
+def quantized_op_count(path: Path) -> int:
+    """Nodes that compute in int8 (MatMulInteger, ConvInteger, DynamicQuantizeLinear, ...): 0 means the quantizer
+    found nothing to quantize and the "int8" model is the float one."""
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    return sum("Integer" in node.op_type or "Quantize" in node.op_type for node in graph.node)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +145,7 @@ def build(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
             quantized = Path(tmp, "model.int8.onnx")
             quantize_int8_dynamic(path, quantized)
             path = quantized
+            notes["quantized_ops"] = str(quantized_op_count(path))
         threads = torch.get_num_threads()
         session = ort.InferenceSession(str(path), session_options(threads), providers=_providers(provider, device))
     used = session.get_providers()
