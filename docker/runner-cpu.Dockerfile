@@ -33,6 +33,8 @@ WORKDIR /opt/perfdash
 COPY . .
 # Editable install: templates/, migrations/ and the suites' data files are read from this tree.
 RUN python -m pip install -e ".[runner]"
+# The weekly backend cells (perfdash run --backend onnxruntime|openvino|tensorrt): runner.backends.
+RUN python -m pip install -e ".[backends]"
 # The spool of `perfdash ingest --url`: the Jenkinsfile mounts the node volume perfdash-spool here. A fresh named
 # volume takes this directory's mode, so whatever user Jenkins runs the container as can write to it.
 RUN mkdir -p "${PERFDASH_SPOOL_DIR}" && chmod 1777 "${PERFDASH_SPOOL_DIR}"

@@ -73,6 +73,8 @@ def repro_command(config: Configuration, name: str) -> str:
     """
     args = ["perfdash", "run", "--suite", config.suite, "--backend", config.backend, "--device", config.device,
             "--dtype", config.dtype, "--mode", config.mode]
+    if config.variant.split("_")[:2] == ["int8", "dynamic"]:  # onnxruntime's quantized series (runner.backends)
+        args += ["--quantize", "int8-dynamic"]
     if config.compile_mode != "default":
         args += ["--compile-mode", config.compile_mode]
     if config.dynamic_shapes:
