@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from perfdash.contract import is_passing
 from perfdash.metrics import NEVER_RAN_STATUSES, Outcome, SuiteSummary, summarize
 from service.db import SessionDep
 from service.models import Configuration, Result
@@ -115,7 +116,7 @@ def summary_of(results: Sequence[Result]) -> SuiteSummary:
     counted = [r for r in results if r.accuracy not in NEVER_RAN_STATUSES]
     return summarize([Outcome(name=r.name, speedup=r.gated_speedup, compilation_latency=r.compilation_latency,
                               compression_ratio=r.compression_ratio,
-                              accuracy_passed=r.accuracy is None or r.passed) for r in counted])
+                              accuracy_passed=r.accuracy is None or is_passing(r.accuracy)) for r in counted])
 
 
 @dataclass(frozen=True, slots=True)
