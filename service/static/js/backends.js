@@ -28,7 +28,7 @@
     animation: false,
     title: { text: node.dataset.title, left: 8, top: 4, textStyle: { fontSize: 13, fontWeight: 600 } },
     legend: { top: 24, left: 8, textStyle: { fontSize: 10 } },
-    grid: { left: 64, right: 24, top: 60, bottom: 40 },
+    grid: { left: 64, right: 24, top: 76, bottom: 40 },
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, confine: true, formatter: function (params) {
       return "batch size " + esc(data.batch_sizes[params[0].dataIndex]) + params.map(function (p) {
         return "<br>" + p.marker + esc(p.seriesName) + ": <b>" + esc(fmt(p.value)) + "</b>";
