@@ -203,7 +203,7 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
                     m = copy.deepcopy(base.module)
                     # Inductor's RNG differs from eager's; fall back to eager's for the comparison, as PyTorch does.
                     with torch._inductor.config.patch(fallback_random=True):
-                        compiled_result = collect(m, make_step(compiled(m, job), base, job), job)
+                        compiled_result = collect(m, make_step(compiled(m, job, notes), base, job), job)
                 tol = job.tolerance
                 # Quantization changes the numbers by design: judged on cosine similarity, as PyTorch's same()
                 # offers for outputs that cannot meet an elementwise tolerance.
