@@ -75,6 +75,7 @@ class Cell:
 @dataclass(frozen=True, slots=True)
 class ModelRow:
     name: str
+    batch_size: int  # 0: the model failed before it had one
     eager_ms: float | None  # median over the backends' own eager runs (each backend is timed against its eager)
     cells: tuple[Cell | None, ...]  # one per column; None: the backend did not run this model
     eager_fastest: bool
@@ -125,11 +126,22 @@ class BackendTable:
     rows: tuple[ModelRow, ...]
 
 
-def build_table(latest: dict[str, tuple[bq.LatestResults, list[Result]]], batch_size: int) -> BackendTable:
-    """``latest``: backend -> (its latest night, its results); rows of batch size 0 (failed before a batch size was
-    known) count at every batch size."""
+DEFAULT_BATCH = "default"  # each model at its suite's batch size (the runs without --batch-size)
+
+
+def build_table(latest: dict[str, tuple[bq.LatestResults, list[Result]]], batch_size: int | str,
+                suite_default: dict[str, set[int]]) -> BackendTable:
+    """``latest``: backend -> (its latest night, its results); ``batch_size`` a number or DEFAULT_BATCH, which takes
+    the rows of ``suite_default`` (backend -> ids of the results of its runs without a batch-size override). Rows
+    of batch size 0 (failed before a batch size was known) count at every batch size."""
     names = column_order(list(latest))
-    at_batch = {b: [r for r in latest[b][1] if r.batch_size in (batch_size, 0)] for b in names}
+
+    def shown(backend: str, r: Result) -> bool:
+        if batch_size == DEFAULT_BATCH:
+            return r.id in suite_default.get(backend, set())
+        return r.batch_size in (batch_size, 0)
+
+    at_batch = {b: [r for r in latest[b][1] if shown(b, r)] for b in names}
     columns = tuple(Column(backend=b, night=latest[b][0].night, run_id=latest[b][0].run_id,
                            summary=summary_of(at_batch[b])) for b in names)
     models = sorted({r.name for rows in at_batch.values() for r in rows})
@@ -144,7 +156,9 @@ def build_table(latest: dict[str, tuple[bq.LatestResults, list[Result]]], batch_
         marked = tuple(Cell(**{**{f: getattr(c, f) for f in Cell.__dataclass_fields__},
                                "fastest": (not eager_fastest and c is best)}) if c is not None else None
                        for c in cells)
-        table_rows.append(ModelRow(name=model, eager_ms=eager, cells=marked, eager_fastest=eager_fastest))
+        sizes = [r.batch_size for b in names for r in at_batch[b] if r.name == model and r.batch_size]
+        table_rows.append(ModelRow(name=model, batch_size=max(sizes, default=0), eager_ms=eager, cells=marked,
+                                   eager_fastest=eager_fastest))
     return BackendTable(columns=columns, rows=tuple(table_rows))
 
 
@@ -178,7 +192,7 @@ def _pick(value: str | None, options: Sequence[str]) -> str | None:
 @router.get("/backends")
 def backends(request: Request, session: SessionDep, suite: QueryText = None, device: QueryText = None,
              dtype: QueryText = None, machine: QueryText = None, threads: QueryText = None,
-             batch_size: Annotated[int | None, Query()] = None, model: QueryText = None) -> Response:
+             batch_size: QueryText = None, model: QueryText = None) -> Response:
     configs = bq.inference_configurations(session)
     setups = sorted({setup_of(c) for c in configs}, key=lambda s: s.label)
     # Narrow one filter at a time, each defaulting to its first value among the setups the earlier ones leave.
@@ -201,6 +215,7 @@ def backends(request: Request, session: SessionDep, suite: QueryText = None, dev
         members = [c for c in configs if setup_of(c) == setup]
         latest_by_config = bq.latest_results(session, [c.id for c in members])
         latest: dict[str, tuple[bq.LatestResults, list[Result]]] = {}
+        suite_default: dict[str, set[int]] = {}
         # Configurations of one backend that differ only in a batch-size override are one column.
         for config in sorted(members, key=lambda c: latest_by_config[c.id].night if c.id in latest_by_config
                              else date.min):
@@ -211,13 +226,19 @@ def backends(request: Request, session: SessionDep, suite: QueryText = None, dev
             merged = {(r.name, r.batch_size): r for r in (previous[1] if previous else [])}
             merged.update({(r.name, r.batch_size): r for r in found.results})
             latest[config.backend_variant] = (found, list(merged.values()))
-        batch_sizes = sorted({r.batch_size for _, rows in latest.values() for r in rows if r.batch_size})
-        chosen_batch = batch_size if batch_size in batch_sizes else (batch_sizes[0] if batch_sizes else 0)
+            if config.batch_size_override is None:
+                suite_default.setdefault(config.backend_variant, set()).update(r.id for r in found.results)
+        # The suite's own batch sizes first (what the nightly runs), then every batch size measured.
+        batch_sizes: list[str] = ([DEFAULT_BATCH] if suite_default else []) + [
+            str(bs) for bs in sorted({r.batch_size for _, rows in latest.values() for r in rows if r.batch_size})]
+        chosen_text = batch_size if batch_size in batch_sizes else (batch_sizes[0] if batch_sizes else "0")
+        chosen_batch: int | str = chosen_text if chosen_text == DEFAULT_BATCH else int(chosen_text)
         models = sorted({r.name for _, rows in latest.values() for r in rows})
         chosen_model = _pick(model, models)
-        context.update(table=build_table(latest, chosen_batch), chart=batch_chart(latest, chosen_model),
-                       batch_sizes=batch_sizes, batch_size=chosen_batch, models=models, model=chosen_model,
-                       permalink="/backends?" + urlencode({**setup.params(), "batch_size": chosen_batch,
+        context.update(table=build_table(latest, chosen_batch, suite_default),
+                       chart=batch_chart(latest, chosen_model), batch_sizes=batch_sizes, batch_size=chosen_text,
+                       models=models, model=chosen_model,
+                       permalink="/backends?" + urlencode({**setup.params(), "batch_size": chosen_text,
                                                            "model": chosen_model or ""}))
     templates = request.app.state.web_templates
     return templates.TemplateResponse(request, "pages/backends.html", context)

@@ -128,6 +128,13 @@ def test_backends_page_table_summary_and_chart(runs: BackendRuns, page: Page) ->
 def test_batch_size_filter_is_a_permalink(runs: BackendRuns, page: Page) -> None:
     url = runs.server.url  # type: ignore[attr-defined]
     page.goto(url + "/backends")
+    # First the suite's own batch sizes (the runs without --batch-size: a nightly's models differ in batch size).
+    expect(page.locator("#filter-batch-size option")).to_have_text(["suite default", "2", "4"])
+    expect(page.locator("#backends-table")).to_have_attribute("data-batch-size", "default")
+    default_row = page.locator("#backends-table tbody tr[data-name='tiny_conv']")
+    expect(default_row.locator("td.bs")).to_have_text("2")
+    ort = _perf(runs.reports["onnxruntime"])["tiny_conv"]
+    expect(default_row.locator("td.latency[data-backend='onnxruntime']")).to_have_text(f"{ort.abs_latency:.2f}")
     page.locator("#filter-batch-size").select_option("4")
     page.wait_for_url("**batch_size=4**")
     expect(page.locator("#backends-table")).to_have_attribute("data-batch-size", "4")
