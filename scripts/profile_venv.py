@@ -64,7 +64,8 @@ def _run(command: list[str], log: Path) -> None:
 
 
 def _prune_siblings(profile: str, keep: Path) -> None:
-    """Older builds of this profile for this clone (pyproject changed since): 5.5 GB each."""
+    """Older builds of this profile for this clone (pyproject changed since), and builds of clones that no longer
+    exist (CI's throwaway clones): 5.5 GB each."""
     for other in keep.parent.glob(f"{profile}-*"):
         if other == keep or not other.is_dir():
             continue
@@ -72,7 +73,7 @@ def _prune_siblings(profile: str, keep: Path) -> None:
             owner = json.loads((other / COMPLETE).read_text()).get("repo")
         except (OSError, ValueError):
             continue
-        if owner == str(REPO):
+        if owner == str(REPO) or not Path(owner or "/nonexistent").is_dir():
             shutil.rmtree(other, ignore_errors=True)
 
 
