@@ -35,8 +35,8 @@ DEVICES: tuple[str, ...] = ("cpu", "cuda")
 COMPILE_MODES: tuple[str, ...] = ("default", "reduce-overhead", "max-autotune")
 KINDS: tuple[str, ...] = ("performance", "accuracy")
 # Backends accepted in uploads besides BACKENDS: the other compiler names of PyTorch's benchmarks/dynamo/runner.py
-# (ts_nnc, ts_nvfuser, trt, aot_cudagraphs, nvprims_nvfuser: old result files carry them) and openvino.
-FOREIGN_BACKENDS: tuple[str, ...] = ("openvino", "ts", "trt", "aot", "nvprims", "cudagraphs")
+# (ts_nnc, ts_nvfuser, trt, aot_cudagraphs, nvprims_nvfuser: old result files carry them).
+FOREIGN_BACKENDS: tuple[str, ...] = ("ts", "trt", "aot", "nvprims", "cudagraphs")
 # A variant is PyTorch CI's suffix after the backend (no_cudagraphs, dynamic, cpp_wrapper, max_autotune, ...).
 _VARIANT_SHAPE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 # The longest text the store keeps for a model name, a status, a machine name (the service's columns).
