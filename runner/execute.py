@@ -1,12 +1,17 @@
 """What a worker does with one job: build the model, check accuracy, measure performance (imports torch).
 
 Order: load -> accuracy's eager runs (1st, 2nd, fp64 reference) -> performance (eager warm-up, compiled warm-up =
-compilation, peak memory of one eager and one compiled step, interleaved timing) -> accuracy's compiled run.
+compilation, activation peak of one eager and one compiled step, interleaved timing) -> accuracy's compiled run.
 Performance comes before any compilation so its compiled warm-up measures a real compile; in inference the accuracy
-check reuses the timed compiled model, in training it compiles a fresh copy of the same weights. Peak memory is
-measured in the same process, between compilation and the timed loop: its profiled calls (CPU memory is replayed from
-torch.profiler's memory events, see runner.measure.PeakMemory) are the timed loop's warm-up iterations, so they cost
-no extra time, and the profiler is off again before the first timed call.
+check reuses the timed compiled model, in training it compiles a fresh copy of the same weights.
+
+The performance part follows ``run_performance_test`` in PyTorch's benchmarks/dynamo/common.py: the eager warm-up
+runs ``job.warmup`` iterations on a deep copy of the model, the compiled warm-up as many on the model itself, and the
+timed loop runs eager and compiled on that one model. Each warm-up gives PyTorch's peak memory
+(runner.measure.warmup) and compile latency is the compiled warm-up minus the eager one. perfdash's own activation
+peak is measured between the warm-ups and the timed loop: its profiled calls (CPU memory is replayed from
+torch.profiler's memory events, see runner.measure.PeakMemory) are the timed loop's last warm-up iterations, and the
+profiler is off again before the first timed call.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any
 import torch
 
 from runner import accuracy as acc
-from runner.measure import TORCH_DTYPES, PeakMemory, autocast, timed
+from runner.measure import TORCH_DTYPES, PeakMemory, autocast, timed, warmup
 from runner.protocol import (
     PHASE_ACCURACY_COMPILED,
     PHASE_COMPILE,
@@ -224,30 +229,31 @@ def _fp64_reference(built: BuiltModel, base: Prepared, job: Job) -> list[Any] | 
 
 
 def _measure(base: Prepared, job: Job, phases: Phases) -> tuple[Performance, Callable[[], Any] | None]:
-    """Timings and graph stats; also the compiled step when the accuracy check may reuse it (inference)."""
+    """Timings, peak memory and graph stats; also the compiled step when the accuracy check may reuse it (inference).
+
+    What is alive matches PyTorch's performance process, so that peak memory counts the same weights: the model plus
+    the eager warm-up's deep copy during the eager warm-up, the model alone during the compiled one. Training keeps
+    ``base`` untouched for the accuracy check and measures a copy; with accuracy on, that is one more copy of the
+    weights than PyTorch's performance-only process holds.
+    """
     from torch._dynamo.utils import counters
 
-    eager_model = copy.deepcopy(base.module)
-    compiled_model = copy.deepcopy(base.module)
-    eager_step = make_step(eager_model, base, job)
+    model = copy.deepcopy(base.module) if job.mode == "training" and job.accuracy else base.module
     with phases.enter(PHASE_EAGER_WARMUP):
-        eager_warm, _ = timed(eager_step, job.device)
+        eager_warm = warmup(make_step(copy.deepcopy(model), base, job), job.warmup, job.device)
     with phases.enter(PHASE_COMPILE):
         torch._dynamo.reset()
         counters.clear()
-        compiled_step = make_step(compiled(compiled_model, job), base, job)
-        compiled_warm, _ = timed(compiled_step, job.device)
+        compiled_step = make_step(compiled(model, job), base, job)
+        compiled_warm = warmup(compiled_step, job.warmup, job.device)
         stats = graph_stats()
+    eager_step = make_step(model, base, job)
     with phases.enter(PHASE_MEMORY):  # both steps are warm: neither compilation nor first-call caches count
         # Inference frees nothing a step did not allocate, so one profiled call each is exact (and is cheaper).
         memory = PeakMemory(job.device, primed=job.mode == "training")
-        eager_peak = memory.measure(eager_step)
-        dynamo_peak = memory.measure(compiled_step)
+        eager_activation = memory.measure(eager_step)
+        dynamo_activation = memory.measure(compiled_step)
     with phases.enter(PHASE_MEASURE):
-        # The memory phase ran each step memory.calls more times: they are warm-up iterations too.
-        for _ in range(max(job.warmup - 1 - memory.calls, 0)):
-            eager_step()
-            compiled_step()
         eager_ms: list[float] = []
         compiled_ms: list[float] = []
         start = time.perf_counter()
@@ -259,7 +265,9 @@ def _measure(base: Prepared, job: Job, phases: Phases) -> tuple[Performance, Cal
         phases.record("timed_loop_wall", time.perf_counter() - start)
         phases.record("timed", (sum(eager_ms) + sum(compiled_ms)) / 1000)
     performance = Performance(eager_ms=tuple(eager_ms), compiled_ms=tuple(compiled_ms),
-                              compilation_latency=max(compiled_warm - eager_warm, 0.0), eager_peak_mem=eager_peak,
-                              dynamo_peak_mem=dynamo_peak, **stats)
+                              compilation_latency=max(compiled_warm.seconds - eager_warm.seconds, 0.0),
+                              eager_peak_mem=eager_warm.peak_mem, dynamo_peak_mem=compiled_warm.peak_mem,
+                              eager_activation_peak_mem=eager_activation,
+                              dynamo_activation_peak_mem=dynamo_activation, **stats)
     return performance, (compiled_step if job.mode == "inference" else None)
 

@@ -13,7 +13,14 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-from perfdash.contract import JenkinsInfo, MachineInfo, Manifest, RunConfig
+from perfdash.contract import (
+    ACTIVATION_PEAK_DEFINITION,
+    MEMORY_DEFINITIONS,
+    JenkinsInfo,
+    MachineInfo,
+    Manifest,
+    RunConfig,
+)
 from runner.suites import Suite
 
 
@@ -88,7 +95,9 @@ def new_manifest(config: RunConfig, suite: Suite) -> Manifest:
     version, commit, _ = torch_build()
     return Manifest(config=config, machine=machine_info(config.device), torch_version=version,
                     torch_git_commit=commit, suite_versions=suite_versions(suite), jenkins=jenkins_info(),
-                    command=shlex.join(sys.argv), start_time=datetime.now(UTC))
+                    command=shlex.join(sys.argv), start_time=datetime.now(UTC),
+                    memory_definitions={"peak_memory": MEMORY_DEFINITIONS[config.device],
+                                        "activation_peak": ACTIVATION_PEAK_DEFINITION})
 
 
 def load_or_create(path: Path, config: RunConfig, suite: Suite) -> Manifest:

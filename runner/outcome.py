@@ -105,7 +105,9 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
                 stats=GraphStats(calls_captured=perf.calls_captured, unique_graphs=perf.unique_graphs,
                                  graph_breaks=perf.graph_breaks, unique_graph_breaks=perf.unique_graph_breaks))
             samples = ModelSamples(name=name, batch_size=batch_size, eager_ms=perf.eager_ms,
-                                   compiled_ms=perf.compiled_ms)
+                                   compiled_ms=perf.compiled_ms,
+                                   eager_activation_peak_mem=perf.eager_activation_peak_mem,
+                                   dynamo_activation_peak_mem=perf.dynamo_activation_peak_mem)
     stats = perf_row.stats if perf_row is not None else GraphStats()
     acc_row = AccuracyRow(dev=dev, name=name, batch_size=batch_size if status != "model_fail_to_load" else 0,
                           accuracy=status, stats=stats) if want_accuracy else None
