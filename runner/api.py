@@ -146,7 +146,8 @@ def make_job(options: RunOptions, suite: Suite, spec: ModelSpec) -> Job:
     tolerance = suite.tolerance_for(ToleranceQuery(
         name=spec.name, mode=options.mode, device=options.device, dtype=options.dtype,
         freezing=env.get("TORCHINDUCTOR_FREEZING") == "1", max_autotune=options.compile_mode == "max-autotune"))
-    return Job(suite=suite.name, spec=spec, batch_size=options.batch_size or spec.batch_size, device=options.device,
+    batch_size = options.batch_size or spec.default_batch_size(options.mode)
+    return Job(suite=suite.name, spec=spec, batch_size=batch_size, device=options.device,
                dtype=options.dtype, mode=options.mode, backend=options.backend, compile_mode=options.compile_mode,
                dynamic_shapes=options.dynamic_shapes, repeat=options.repeat, warmup=options.warmup,
                accuracy=options.run_accuracy, performance=options.run_performance, threads=options.threads,

@@ -22,6 +22,9 @@ def register(subparsers: Any) -> None:
                      help="run models whose name matches (repeatable)")
     sel.add_argument("--exclude", "-x", metavar="REGEX", action="append", default=[],
                      help="skip models whose name matches (repeatable)")
+    sel.add_argument("--model-list", default="default", metavar="NAME",
+                     help="a named list of the suite: default (PyTorch's current list) or, for timm_models and "
+                          "huggingface, extended (also the models PyTorch's earlier lists had)")
     sel.add_argument("--models-file", type=Path, metavar="PATH",
                      help="a model list in the suite data-file format (e.g. tiny configs for tests)")
     sel.add_argument("--total-partitions", type=int, default=1, metavar="N")
@@ -58,7 +61,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         dtype=args.dtype, mode=args.mode, threads=args.threads, batch_size=args.batch_size,
         dynamic_shapes=args.dynamic_shapes, repeat=args.repeat, warmup=args.warmup, timeout_s=args.timeout,
         accuracy=args.accuracy, performance=args.performance, total_partitions=args.total_partitions,
-        partition_id=args.partition_id, cold_start=args.cold_start, models_file=args.models_file)
+        partition_id=args.partition_id, cold_start=args.cold_start, models_file=args.models_file,
+        model_list=args.model_list)
 
 
 class BarProgress:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from perfdash.contract import BACKENDS, COMPILE_MODES, DEVICES, DTYPES, MODES, RunConfig
 from runner.suites import ModelSpec, Suite, SuiteError, get_suite
+from runner.suites.base import DEFAULT_MODEL_LIST
 
 RUNNABLE_BACKENDS: tuple[str, ...] = ("eager", "aot_eager", "inductor")
 assert set(RUNNABLE_BACKENDS) <= set(BACKENDS)
@@ -52,6 +53,7 @@ class RunOptions:
     partition_id: int = 0
     cold_start: bool = False
     models_file: Path | None = None
+    model_list: str = DEFAULT_MODEL_LIST  # one of the suite's named lists (runner/suites/data/<suite>.<list>.toml)
     # Extra worker environment (recorded in the manifest): tests use it, agents may pin settings with it.
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -120,12 +122,26 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
                            f"got {options.partition_id}")
     if options.device == "cuda" and shutil.which("nvidia-smi") is None and not Path("/dev/nvidiactl").exists():
         raise OptionsError("--device cuda: no NVIDIA GPU on this machine (no nvidia-smi, no /dev/nvidiactl)")
+    if options.models_file is not None and options.model_list != DEFAULT_MODEL_LIST:
+        raise OptionsError("--models-file and --model-list are alternatives: give one of them")
     try:
-        models = suite.models(options.models_file)
+        models = suite.models(options.models_file, options.model_list)
+        if options.only is not None and options.models_file is None and all(m.name != options.only for m in models):
+            models = _list_holding(suite, options.only) or models
     except SuiteError as exc:
         raise OptionsError(str(exc)) from None
     models = suite.expand_models(models, options.batch_size) if suite.expand_models else models
     return suite, select_models(models, options)
+
+
+def _list_holding(suite: Suite, name: str) -> list[ModelSpec] | None:
+    """The first of the suite's named lists that holds ``name``: --only names one model, which any list may hold (a
+    bisection of a model that a --model-list extended run measured); the lists' shared entries are the same."""
+    for list_name in suite.model_lists():
+        listed = suite.models(model_list=list_name)
+        if any(m.name == name for m in listed):
+            return listed
+    return None
 
 
 def _compile(patterns: tuple[str, ...], flag: str) -> list[re.Pattern[str]]:

@@ -16,15 +16,15 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
-from pathlib import PurePath
 from typing import Any
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
+from perfdash.confidence import speedup_interval
 from perfdash.contract import (
     AccuracyRow,
     ContractError,
@@ -42,7 +42,10 @@ from perfdash.contract import (
     parse_performance_csv,
     parse_samples,
 )
+from perfdash.duplicates import csv_repeats, find_repeats
+from perfdash.harness_files import Classified, Role, classify
 from perfdash.metrics import model_warnings, summarize_results
+from perfdash.pytorch_json import KeyHints, ParsedRecords, looks_like_records, parse_records
 from service.models import Configuration, Machine, Result, Run, RunSummary, Series
 
 logger = logging.getLogger(__name__)
@@ -61,6 +64,7 @@ class RunBundle:
     manifest: Manifest
     results: tuple[ModelResult, ...]
     samples: Mapping[str, ModelSamples]
+    notices: tuple[str, ...] = ()  # what the user must hear: skipped files, repeated model rows (not content)
 
     @property
     def content_sha256(self) -> str:
@@ -114,13 +118,11 @@ class IngestedRun:
 class IngestReport:
     runs: tuple[IngestedRun, ...]
     hook_errors: tuple[str, ...] = ()
+    notices: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------------------------------
 # Files -> bundles
-
-_MANIFEST_SUFFIX = "_manifest.json"
-_SAMPLES_SUFFIX = "_samples.jsonl"
 
 
 def _as_utc(moment: datetime) -> datetime:
@@ -144,35 +146,87 @@ def bundles_from_files(files: Mapping[str, bytes], defaults: IngestDefaults = In
     """Group uploaded files by run (their common stem), parse them through the contract and join them.
 
     ``files`` maps a file name (its directory is ignored) to its bytes. Accepted: ``*_performance.csv``,
-    ``*_accuracy.csv`` (PyTorch's naming, variants included), ``*_manifest.json``, ``*_samples.jsonl``.
+    ``*_accuracy.csv`` (PyTorch's naming, variants included), ``*_manifest.json``, ``*_samples.jsonl``, and the
+    harness's benchmark-database JSON records (perfdash.pytorch_json). The companion files the harness and runner.py
+    write beside them (perfdash.harness_files) are skipped and named in the bundles' notices; a model written twice
+    in one file keeps its last row, also named there (perfdash.duplicates).
     """
     if not files:
         raise ContractError("no result files in the upload")
     stems: dict[str, dict[str, tuple[str, bytes]]] = {}
     keys: dict[str, RunKey] = {}
+    skipped: list[Classified] = []
+    records: list[tuple[str, bytes, Classified]] = []
     for raw_name, data in files.items():
-        name = PurePath(raw_name).name
-        if name.endswith(_MANIFEST_SUFFIX):
-            stems.setdefault(name[: -len(_MANIFEST_SUFFIX)], {})["manifest"] = (name, data)
-        elif name.endswith(_SAMPLES_SUFFIX):
-            stems.setdefault(name[: -len(_SAMPLES_SUFFIX)], {})["samples"] = (name, data)
+        item = classify(raw_name)
+        if item.role is Role.COMPANION:
+            skipped.append(item)
+        elif item.role is Role.BENCHMARK_JSON:
+            records.append((item.name, data, item))
+        elif item.role in (Role.MANIFEST, Role.SAMPLES):
+            stems.setdefault(item.stem, {})["manifest" if item.role is Role.MANIFEST else "samples"] = (item.name,
+                                                                                                      data)
         else:
-            parsed = ResultFileName.parse(name)
-            stems.setdefault(parsed.key.stem, {})[parsed.kind] = (name, data)
-            keys[parsed.key.stem] = parsed.key
+            stems.setdefault(item.stem, {})[item.kind] = (item.name, data)
+            keys[item.stem] = ResultFileName.parse(item.name).key
+    parsed_records: dict[str, list[tuple[str, ParsedRecords]]] = {}
+    for name, data, item in records:
+        if not looks_like_records(data):
+            skipped.append(Classified(name, Role.COMPANION, reason="JSON, but not benchmark-database records"))
+            continue
+        parsed = parse_records(data, name, _hints_from_name(item))
+        kinds = {k for k, rows in (("performance", parsed.performance), ("accuracy", parsed.accuracy)) if rows}
+        csvs = stems.get(parsed.key.stem, {})
+        if kinds and all(k in csvs for k in kinds):
+            # the harness writes both: the CSV is the complete one (model_fail_to_load rows have no record)
+            twins = " and ".join(csvs[k][0] for k in sorted(kinds))
+            skipped.append(Classified(name, Role.COMPANION, reason=f"the same rows as {twins}"))
+            continue
+        parsed_records.setdefault(parsed.key.stem, []).append((name, parsed))
+        stems.setdefault(parsed.key.stem, {})
+        keys.setdefault(parsed.key.stem, parsed.key)
+    if not keys:
+        what = ", ".join(f"{c.name} ({c.reason})" for c in skipped) or "nothing"
+        raise ContractError(f"no performance or accuracy results in the upload; skipped {what}")
     bundles = []
     for stem, parts in sorted(stems.items()):
         if stem not in keys:
             orphan = next(iter(parts.values()))[0]
             raise ContractError("no performance or accuracy CSV of this run in the upload", file=orphan)
-        bundles.append(_bundle(keys[stem], parts, defaults))
+        bundles.append(_bundle(keys[stem], parts, defaults, parsed_records.get(stem, [])))
+    notices = [f"skipped {c.name}: {c.reason}" for c in sorted(skipped, key=lambda c: c.name)]
+    if notices:
+        bundles[0] = replace(bundles[0], notices=tuple(notices) + bundles[0].notices)
     return bundles
 
 
-def _bundle(key: RunKey, parts: Mapping[str, tuple[str, bytes]], defaults: IngestDefaults) -> RunBundle:
-    performance = parse_performance_csv(parts["performance"][1], parts["performance"][0]) \
-        if "performance" in parts else []
-    accuracy = parse_accuracy_csv(parts["accuracy"][1], parts["accuracy"][0]) if "accuracy" in parts else []
+def _hints_from_name(item: Classified) -> KeyHints:
+    """What a benchmark JSON file's name says of its run (``{stem}_performance.json``), if it follows the contract."""
+    if not (item.stem and item.kind):
+        return KeyHints()
+    try:
+        key = ResultFileName.parse(f"{item.stem}_{item.kind}.csv").key
+    except ContractError:
+        return KeyHints()
+    return KeyHints(suite=key.suite, backend=key.backend_variant, dtype=key.dtype, mode=key.mode, device=key.device)
+
+
+def _bundle(key: RunKey, parts: Mapping[str, tuple[str, bytes]], defaults: IngestDefaults,
+            records: Sequence[tuple[str, ParsedRecords]] = ()) -> RunBundle:
+    repeats = []
+    performance, accuracy = [], []
+    if "performance" in parts:
+        name, data = parts["performance"]
+        performance = parse_performance_csv(data, name)
+        repeats += csv_repeats(data, name, "performance")
+    if "accuracy" in parts:
+        name, data = parts["accuracy"]
+        accuracy = parse_accuracy_csv(data, name)
+        repeats += csv_repeats(data, name, "accuracy")
+    for _, parsed in records:
+        performance += parsed.performance
+        accuracy += parsed.accuracy
+        repeats += parsed.repeats
     if "manifest" in parts:
         name, data = parts["manifest"]
         manifest = Manifest.parse(data, name)
@@ -182,7 +236,7 @@ def _bundle(key: RunKey, parts: Mapping[str, tuple[str, bytes]], defaults: Inges
         manifest = default_manifest(key, defaults)
     samples = parse_samples(parts["samples"][1], parts["samples"][0]) if "samples" in parts else []
     return RunBundle(manifest=manifest, results=tuple(join_results(performance, accuracy)),
-                     samples={s.name: s for s in samples})
+                     samples={s.name: s for s in samples}, notices=tuple(r.message for r in repeats))
 
 
 class ResultPayload(BaseModel):
@@ -244,8 +298,10 @@ def bundle_from_payload(payload: RunPayload) -> RunBundle:
             raise ContractError(str(exc), file=where) from None
         if item.speedup is None and item.accuracy is None:
             raise ContractError("a result needs a speedup, an accuracy status or both", file=where)
+    repeats = find_repeats("JSON upload", ((i, r.name, r.accuracy or f"{r.speedup or 0:.2f}x")
+                                           for i, r in enumerate(payload.results)), unit="results")
     return RunBundle(manifest=payload.manifest, results=tuple(join_results(performance, accuracy)),
-                     samples={s.name: s for s in samples})
+                     samples={s.name: s for s in samples}, notices=tuple(r.message for r in repeats))
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -351,6 +407,7 @@ def _result_row(run_id: int, series_id: int, result: ModelResult, samples: Model
                 error: str | None) -> dict[str, Any]:
     perf = result.performance
     stats = perf.stats if perf is not None else GraphStats()
+    interval = speedup_interval(samples.eager_ms, samples.compiled_ms) if samples and perf else None
     return {
         "run_id": run_id, "series_id": series_id, "name": result.name, "batch_size": result.batch_size,
         "accuracy": result.accuracy, "passed": result.gated_speedup > 0,
@@ -361,6 +418,8 @@ def _result_row(run_id: int, series_id: int, result: ModelResult, samples: Model
         "dynamo_peak_mem": perf.dynamo_peak_mem if perf else None,
         "calls_captured": stats.calls_captured, "unique_graphs": stats.unique_graphs,
         "graph_breaks": stats.graph_breaks, "unique_graph_breaks": stats.unique_graph_breaks,
+        "speedup_ci_low": interval.low if interval else None,
+        "speedup_ci_high": interval.high if interval else None,
         "samples": _samples_json(samples) if samples else None,
         "error": error,
     }
@@ -462,4 +521,4 @@ def ingest(session: Session, bundles: Sequence[RunBundle], hooks: Sequence[PostI
                 session.rollback()
                 logger.exception("post-ingest hook %s failed for run %s", getattr(hook, "__name__", hook), run.run_id)
                 errors.append(f"{getattr(hook, '__name__', hook)} on run {run.run_id}: {exc}")
-    return IngestReport(runs=stored, hook_errors=tuple(errors))
+    return IngestReport(runs=stored, hook_errors=tuple(errors), notices=tuple(n for b in bundles for n in b.notices))

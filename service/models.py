@@ -143,6 +143,9 @@ class Result(Base):
     unique_graphs: Mapped[int | None]
     graph_breaks: Mapped[int | None]
     unique_graph_breaks: Mapped[int | None]
+    # 95 % confidence interval of the speedup from the raw samples (perfdash.confidence), set at ingest
+    speedup_ci_low: Mapped[float | None]
+    speedup_ci_high: Mapped[float | None]
     # {"eager_ms": [...], "compiled_ms": [...]}; deferred: ~100 floats a row that only detail views want
     samples: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON(none_as_null=True), deferred=True)
     error: Mapped[str | None] = mapped_column(sa.Text)  # why it failed, from the manifest

@@ -77,7 +77,9 @@ def build_timm(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
         module = timm.create_model(spec.builder_target, pretrained=False, **kwargs)
     except RuntimeError as exc:  # timm raises RuntimeError("Unknown model ...")
         raise ModelLoadError(str(exc)) from exc
-    size = tuple(input_size) if input_size else tuple(resolve_data_config({}, model=module)["input_size"])
+    # The model's own data config, its test size in inference (e.g. 288 for resnet18), as PyTorch's timm_models.py.
+    size = tuple(input_size) if input_size else tuple(
+        resolve_data_config({}, model=module, use_test_size=not ctx.training)["input_size"])
     return _image_model(module, size, getattr(module, "num_classes", None), ctx)
 
 

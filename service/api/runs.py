@@ -6,7 +6,7 @@ from datetime import date, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response, status
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
@@ -34,6 +34,8 @@ class IngestedRunOut(BaseModel):
 class IngestResponse(BaseModel):
     runs: list[IngestedRunOut]
     hook_errors: list[str]
+    notices: list[str] = Field(default_factory=list,
+                               description="skipped companion files and repeated model rows (the last row is kept)")
 
 
 @router.get("", response_model=list[RunOut], summary="List runs, newest night first")
@@ -151,5 +153,5 @@ async def runs_create(request: Request, response: Response, session: SessionDep)
     response.status_code = status.HTTP_201_CREATED if any(r.created for r in report.runs) else status.HTTP_200_OK
     return IngestResponse(runs=[IngestedRunOut(run_id=r.run_id, run_key=r.run_key, created=r.created, suite=r.suite,
                                                backend=r.backend, models=r.models) for r in report.runs],
-                          hook_errors=list(report.hook_errors))
+                          hook_errors=list(report.hook_errors), notices=list(report.notices))
 

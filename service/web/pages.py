@@ -151,7 +151,7 @@ def model(request: Request, session: SessionDep, series_id: int,
                   label=views.config_label(config), group=views.group_title(config), points=points, last=last,
                   activation=activation,
                   chart=chart, since=since, until=until, notes=notes, table_limit=MODEL_TABLE_ROWS, findings=findings,
-                  repro=repro_command(config, series.name),
+                  repro=repro_command(config, series.name), views=views,
                   env=" ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(config.env.items())))
 
 

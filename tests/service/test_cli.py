@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from perfdash import spool
 from perfdash.cli import main
 
 DATA = Path(__file__).parent / "data" / "pytorch_run"
@@ -144,12 +145,14 @@ def test_post_spool_while_down_and_retry_spool_next_time(tmp_path, monkeypatch, 
         out = capsys.readouterr().out
         assert out.index("spooled") < out.index(str(second.resolve()))
         assert _count_runs(server_db) == 2
-        assert [p for p in spool_dir.iterdir() if p.name != "rejected"] == []
+        assert spool.entries(spool_dir) == []
 
-        # a wrong token is refused, not spooled
+        # a wrong token fails the command, but the upload is kept for a valid token: the files are not at fault
         assert main(["ingest", str(DATA), "--url", url, "--token", "nope", "--retries", "1"]) == 1
         assert "HTTP 401" in capsys.readouterr().err
-        assert [p for p in spool_dir.iterdir() if p.name != "rejected"] == []
+        assert len(spool.entries(spool_dir)) == 1 and _count_runs(server_db) == 2
+        assert main(["ingest", str(second), *flags, "--timestamp", "2026-07-02T01:00:00+00:00"]) == 0
+        assert _count_runs(server_db) == 3 and spool.entries(spool_dir) == []
 
 
 def test_db_upgrade_and_current(tmp_path, monkeypatch, capsys):
