@@ -26,7 +26,7 @@ from pathlib import Path
 
 from perfdash import spool
 from perfdash.contract import ContractError
-from perfdash.resultfiles import collect, default_timestamp, named_by_flags
+from perfdash.resultfiles import collect, named_by_flags
 from perfdash.upload import Answer, Upload, Verdict, post_upload
 
 EXIT_REFUSED = 1
@@ -211,7 +211,7 @@ def post_results(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     for directory, files in sorted(groups.items()):
         form = {k: v for k, v in {
             "machine": args.machine, "commit": args.commit, "torch_version": args.torch_version,
-            "timestamp": (args.timestamp or default_timestamp(directory, files)).isoformat()}.items() if v}
+            "timestamp": args.timestamp.isoformat() if args.timestamp else None}.items() if v}
         poster.post_directory(directory, Upload(files=files, form=form))
     tally = poster.tally
     if len(tally.refused) + len(tally.not_kept) > 1:  # one problem is already one clear line

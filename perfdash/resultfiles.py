@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 from collections import defaultdict
-from datetime import UTC, datetime
 from pathlib import Path
 
 _PATTERNS = ("*.csv", "*.json", "*_samples.jsonl")
@@ -29,12 +28,6 @@ def collect(paths: list[str]) -> dict[Path, dict[str, bytes]]:
             found[file.parent.resolve()][file.name] = file.read_bytes()
     return dict(found)
 
-
-def default_timestamp(directory: Path, files: dict[str, bytes]) -> datetime:
-    """Without --timestamp or a manifest: when the CSVs were last written (the run's end), so re-ingesting the same
-    files gives the same run key."""
-    mtimes = [(directory / name).stat().st_mtime for name in files if name.endswith(".csv")]
-    return datetime.fromtimestamp(int(max(mtimes)), UTC) if mtimes else datetime.now(UTC)
 
 
 def named_by_flags(args: argparse.Namespace, groups: dict[Path, dict[str, bytes]]) -> dict[Path, dict[str, bytes]]:

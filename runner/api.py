@@ -151,7 +151,7 @@ def make_job(options: RunOptions, suite: Suite, spec: ModelSpec) -> Job:
                dtype=options.dtype, mode=options.mode, backend=options.backend, compile_mode=options.compile_mode,
                dynamic_shapes=options.dynamic_shapes, repeat=options.repeat, warmup=options.warmup,
                accuracy=options.run_accuracy, performance=options.run_performance, threads=options.threads,
-               tolerance=tolerance)
+               tolerance=tolerance, accuracy_batch_size=options.batch_size or suite.accuracy_batch_size)
 
 
 def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, server: ForkServer,
@@ -174,7 +174,8 @@ def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, server: ForkSe
     finally:
         if cache_dir is not None:
             shutil.rmtree(cache_dir, ignore_errors=True)
-    return interpret(outcome, name=spec.name, batch_size=job.batch_size, dev=options.device,
+    return interpret(outcome, name=spec.name, batch_size=job.batch_size, accuracy_batch_size=job.accuracy_batch_size,
+                     dev=options.device,
                      want_accuracy=options.run_accuracy, want_performance=options.run_performance,
                      timings={**(outcome.result.timings if outcome.result is not None else {}),
                               "worker_wall": outcome.wall_s})

@@ -21,6 +21,7 @@ PROTOCOL_VERSION = 3
 
 # Phases in the order the worker runs them.
 PHASE_LOAD = "load"
+PHASE_VALIDATE = "eager_validate"  # one eager iteration of the loaded model, as PyTorch's load_model validates it
 PHASE_EAGER_1ST = "eager_1st_run"  # accuracy: first eager run
 PHASE_EAGER_2ND = "eager_2nd_run"  # accuracy: second eager run (must agree with the first)
 PHASE_FP64 = "fp64_reference"  # accuracy: fp64 reference (its failure is tolerated, as in PyTorch)
@@ -29,7 +30,7 @@ PHASE_COMPILE = "compile"  # performance: the compiled warm-up (compilation happ
 PHASE_MEMORY = "memory"  # performance: activation peak of one eager and one compiled step (the timed loop's warm-up)
 PHASE_MEASURE = "measure"  # performance: interleaved timing
 PHASE_ACCURACY_COMPILED = "compiled_run"  # accuracy: the compiled model's output
-PHASES = (PHASE_LOAD, PHASE_EAGER_1ST, PHASE_EAGER_2ND, PHASE_FP64, PHASE_EAGER_WARMUP, PHASE_COMPILE,
+PHASES = (PHASE_LOAD, PHASE_VALIDATE, PHASE_EAGER_1ST, PHASE_EAGER_2ND, PHASE_FP64, PHASE_EAGER_WARMUP, PHASE_COMPILE,
           PHASE_MEMORY, PHASE_MEASURE, PHASE_ACCURACY_COMPILED)
 
 
@@ -50,6 +51,7 @@ class Job:
     performance: bool
     threads: int | None
     tolerance: Tolerance
+    accuracy_batch_size: int | None = None  # the accuracy check's batch size; None: batch_size
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -86,6 +88,10 @@ class Performance:
     unique_graphs: int | None = None
     graph_breaks: int | None = None
     unique_graph_breaks: int | None = None
+    fallbacks_to_eager: int | None = None
+    autograd_captures: int | None = None
+    autograd_compiles: int | None = None
+    cudagraph_skips: int | None = None
 
     def __post_init__(self) -> None:
         if not self.eager_ms or len(self.eager_ms) != len(self.compiled_ms):
@@ -112,10 +118,13 @@ class WorkerResult:
     name: str
     batch_size: int
     performance: Performance | None = None
-    accuracy: str | None = None  # pass | fail_accuracy | eager_two_runs_differ (failures come from ``failure``)
+    accuracy: str | None = None  # pass | pass_due_to_skip | fail_accuracy | eager_two_runs_differ (else ``failure``)
     failure: Failure | None = None
     # Seconds spent per part of the worker (process start excluded), for bench/harness.py.
     timings: dict[str, float] = field(default_factory=dict)
+    # The accuracy check's own Dynamo counters (graph_stats) and compile seconds, once it decided or compiled.
+    accuracy_stats: dict[str, int] | None = None
+    accuracy_compile_s: float | None = None
 
     def to_json(self) -> str:
         return json.dumps({"event": "result", **asdict(self)})
@@ -132,6 +141,8 @@ class WorkerResult:
             accuracy=data.get("accuracy"),
             failure=Failure(**failure) if failure else None,
             timings={k: float(v) for k, v in (data.get("timings") or {}).items()},
+            accuracy_stats=data.get("accuracy_stats"),
+            accuracy_compile_s=data.get("accuracy_compile_s"),
         )
 
 

@@ -35,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ingest.add_argument("--machine", help="without a manifest: the machine (CPU model or GPU name)")
     ingest.add_argument("--commit", help="without a manifest: the torch git commit")
     ingest.add_argument("--timestamp", type=datetime.fromisoformat,
-                        help="without a manifest: when the run started, ISO 8601 (default: the CSVs' mtime)")
+                        help="without a manifest: when the run started, ISO 8601 (default: none, the run is "
+                             "keyed by its content and dated when stored)")
     ingest.add_argument("--torch-version", help="without a manifest: torch version")
     ingest.add_argument("--retries", type=int, default=4, help="attempts per upload before spooling it (--url)")
     ingest.add_argument("--max-server-errors", type=int, default=3,

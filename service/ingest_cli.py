@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from perfdash.contract import ContractError
-from perfdash.resultfiles import collect, default_timestamp, named_by_flags
+from perfdash.resultfiles import collect, named_by_flags
 
 
 def run_ingest(args: argparse.Namespace) -> int:
@@ -26,28 +26,52 @@ def run_ingest(args: argparse.Namespace) -> int:
 
 
 def _direct(args: argparse.Namespace, settings, groups: dict[Path, dict[str, bytes]]) -> int:
-    from service.db import make_engine, make_session_factory
-    from service.hooks import post_ingest_hooks
-    from service.ingest import IngestConflict, IngestDefaults, bundles_from_files, ingest
-    from service.migrate import current_heads, upgrade
+    from sqlalchemy import exc as sa_exc
 
-    if not current_heads(settings.database_url):  # a fresh database (the embedded SQLite default): create it
-        upgrade(settings.database_url)
+    from service.db import InputRejected, make_engine, make_session_factory
+    from service.hooks import post_ingest_hooks
+    from service.ingest import IngestConflict, IngestDefaults, bundles_from_files, database_unavailable, ingest
+    from service.migrate import current_heads, head_revision, upgrade
+
+    try:
+        heads = current_heads(settings.database_url)
+        if not heads:  # a fresh database (the embedded SQLite default): create it
+            upgrade(settings.database_url)
+        elif heads != {head_revision()}:
+            print(f"error: the database is at revision {', '.join(sorted(heads))}, this perfdash needs "
+                  f"{head_revision()}: run `perfdash db upgrade` first; nothing was stored", file=sys.stderr)
+            return 1
+    except sa_exc.SQLAlchemyError as exc:
+        print(f"error: database unavailable ({type(exc).__name__}); nothing was stored", file=sys.stderr)
+        return 1
     bundles = []
     try:
-        for directory, files in sorted(groups.items()):
-            defaults = IngestDefaults(machine=args.machine, commit=args.commit, torch_version=args.torch_version,
-                                      timestamp=args.timestamp or default_timestamp(directory, files))
-            bundles += bundles_from_files(files, defaults)
+        defaults = IngestDefaults(machine=args.machine, commit=args.commit, torch_version=args.torch_version,
+                                  timestamp=args.timestamp)
     except ContractError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: --{(exc.file or '').replace('_', '-')}: {exc.message}", file=sys.stderr)
         return 1
+    for directory, files in sorted(groups.items()):
+        # without --timestamp (and a manifest) a run is keyed by its content, never by file times: a copy of the
+        # same files is the same run
+        try:
+            bundles += bundles_from_files(files, defaults)
+        except ContractError as exc:
+            where = directory / exc.file if exc.file in files else exc.file
+            print(f"error: {ContractError(exc.message, file=where, line=exc.line, column=exc.column)}",
+                  file=sys.stderr)
+            return 1
     engine = make_engine(settings.database_url)
     try:
         with make_session_factory(engine)() as session:
             report = ingest(session, bundles, post_ingest_hooks(settings))
-    except IngestConflict as exc:
+    except (IngestConflict, InputRejected) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except sa_exc.SQLAlchemyError as exc:
+        # the database's own message quotes SQL and values: one line saying what kind of failure it was
+        what = "unavailable" if database_unavailable(exc) else f"refused the upload ({type(exc).__name__})"
+        print(f"error: database {what}; nothing was stored", file=sys.stderr)
         return 1
     finally:
         engine.dispose()

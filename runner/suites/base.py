@@ -94,8 +94,12 @@ class ModelSpec:
 
 @dataclass(frozen=True, slots=True)
 class Tolerance:
+    """How the accuracy check compares a model's results (runner.accuracy), as PyTorch's harness does for it."""
+
     tol: float
     cosine: bool = False
+    larger_multiplier: bool = False  # PyTorch's use_larger_multiplier_for_smaller_tensor
+    skip: bool = False  # not checked: PyTorch records pass_due_to_skip (e.g. models too large for the check)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +141,9 @@ class Suite:
     expand_models: Callable[[list[ModelSpec], int | None], list[ModelSpec]] | None = None
     # Libraries the suite's builders import lazily that the fork server should import once per run.
     libraries: tuple[str, ...] = ()
+    # The batch size PyTorch's harness checks accuracy at when none is given (common.py run() with --accuracy);
+    # None: the model's own batch size.
+    accuracy_batch_size: int | None = None
 
     def preload(self, specs: list[ModelSpec]) -> list[str]:
         """What the fork server (runner.zygote) imports before the first worker: the libraries of these entries'

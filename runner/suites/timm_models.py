@@ -28,4 +28,4 @@ def versions() -> dict[str, str]:
 
 
 SUITE = Suite(name="timm_models", data_file=DATA_DIR / "timm_models.toml", default_builder="timm",
-              tolerance=tolerance, versions=versions)
+              tolerance=tolerance, versions=versions, accuracy_batch_size=8)

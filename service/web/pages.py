@@ -52,7 +52,9 @@ def _blank(value: str | None) -> str | None:
 def _date_range(since: date | None, until: date | None, days: int, latest: date | None) -> tuple[date, date]:
     # Ranges default to the last `days` nights that have data (not today: a stopped machine still shows history).
     end = until or latest or date.today()
-    return since or end - timedelta(days=days), end
+    # ?to=0001-01-01 has no `days` nights before it: start at the calendar's first day rather than overflow
+    start = end - timedelta(days=days) if end.toordinal() > days else date.min
+    return since or start, end
 
 
 def _config_filter(suite: str | None, backend: str | None, device: str | None, dtype: str | None, mode: str | None,

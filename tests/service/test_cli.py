@@ -62,7 +62,7 @@ def test_ingest_directly_then_summary(database, capsys):
     assert main(["summary", "--run", "999999"]) == 1
 
 
-def test_default_timestamp_makes_reingest_idempotent(tmp_path, monkeypatch, capsys):
+def test_reingest_without_timestamp_is_idempotent(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'p.db'}")
     copy = tmp_path / "results"
     shutil.copytree(DATA, copy)

@@ -253,11 +253,12 @@ def test_unknown_but_wellformed_status_is_kept_and_counts_as_failure(upload, ses
 
 def test_a_failing_run_rolls_back_the_whole_upload(upload, session, run_files):
     good = run_files({"resnet18": 1.3}, stem="inductor_timm_models_float32_inference_cpu")
-    # A model name longer than the column allows fails inside the database, after the first run was written.
+    # A model name longer than the column allows: refused by the contract, naming where, before anything is stored.
     bad = run_files({"x" * 300: 1.1}, stem="inductor_torchbench_float32_inference_cpu")
     response = upload({**good, **bad}, machine="m", timestamp="2026-01-01T00:00:00")
     assert response.status_code == 422
-    assert "too long" in response.json()["detail"]["message"]
+    detail = response.json()["detail"]
+    assert "at most 200" in detail["message"] and (detail["line"], detail["column"]) == (2, "name")
     assert _count(session, Run) == 0 and _count(session, Result) == 0 and _count(session, Machine) == 0
 
 
