@@ -339,13 +339,13 @@ def _measure(base: Prepared, job: Job, phases: Phases) -> Performance:
     """Timings, peak memory and graph stats.
 
     What is alive matches PyTorch's performance process, so that peak memory counts the same weights: the model plus
-    the eager warm-up's deep copy during the eager warm-up, the model alone during the compiled one. Training keeps
-    ``base`` untouched for the accuracy check and measures a copy; with accuracy on, that is one more copy of the
-    weights than PyTorch's performance-only process holds.
+    the eager warm-up's deep copy during the eager warm-up, the model alone during the compiled one. With accuracy on,
+    ``base`` must stay pristine for the accuracy check's compiled run (a forward may change the model's state), so a
+    copy is measured: one more copy of the weights than PyTorch's performance-only process holds.
     """
     from torch._dynamo.utils import counters
 
-    model = copy.deepcopy(base.module) if job.mode == "training" and job.accuracy else base.module
+    model = copy.deepcopy(base.module) if job.accuracy else base.module
     with phases.enter(PHASE_EAGER_WARMUP):
         eager_warm = warmup(make_step(copy.deepcopy(model), base, job), job.warmup, job.device)
     with phases.enter(PHASE_COMPILE):
