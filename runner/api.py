@@ -2,8 +2,9 @@
 
 One worker process per model, forked by one fork server per run that has imported torch and the suite's libraries
 (see runner.process.ForkServer); rows are appended as each model finishes, so running the same command again resumes
-after the models already in the CSVs. The same worker measures peak memory, on CPU too (see
-runner.measure.PeakMemory): one process, and one compilation in inference, per model.
+after the models already in the CSVs. The same worker measures peak memory, PyTorch's over the warm-ups (see
+runner.measure.warmup) and perfdash's activation peak (runner.measure.PeakMemory): one process, and one compilation in
+inference, per model.
 """
 
 from __future__ import annotations

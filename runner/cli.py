@@ -47,7 +47,10 @@ def register(subparsers: Any) -> None:
     meas.add_argument("--accuracy", action="store_true", help="check accuracy (both when neither flag is given)")
     meas.add_argument("--performance", action="store_true", help="measure performance")
     meas.add_argument("--repeat", type=int, default=DEFAULT_REPEAT, metavar="N", help="timed iterations")
-    meas.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, metavar="N", help="warm-up iterations")
+    meas.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, metavar="N",
+                      help="warm-up iterations of eager and of compiled, each timed as one block: compile latency is "
+                           "their difference and peak memory is read over them, as in PyTorch's harness (default "
+                           "%(default)s, its count)")
     meas.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS", help="per model")
     meas.add_argument("--cold-start", action="store_true", help="fresh Inductor cache per model (cold compile)")
     out = p.add_argument_group("output")

@@ -13,7 +13,15 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-from perfdash.contract import BackendInfo, JenkinsInfo, MachineInfo, Manifest, RunConfig
+from perfdash.contract import (
+    ACTIVATION_PEAK_DEFINITION,
+    MEMORY_DEFINITIONS,
+    BackendInfo,
+    JenkinsInfo,
+    MachineInfo,
+    Manifest,
+    RunConfig,
+)
 from runner.backends import BACKEND_SPECS, package_versions, settings
 from runner.suites import Suite
 
@@ -100,7 +108,9 @@ def new_manifest(config: RunConfig, suite: Suite, quantize: str | None = None) -
     versions = {**suite_versions(suite), **(backend.packages if backend else {})}
     return Manifest(config=config, machine=machine_info(config.device), torch_version=version,
                     torch_git_commit=commit, suite_versions=versions, jenkins=jenkins_info(),
-                    command=shlex.join(sys.argv), start_time=datetime.now(UTC), backend=backend)
+                    command=shlex.join(sys.argv), start_time=datetime.now(UTC), backend=backend,
+                    memory_definitions={"peak_memory": MEMORY_DEFINITIONS[config.device],
+                                        "activation_peak": ACTIVATION_PEAK_DEFINITION})
 
 
 def load_or_create(path: Path, config: RunConfig, suite: Suite, quantize: str | None = None) -> Manifest:

@@ -21,7 +21,7 @@ assert set(RUNNABLE_BACKENDS) <= set(BACKENDS)
 # (torch.backends.xeon.run_cpu) gets the same from jemalloc with dirty_decay_ms:-1; jemalloc ignores these.
 CPU_MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(16 << 30), "MALLOC_TOP_PAD_": str(256 << 20)}
 DEFAULT_REPEAT = 30
-DEFAULT_WARMUP = 2
+DEFAULT_WARMUP = 5  # PyTorch's warm-up iterations (run_performance_test in benchmarks/dynamo/common.py)
 DEFAULT_TIMEOUT_S = 1800.0
 
 
@@ -92,7 +92,7 @@ class RunOptions:
         return RunConfig(suite=self.suite, backend=self.backend, variant=self.variant, compile_mode=self.compile_mode,
                          dtype=self.dtype, mode=self.mode, device=self.device, threads=self.threads,
                          dynamic_shapes=self.dynamic_shapes, cold_start=self.cold_start, batch_size=self.batch_size,
-                         repeat=self.repeat, total_partitions=self.total_partitions,
+                         repeat=self.repeat, warmup=self.warmup, total_partitions=self.total_partitions,
                          partition_id=self.partition_id, env=env)
 
 
