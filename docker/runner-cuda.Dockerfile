@@ -31,7 +31,9 @@ RUN install-torch "${TORCH_SPEC}" "${CUDA_VARIANT}"
 
 WORKDIR /opt/perfdash
 COPY . .
-RUN python -m pip install -e ".[runner]"
+# Then the backends of the weekly backend cells (perfdash run --backend onnxruntime|openvino|tensorrt).
+RUN python -m pip install -e ".[runner]" \
+    && python -m pip install -e ".[backends-cuda]"
 # The spool of `perfdash ingest --url`: the Jenkinsfile mounts the node volume perfdash-spool here. A fresh named
 # volume takes this directory's mode, so whatever user Jenkins runs the container as can write to it.
 RUN mkdir -p "${PERFDASH_SPOOL_DIR}" && chmod 1777 "${PERFDASH_SPOOL_DIR}"

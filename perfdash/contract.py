@@ -28,15 +28,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 SCHEMA_VERSION = 1
 
 SUITES: tuple[str, ...] = ("torchbench", "huggingface", "timm_models", "hf_vision")
-BACKENDS: tuple[str, ...] = ("eager", "aot_eager", "inductor", "aot_inductor", "onnxruntime", "tensorrt")
+BACKENDS: tuple[str, ...] = ("eager", "aot_eager", "inductor", "aot_inductor", "onnxruntime", "tensorrt", "openvino")
 DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16", "amp")
 MODES: tuple[str, ...] = ("inference", "training")
 DEVICES: tuple[str, ...] = ("cpu", "cuda")
 COMPILE_MODES: tuple[str, ...] = ("default", "reduce-overhead", "max-autotune")
 KINDS: tuple[str, ...] = ("performance", "accuracy")
 # Backends accepted in uploads besides BACKENDS: the other compiler names of PyTorch's benchmarks/dynamo/runner.py
-# (ts_nnc, ts_nvfuser, trt, aot_cudagraphs, nvprims_nvfuser: old result files carry them) and openvino.
-FOREIGN_BACKENDS: tuple[str, ...] = ("openvino", "ts", "trt", "aot", "nvprims", "cudagraphs")
+# (ts_nnc, ts_nvfuser, trt, aot_cudagraphs, nvprims_nvfuser: old result files carry them).
+FOREIGN_BACKENDS: tuple[str, ...] = ("ts", "trt", "aot", "nvprims", "cudagraphs")
 # A variant is PyTorch CI's suffix after the backend (no_cudagraphs, dynamic, cpp_wrapper, max_autotune, ...).
 _VARIANT_SHAPE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 # The longest text the store keeps for a model name, a status, a machine name (the service's columns).
@@ -571,17 +571,33 @@ def completed_models(path: Path) -> set[str]:
 
 @dataclass(frozen=True, slots=True)
 class ModelSamples:
-    """Raw per-iteration timings of one model, ms. Interleaved: eager_ms[i] and compiled_ms[i] ran back to back."""
+    """perfdash's own per-model record: raw per-iteration timings, ms (interleaved: eager_ms[i] and compiled_ms[i] ran
+    back to back), and perfdash's activation peak, GB of 10^9 bytes: the peak of one warm step above what was in use
+    before it (weights and inputs excluded). PyTorch's peak memory columns mean something else (see
+    ``MEMORY_DEFINITIONS``); the activation peak never goes into them."""
 
     name: str
     batch_size: int
     eager_ms: tuple[float, ...]
     compiled_ms: tuple[float, ...]
+    eager_activation_peak_mem: float | None = None
+    dynamo_activation_peak_mem: float | None = None
 
     def __post_init__(self) -> None:
         for label, values in (("eager_ms", self.eager_ms), ("compiled_ms", self.compiled_ms)):
             if any(not math.isfinite(v) or v <= 0 for v in values):
                 raise ValueError(f"{label} must hold finite positive timings")
+        for label, value in (("eager_activation_peak_mem", self.eager_activation_peak_mem),
+                             ("dynamo_activation_peak_mem", self.dynamo_activation_peak_mem)):
+            if value is not None and (not math.isfinite(value) or value < 0):
+                raise ValueError(f"{label} must be a finite non-negative number of GB")
+
+    @property
+    def activation_ratio(self) -> float | None:
+        """Eager activation peak over compiled, like compression_ratio; None when either is missing or zero."""
+        if not self.eager_activation_peak_mem or not self.dynamo_activation_peak_mem:
+            return None
+        return self.eager_activation_peak_mem / self.dynamo_activation_peak_mem
 
     def to_json(self) -> str:
         return json.dumps({f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
@@ -591,7 +607,17 @@ class ModelSamples:
     def from_json(cls, text: str) -> ModelSamples:
         data = json.loads(text)
         return cls(name=data["name"], batch_size=int(data["batch_size"]), eager_ms=tuple(data["eager_ms"]),
-                   compiled_ms=tuple(data["compiled_ms"]))
+                   compiled_ms=tuple(data["compiled_ms"]),
+                   eager_activation_peak_mem=_optional_float(data.get("eager_activation_peak_mem")),
+                   dynamo_activation_peak_mem=_optional_float(data.get("dynamo_activation_peak_mem")))
+
+
+def _optional_float(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number, got {value!r}")
+    return float(value)
 
 
 def append_samples(path: Path, samples: ModelSamples) -> None:
@@ -673,6 +699,8 @@ class RunConfig(BaseModel):
     cold_start: bool = False
     batch_size: int | None = Field(None, ge=0, le=INT32_MAX)  # an override; None: the suite's own batch sizes
     repeat: int | None = Field(None, ge=0, le=INT32_MAX)
+    # warm-up iterations per side (compile latency and peak memory are taken over them)
+    warmup: int | None = Field(None, ge=0, le=INT32_MAX)
     total_partitions: int = Field(1, ge=1, le=INT32_MAX)
     partition_id: int = Field(0, ge=0, le=INT32_MAX)
     env: dict[str, str] = Field(default_factory=dict)  # settings such as TORCHINDUCTOR_FREEZING
@@ -691,6 +719,34 @@ class RunConfig(BaseModel):
         if self.compile_mode not in COMPILE_MODES:
             raise ValueError(f"unknown compile_mode {self.compile_mode!r}; expected one of {', '.join(COMPILE_MODES)}")
         return self
+
+
+# What perfdash's runner means by its memory figures, per device; the manifest of each run carries the definition it
+# was measured with. The PyTorch columns follow run_performance_test's ``warmup`` in PyTorch's
+# benchmarks/dynamo/common.py.
+MEMORY_DEFINITIONS: dict[str, str] = {
+    "cpu": "eager_peak_mem/dynamo_peak_mem: the process's resident set (psutil RSS) right after the eager/compiled "
+           "warm-up, GB of 10^9 bytes, as PyTorch's harness (whose CPU figure is this times 100: it multiplies "
+           "psutil's memory percentage by the total memory); compression_ratio = eager/dynamo",
+    "cuda": "eager_peak_mem/dynamo_peak_mem: torch.cuda.max_memory_allocated() over the eager/compiled warm-up after "
+            "reset_peak_memory_stats(), weights and inputs included, GB of 10^9 bytes, as PyTorch's harness; "
+            "compression_ratio = eager/dynamo",
+}
+ACTIVATION_PEAK_DEFINITION = ("samples file's *_activation_peak_mem: peak of one warm step above what was in use "
+                              "before it (CPU: replayed from torch.profiler's memory events; CUDA: "
+                              "max_memory_allocated() minus memory_allocated() before the step), GB of 10^9 bytes; "
+                              "perfdash's own, not PyTorch's")
+
+
+class BackendInfo(BaseModel):
+    """A backend beyond Dynamo's own (onnxruntime, openvino, tensorrt): its packages and how it was set up."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    name: str
+    packages: dict[str, str] = Field(default_factory=dict)  # distribution -> version
+    settings: dict[str, str] = Field(default_factory=dict)  # execution provider, integration, precision hint
+    models: dict[str, dict[str, str]] = Field(default_factory=dict)  # model -> what it got (e.g. the exporter)
 
 
 class Manifest(BaseModel):
@@ -714,6 +770,9 @@ class Manifest(BaseModel):
     # The machine's software beyond the configuration and the fingerprint (kernel, CPU microcode, perfdash version,
     # allocator preload ...): not part of the series, but a change of it names an environment shift in detection.
     environment: dict[str, str] = Field(default_factory=dict)
+    # what the memory figures of this run mean (MEMORY_DEFINITIONS, ACTIVATION_PEAK_DEFINITION); empty: not recorded
+    memory_definitions: dict[str, str] = Field(default_factory=dict)
+    backend: BackendInfo | None = None  # None: a torch.compile backend of torch itself
 
     @model_validator(mode="after")
     def _no_nul_bytes(self) -> Manifest:

@@ -1,15 +1,20 @@
 """What a worker does with one job: build the model, check accuracy, measure performance (imports torch).
 
 Order: load -> accuracy's eager runs (fp64 reference, 1st, 2nd) -> performance (eager warm-up, compiled warm-up =
-compilation, peak memory of one eager and one compiled step, interleaved timing) -> accuracy's compiled run.
+compilation, activation peak of one eager and one compiled step, interleaved timing) -> accuracy's compiled run.
 Performance comes before any compilation so its compiled warm-up measures a real compile. The accuracy check is
 PyTorch's check_accuracy: each of its runs is a fresh copy of the pristine model run ACCURACY_ITERATIONS times, the
 compiled one compiled from scratch, all under PyTorch's accuracy settings (runner.check_settings), which the timed
 phases run without, as PyTorch's performance runs do; at the suite's accuracy batch size (Job.accuracy_batch_size),
-on a second build of the same weights when that differs from the timed batch size. Peak memory is
-measured in the same process, between compilation and the timed loop: its profiled calls (CPU memory is replayed from
-torch.profiler's memory events, see runner.measure.PeakMemory) are the timed loop's warm-up iterations, so they cost
-no extra time, and the profiler is off again before the first timed call.
+on a second build of the same weights when that differs from the timed batch size.
+
+The performance part follows ``run_performance_test`` in PyTorch's benchmarks/dynamo/common.py: the eager warm-up
+runs ``job.warmup`` iterations on a deep copy of the model, the compiled warm-up as many on the model itself, and the
+timed loop runs eager and compiled on that one model. Each warm-up gives PyTorch's peak memory
+(runner.measure.warmup) and compile latency is the compiled warm-up minus the eager one. perfdash's own activation
+peak is measured between the warm-ups and the timed loop: its profiled calls (CPU memory is replayed from
+torch.profiler's memory events, see runner.measure.PeakMemory) are the timed loop's last warm-up iterations, and the
+profiler is off again before the first timed call.
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ from typing import Any
 import torch
 
 from runner import accuracy as acc
+from runner.backends import BACKEND_SPECS
+from runner.backends.worker import LazyBackendModel
 from runner.check_settings import accuracy_settings
-from runner.measure import TORCH_DTYPES, PeakMemory, autocast, timed
+from runner.measure import TORCH_DTYPES, PeakMemory, autocast, timed, warmup
 from runner.optimizer import make_optimizer
 from runner.protocol import (
     PHASE_ACCURACY_COMPILED,
@@ -125,7 +132,9 @@ def make_step(module: torch.nn.Module, p: Prepared, job: Job, use_autocast: bool
     return train
 
 
-def compiled(module: torch.nn.Module, job: Job) -> Callable[..., Any]:
+def compiled(module: torch.nn.Module, job: Job, notes: dict[str, str] | None = None) -> Callable[..., Any]:
+    if job.backend in BACKEND_SPECS:  # onnxruntime, openvino, tensorrt (runner.backends)
+        return LazyBackendModel(module, job, notes if notes is not None else {})
     mode = None if job.compile_mode == "default" else job.compile_mode
     return torch.compile(module, backend=job.backend, mode=mode, dynamic=True if job.dynamic_shapes else None)
 
@@ -208,6 +217,7 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
     phases = Phases(emit, timings)
     performance: Performance | None = None
     check = AccuracyCheck()
+    notes: dict[str, str] = {}  # what a non-Dynamo backend reports (the exporter), for the manifest
     try:
         with phases.enter(PHASE_LOAD):
             ctx = BuildContext(device=job.device, batch_size=job.batch_size, training=job.mode == "training")
@@ -227,19 +237,19 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
             with accuracy_settings(job.spec.name):
                 _check_eager(check_built, check_base, job, phases, check)
         if job.performance:
-            performance = _measure(base, job, phases)
+            performance = _measure(base, job, phases, notes)
         if job.accuracy and check.status is None:
             with phases.enter(PHASE_ACCURACY_COMPILED), accuracy_settings(job.spec.name):
-                _check_compiled(check_base, job, check)
+                _check_compiled(check_base, job, check, notes)
     except Exception as exc:  # noqa: BLE001 - any failure of the model becomes its status row
         failure = Failure(phase=phases.current, kind="oom" if is_oom(exc) else "error",
                           message=f"{type(exc).__name__}: {exc}"[:2000])
         return WorkerResult(name=job.spec.name, batch_size=job.batch_size, performance=performance,
                             accuracy=check.status, failure=failure, timings=timings, accuracy_stats=check.stats,
-                            accuracy_compile_s=check.compile_s)
+                            accuracy_compile_s=check.compile_s, backend_notes=notes)
     return WorkerResult(name=job.spec.name, batch_size=job.batch_size, performance=performance,
                         accuracy=check.status, timings=timings, accuracy_stats=check.stats,
-                        accuracy_compile_s=check.compile_s)
+                        accuracy_compile_s=check.compile_s, backend_notes=notes)
 
 
 def _validate(base: Prepared, check_base: Prepared, job: Job) -> None:
@@ -293,7 +303,7 @@ def _check_eager(built: BuiltModel, base: Prepared, job: Job, phases: Phases, ch
         check.stats, check.compile_s = dict.fromkeys(graph_stats(), 0), 0.0
 
 
-def _check_compiled(base: Prepared, job: Job, check: AccuracyCheck) -> None:
+def _check_compiled(base: Prepared, job: Job, check: AccuracyCheck, notes: dict[str, str]) -> None:
     """The compiled half: a fresh copy compiled from scratch (Dynamo reset, counters cleared), compared with eager.
     Without an fp64 reference the comparison is by cosine similarity, as PyTorch falls back to."""
     from torch._dynamo.utils import counters
@@ -303,11 +313,16 @@ def _check_compiled(base: Prepared, job: Job, check: AccuracyCheck) -> None:
     compile_start = compile_wall_time()
     try:
         m = _accuracy_copy(base, job)
-        compiled_result = collect(m, make_step(compiled(m, job), base, job, checking_accuracy=True), job)
+        compiled_result = collect(m, make_step(compiled(m, job, notes), base, job, checking_accuracy=True), job)
     finally:
         check.stats, check.compile_s = graph_stats(), compile_wall_time() - compile_start
+        if not _dynamo_graph(job):
+            check.stats = check.compile_s = None  # no Dynamo graph: its counters and compile time say nothing
     tol = job.tolerance
-    agree = acc.same(check.eager, compiled_result, check.fp64, tol.tol, tol.cosine or check.fp64 is None,
+    # Quantization changes the numbers by design: judged on cosine similarity, the comparison PyTorch's same()
+    # offers (its --cosine) for results that cannot meet an elementwise tolerance.
+    cosine = tol.cosine or check.fp64 is None or job.quantize is not None
+    agree = acc.same(check.eager, compiled_result, check.fp64, tol.tol, cosine,
                      equal_nan=_equal_nan(job), larger_multiplier=tol.larger_multiplier)
     check.status = "pass" if agree else "fail_accuracy"
 
@@ -330,31 +345,41 @@ def _fp64_reference(built: BuiltModel, base: Prepared, job: Job) -> list[Any] | 
         return None
 
 
-def _measure(base: Prepared, job: Job, phases: Phases) -> Performance:
-    """Timings and graph stats."""
+def _dynamo_graph(job: Job) -> bool:
+    spec = BACKEND_SPECS.get(job.backend)
+    return spec is None or spec.dynamo_graph
+
+
+def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) -> Performance:
+    """Timings, peak memory and graph stats.
+
+    What is alive matches PyTorch's performance process, so that peak memory counts the same weights: the model plus
+    the eager warm-up's deep copy during the eager warm-up, the model alone during the compiled one. With accuracy on,
+    ``base`` must stay pristine for the accuracy check's compiled run (a forward may change the model's state), so a
+    copy is measured: one more copy of the weights than PyTorch's performance-only process holds.
+    """
     from torch._dynamo.utils import counters
 
-    eager_model = copy.deepcopy(base.module)
-    compiled_model = copy.deepcopy(base.module)
-    eager_step = make_step(eager_model, base, job)
+    model = copy.deepcopy(base.module) if job.accuracy else base.module
     with phases.enter(PHASE_EAGER_WARMUP):
-        eager_warm, _ = timed(eager_step, job.device)
+        eager_warm = warmup(make_step(copy.deepcopy(model), base, job), job.warmup, job.device)
     with phases.enter(PHASE_COMPILE):
         torch._dynamo.reset()
         counters.clear()
-        compiled_step = make_step(compiled(compiled_model, job), base, job)
-        compiled_warm, _ = timed(compiled_step, job.device)
-        stats = graph_stats()
+        compiled_step = make_step(compiled(model, job, notes), base, job)
+        compiled_warm = warmup(compiled_step, job.warmup, job.device)
+        stats = graph_stats() if _dynamo_graph(job) else {}
+    eager_step = make_step(model, base, job)
     with phases.enter(PHASE_MEMORY):  # both steps are warm: neither compilation nor first-call caches count
         # Inference frees nothing a step did not allocate, so one profiled call each is exact (and is cheaper).
         memory = PeakMemory(job.device, primed=job.mode == "training")
-        eager_peak = memory.measure(eager_step)
-        dynamo_peak = memory.measure(compiled_step)
+        eager_activation = memory.measure(eager_step)
+        # A backend with its own allocator (ONNX Runtime, OpenVINO, TensorRT) is invisible to torch's: its activation
+        # peak, and on CUDA its max_memory_allocated(), stay empty (CPU's resident set sees every allocator).
+        spec = BACKEND_SPECS.get(job.backend)
+        torch_allocator = spec is None or spec.torch_allocator
+        dynamo_activation = memory.measure(compiled_step) if torch_allocator else None
     with phases.enter(PHASE_MEASURE):
-        # The memory phase ran each step memory.calls more times: they are warm-up iterations too.
-        for _ in range(max(job.warmup - 1 - memory.calls, 0)):
-            eager_step()
-            compiled_step()
         eager_ms: list[float] = []
         compiled_ms: list[float] = []
         start = time.perf_counter()
@@ -366,7 +391,11 @@ def _measure(base: Prepared, job: Job, phases: Phases) -> Performance:
         phases.record("timed_loop_wall", time.perf_counter() - start)
         phases.record("timed", (sum(eager_ms) + sum(compiled_ms)) / 1000)
     performance = Performance(eager_ms=tuple(eager_ms), compiled_ms=tuple(compiled_ms),
-                              compilation_latency=max(compiled_warm - eager_warm, 0.0), eager_peak_mem=eager_peak,
-                              dynamo_peak_mem=dynamo_peak, **stats)
+                              compilation_latency=max(compiled_warm.seconds - eager_warm.seconds, 0.0),
+                              eager_peak_mem=eager_warm.peak_mem,
+                              dynamo_peak_mem=compiled_warm.peak_mem if torch_allocator or job.device == "cpu"
+                              else None,
+                              eager_activation_peak_mem=eager_activation,
+                              dynamo_activation_peak_mem=dynamo_activation, **stats)
     return performance
 

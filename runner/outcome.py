@@ -60,6 +60,7 @@ class ModelOutcome:
     # Seconds per part of the work: the worker's phases and "worker_wall" as the parent saw it (bench/harness.py
     # reads these).
     timings: dict[str, float] = field(default_factory=dict)
+    backend_notes: dict[str, str] = field(default_factory=dict)  # what a non-Dynamo backend reported (exporter)
 
 
 def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, want_accuracy: bool,
@@ -108,7 +109,9 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
                 compilation_latency=perf.compilation_latency, compression_ratio=ratio, eager_peak_mem=eager_mem,
                 dynamo_peak_mem=compiled_mem, stats=GraphStats(**{c: getattr(perf, c) for c in STAT_COLUMNS}))
             samples = ModelSamples(name=name, batch_size=batch_size, eager_ms=perf.eager_ms,
-                                   compiled_ms=perf.compiled_ms)
+                                   compiled_ms=perf.compiled_ms,
+                                   eager_activation_peak_mem=perf.eager_activation_peak_mem,
+                                   dynamo_activation_peak_mem=perf.dynamo_activation_peak_mem)
     # The accuracy row carries the check's own counters and compile time, as PyTorch's accuracy CSV does.
     check_stats, check_compile_s = GraphStats(), None
     if result is not None and result.accuracy_stats is not None:

@@ -96,13 +96,32 @@ class RunBundle:
 
         rows = [result(r) for r in self.results]
         body = {
-            # environment left out when empty, so runs stored before it existed hash as they did
-            "manifest": self.manifest.model_dump(mode="json", exclude=None if self.manifest.environment
-                                                 else {"environment"}),
+            # fields added since runs were first hashed are left out when empty, so those runs hash as they did
+            "manifest": self.manifest.model_dump(mode="json", exclude=_unset_since_v1(self.manifest)),
             "results": sorted(rows, key=lambda row: (row[0], row[1])) if by_name else rows,
-            "samples": [[k, v.batch_size, v.eager_ms, v.compiled_ms] for k, v in sorted(self.samples.items())],
+            "samples": [[k, v.batch_size, v.eager_ms, v.compiled_ms, *_activation(v)]
+                        for k, v in sorted(self.samples.items())],
         }
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+_MANIFEST_FIELDS_SINCE_V1 = ("environment", "memory_definitions", "backend")
+_CONFIG_FIELDS_SINCE_V1 = ("warmup",)
+
+
+def _unset_since_v1(manifest: Manifest) -> dict[str, object]:
+    """The manifest fields added after runs were first hashed that this one leaves empty (a model_dump exclude)."""
+    exclude: dict[str, object] = {name: True for name in _MANIFEST_FIELDS_SINCE_V1 if not getattr(manifest, name)}
+    config = {name for name in _CONFIG_FIELDS_SINCE_V1 if getattr(manifest.config, name) is None}
+    if config:
+        exclude["config"] = config
+    return exclude
+
+
+def _activation(samples: ModelSamples) -> list[list[float | None]]:
+    """The activation peaks for the content hash; nothing when absent, so older files hash as they did."""
+    peaks = [samples.eager_activation_peak_mem, samples.dynamo_activation_peak_mem]
+    return [] if peaks == [None, None] else [peaks]
 
 
 # How far ahead of the server's clock a run may start (clocks of agents drift; a night never starts tomorrow).
@@ -306,6 +325,8 @@ class ResultPayload(BaseModel):
     unique_graph_breaks: int | None = Field(None, ge=0, le=INT32_MAX)
     eager_ms: list[float] | None = None
     compiled_ms: list[float] | None = None
+    eager_activation_peak_mem: float | None = None  # perfdash's own, kept with the samples
+    dynamo_activation_peak_mem: float | None = None
 
     @model_validator(mode="after")
     def _no_nul_bytes(self) -> ResultPayload:
@@ -344,7 +365,8 @@ def bundle_from_payload(payload: RunPayload) -> RunBundle:
                                             accuracy=item.accuracy, stats=stats))
             if item.eager_ms is not None and item.compiled_ms is not None:
                 samples.append(ModelSamples(item.name, item.batch_size, tuple(item.eager_ms),
-                                            tuple(item.compiled_ms)))
+                                            tuple(item.compiled_ms), item.eager_activation_peak_mem,
+                                            item.dynamo_activation_peak_mem))
         except ValueError as exc:
             raise ContractError(str(exc), file=where) from None
         if item.speedup is None and item.accuracy is None:
@@ -452,6 +474,15 @@ def _series_ids(session: Session, wanted: Iterable[tuple[int, str, int]]) -> dic
     return ids
 
 
+def _samples_json(samples: ModelSamples) -> dict[str, Any]:
+    """The stored ``samples`` of a result: raw timings and, when the runner measured it, perfdash's activation peak."""
+    out: dict[str, Any] = {"eager_ms": list(samples.eager_ms), "compiled_ms": list(samples.compiled_ms)}
+    for key in ("eager_activation_peak_mem", "dynamo_activation_peak_mem"):
+        if (value := getattr(samples, key)) is not None:
+            out[key] = value
+    return out
+
+
 def _result_row(run_id: int, series_id: int, result: ModelResult, samples: ModelSamples | None,
                 error: str | None) -> dict[str, Any]:
     perf = result.performance
@@ -469,7 +500,7 @@ def _result_row(run_id: int, series_id: int, result: ModelResult, samples: Model
         "graph_breaks": stats.graph_breaks, "unique_graph_breaks": stats.unique_graph_breaks,
         "speedup_ci_low": interval.low if interval else None,
         "speedup_ci_high": interval.high if interval else None,
-        "samples": {"eager_ms": list(samples.eager_ms), "compiled_ms": list(samples.compiled_ms)} if samples else None,
+        "samples": _samples_json(samples) if samples else None,
         "error": error,
     }
 

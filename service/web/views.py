@@ -297,6 +297,7 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
             "abs_latency": [_round(p.abs_latency) if p.passed else None for p in points],
             "compilation_latency": [_round(p.compilation_latency) if p.passed else None for p in points],
             "compression_ratio": [_round(p.compression_ratio) if p.passed else None for p in points],
+            "activation_ratio": [_round(p.activation_ratio) if p.passed else None for p in points],
         },
         # the speedup's 95 % confidence interval per night (None without raw samples), drawn as a band
         "intervals": {"speedup": {

@@ -104,6 +104,23 @@ def wide_linear(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch
     return WideLinear(), _inputs(batch_size)
 
 
+class BigWeight(nn.Module):
+    """A 128 MiB weight and a small activation: PyTorch's peak memory holds the weight, the activation peak not."""
+
+    IN, OUT = 4096, 8192
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(self.IN, self.OUT, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x)
+
+
+def big_weight(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return BigWeight(), (torch.randn(batch_size, BigWeight.IN),)
+
+
 def where_built(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
     """A tiny MLP that appends to $PERFDASH_TEST_PROCESS_LOG where it was built: its process, parent and process
     group, whether the compiler was imported before the model was (the fork server imports it), and the Inductor
