@@ -126,7 +126,7 @@ def main() -> None:
             models = workdir / f"{name}.toml"
             models.write_text("".join(MODEL_ENTRY.format(name=n, batch_size=args.batch_size) for n in copies))
             return RunOptions(suite="torchbench", models_file=models, performance=True, repeat=repeat,
-                              output_dir=workdir / name)
+                              output_dir=workdir / name, allocator="perfdash")
 
         run_suite(options("fill-cache", ["resnet18"], 1))  # compiles once so the measured runs hit a warm cache
         bare = BareLoop(args.batch_size, args.repeat)
