@@ -40,16 +40,23 @@ METRICS = ("speedup", "abs_latency", "compilation_latency", "compression_ratio",
 TARGETS = {"speedup": 0.05, "abs_latency": 0.05, "compilation_latency": 0.10, "compression_ratio": 0.10}
 SIDES = ("pytorch", "perfdash")
 
-# Timed in a fresh interpreter that has imported what PyTorch's common.py imports at its top: the first compile of a
-# trivial function pays Inductor's remaining imports and initialisation, the second does not.
+# Timed in a fresh interpreter that has imported what PyTorch's common.py imports at its top. "import": importing
+# Inductor's compiler modules, which the first compile does; "first use": the first compile of a trivial function
+# minus the second (imports plus one-time set-up such as the C++ compiler and vector-ISA checks, which a fresh Inductor
+# cache makes a process redo). PyTorch's compiled warm-up pays both in its one-model process; perfdash's fork server
+# imports the modules once before forking.
 FIRST_USE_PROBE = """
 import time, torch, torch._dynamo, torch._inductor.config, torch._inductor.utils
+t = time.perf_counter()
+import torch._inductor.compile_fx, torch._inductor.graph, torch._inductor.scheduler, torch._inductor.lowering
+import torch._inductor.codegen.cpp, torch._inductor.codegen.cpp_wrapper_cpu
+imported = time.perf_counter() - t
 def timed(fn, x):
     t = time.perf_counter(); torch.compile(fn, backend="inductor")(x); return time.perf_counter() - t
 x = torch.randn(8, 8)
 first = timed(lambda a: a.sin() + 1, x)
 second = timed(lambda a: a.cos() * 2, x)
-print(first - second)
+print(imported, first - second)
 """
 
 
@@ -188,17 +195,22 @@ def run_one(args: argparse.Namespace, side: str, model: Model, kind: str, rnd: i
     return result
 
 
-def first_use_cost(args: argparse.Namespace, work: Path) -> float | None:
+def first_use_cost(args: argparse.Namespace, work: Path) -> tuple[float, float] | None:
+    """(Inductor import seconds, first-use seconds) in a fresh process with an empty Inductor cache."""
     cache = Path(tempfile.mkdtemp(prefix="first-use-", dir=work))
     proc = subprocess.run(["nice", "-n", str(args.nice), sys.executable, "-c", FIRST_USE_PROBE],
                           env=common_env(args, cache), capture_output=True, text=True, timeout=600)
     try:
-        return float(proc.stdout.strip().splitlines()[-1])
+        imported, first = proc.stdout.strip().splitlines()[-1].split()
+        return float(imported), float(first)
     except (IndexError, ValueError):
         return None
 
 
 def number(row: dict[str, str], key: str) -> float | None:
+    if key == "eager_latency":  # not a CSV column: the eager median, ms (abs_latency is the compiled one)
+        speedup, compiled = number(row, "speedup"), number(row, "abs_latency")
+        return speedup * compiled if speedup and compiled else None
     try:
         value = float(row[key])
     except (KeyError, TypeError, ValueError):
@@ -224,8 +236,8 @@ def ratio_cell(pd: float | None, pt: float | None, metric: str) -> str:
     return f"{r:.3f}{mark}"
 
 
-def summary_table(models: list[Model], results: list[RunResult], first_use: list[float]) -> list[str]:
-    fu = median(first_use)
+def summary_table(models: list[Model], results: list[RunResult], first_use: list[tuple[float, float]]) -> list[str]:
+    fu = median([imported for imported, _ in first_use])
     lines = ["| model | batch pt / pd | metric | PyTorch | perfdash | perfdash / PyTorch |",
              "|---|---|---|---|---|---|"]
     for model in models:
@@ -235,7 +247,7 @@ def summary_table(models: list[Model], results: list[RunResult], first_use: list
                        None) for s in SIDES}
         bs = " / ".join(next((r.row.get("batch_size", "?") for r in perf[s] if r.row), "?") for s in SIDES)
         first = True
-        for metric in METRICS:
+        for metric in (*METRICS[:2], "eager_latency", *METRICS[2:]):
             med = {s: median([v for r in perf[s] if (v := number(r.row, metric)) is not None]) for s in SIDES}
             head = f"| {model.label} | {bs} " if first else "| | "
             first = False
@@ -243,7 +255,7 @@ def summary_table(models: list[Model], results: list[RunResult], first_use: list
                          f"{ratio_cell(med['perfdash'], med['pytorch'], metric)} |")
             if metric == "compilation_latency" and fu is not None and med["pytorch"] is not None:
                 adj = med["pytorch"] - fu
-                lines.append(f"| | | compilation_latency − Inductor first use ({fu:.2f} s) | {fmt(adj)} | "
+                lines.append(f"| | | compilation_latency − Inductor import ({fu:.2f} s) | {fmt(adj)} | "
                              f"{fmt(med['perfdash'])} | {ratio_cell(med['perfdash'], adj, metric)} |")
         statuses = {s: (acc[s].row.get("accuracy") or acc[s].error or "–") if acc[s] else "not run" for s in SIDES}
         same = "equal ✓" if statuses["pytorch"] == statuses["perfdash"] else "differ ✗"
@@ -266,8 +278,8 @@ def rounds_table(results: list[RunResult]) -> list[str]:
     return lines
 
 
-def report(args: argparse.Namespace, models: list[Model], results: list[RunResult], first_use: list[float],
-           loads: list[float]) -> str:
+def report(args: argparse.Namespace, models: list[Model], results: list[RunResult],
+           first_use: list[tuple[float, float]], loads: list[float]) -> str:
     cpu = os.cpu_count()
     head = [f"# perfdash / PyTorch harness parity, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
             f"device {args.device}, float32 inference, backend inductor"
@@ -278,8 +290,10 @@ def report(args: argparse.Namespace, models: list[Model], results: list[RunResul
             f"PyTorch harness: {args.pytorch_dir}.",
             f"Machine load (1-min os.getloadavg) around the runs: min {min(loads):.2f}, median "
             f"{statistics.median(loads):.2f}, max {max(loads):.2f}.",
-            "Inductor first use in a fresh process (paid inside PyTorch's compiled warm-up, by perfdash's fork server "
-            f"before forking): {', '.join(f'{v:.2f} s' for v in first_use) or 'not measured'}.",
+            "Inductor in a fresh process, per round (PyTorch's compiled warm-up pays it, perfdash's fork server "
+            "imports before forking): import "
+            f"{', '.join(f'{i:.2f} s' for i, _ in first_use) or 'not measured'}; first use (import and one-time "
+            f"set-up with an empty cache) {', '.join(f'{f:.2f} s' for _, f in first_use) or 'not measured'}.",
             "Medians over the rounds; ✓/✗: within the issue's target (speedup, abs_latency ±5 %; compilation "
             "latency, compression ratio ±10 %). Peak memory is in each side's own unit (PyTorch's CPU value is "
             "psutil memory_percent × total / 1e9, i.e. 100 × GB of RSS).", ""]
@@ -300,9 +314,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=int, default=30, help="timed iterations on both sides (default 30, both defaults)")
     p.add_argument("--threads", type=int, help="threads on both sides (default: all)")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
-    p.add_argument("--allocator", default="perfdash", choices=("perfdash", "pytorch"),
-                   help="C allocator environment of both sides: perfdash = runner.options.CPU_MALLOC_ENV, pytorch = "
-                        "glibc defaults (default perfdash: what perfdash's CPU workers had before --allocator)")
+    p.add_argument("--allocator", default="pytorch", choices=("pytorch", "perfdash"),
+                   help="C allocator environment of both sides and perfdash's --allocator: pytorch = glibc defaults "
+                        "(the runner's default), perfdash = runner.options.CPU_MALLOC_ENV (what every CPU worker had "
+                        "before --allocator existed)")
     p.add_argument("--no-accuracy", action="store_true", help="skip the accuracy runs")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per run (default 1800)")
     p.add_argument("--nice", type=int, default=5, help="niceness of every run (default 5)")
@@ -327,12 +342,13 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     print(f"runs write under {work}", file=sys.stderr)
     results: list[RunResult] = []
-    first_use: list[float] = []
+    first_use: list[tuple[float, float]] = []
     loads = [os.getloadavg()[0]]
     raw = (work / "results.jsonl").open("a")
     for rnd in range(1, args.rounds + 1):
         if (cost := first_use_cost(args, work)) is not None:
             first_use.append(cost)
+            raw.write(json.dumps({"round": rnd, "inductor_import_s": cost[0], "inductor_first_use_s": cost[1]}) + "\n")
         for i, model in enumerate(models):
             order = SIDES if (rnd + i) % 2 else tuple(reversed(SIDES))  # swap who goes first each round
             kinds = ["performance"] + (["accuracy"] if rnd == 1 and not args.no_accuracy else [])
