@@ -258,7 +258,8 @@ def summary_table(models: list[Model], results: list[RunResult], first_use: list
                 lines.append(f"| | | compilation_latency − Inductor import ({fu:.2f} s) | {fmt(adj)} | "
                              f"{fmt(med['perfdash'])} | {ratio_cell(med['perfdash'], adj, metric)} |")
         statuses = {s: (acc[s].row.get("accuracy") or acc[s].error or "–") if acc[s] else "not run" for s in SIDES}
-        same = "equal ✓" if statuses["pytorch"] == statuses["perfdash"] else "differ ✗"
+        same = ("–" if not any(acc.values()) else
+                "equal ✓" if statuses["pytorch"] == statuses["perfdash"] else "differ ✗")
         lines.append(f"| | | accuracy | {statuses['pytorch']} | {statuses['perfdash']} | {same} |")
         errors = [f"{r.side} round {r.round}: {r.error}" for s in SIDES for r in perf[s] if r.error]
         for err in errors:
