@@ -9,7 +9,8 @@ so that the bare loop runs under them too. It prints:
 
 - per model, the harness's overhead: the model's wall time outside the timed iterations and outside compilation, as
   a share of its wall time outside compilation, with where it goes: the worker's fork and exit, its imports, the model
-  build, the warm-ups (the first eager call and the untimed iterations), the peak-memory phase (whose calls are the
+  build, the warm-ups (the validation call after loading, as PyTorch's load_model makes, the first eager call and
+  the untimed iterations), the peak-memory phase (whose calls are the
   timed loop's warm-up) and the parent's own work (CSV rows, manifest);
 - the fork server's start (``import torch`` and the suite's libraries, once per run), and the share with it spread
   over the run's models, and for a run of this one model alone;
@@ -160,7 +161,8 @@ def main() -> None:
         compiles.append(compile_s)
         walls.append(wall)
         fork = t["worker_wall"] - t.get("worker_total", 0.0)  # fork, exit and the pipes, outside the worker's clock
-        warmups = t.get("eager_warmup", 0.0) + (t.get("measure", 0.0) - t.get("timed_loop_wall", 0.0))
+        warmups = (t.get("eager_validate", 0.0) + t.get("eager_warmup", 0.0)
+                   + (t.get("measure", 0.0) - t.get("timed_loop_wall", 0.0)))
         assert outcome.performance is not None
         print(f"{i:>5} {wall:>7.2f} {compile_s:>9.2f} {timed:>8.2f} {overhead:>10.2f} {shares[-1]:>6.1%} "
               f"{fork:>6.2f} {t.get('import', 0.0):>6.2f} {t.get('load', 0.0):>6.2f} {warmups:>7.2f} "

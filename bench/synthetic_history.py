@@ -243,7 +243,7 @@ def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_config
                     run_id = next_id + offset - 1
                     manifest = manifest_for(sc, night)
                     night_results = model.night(offset, names, sc.config.device)
-                    runs.append((run_id, run_key(manifest), "synthetic", configuration_id, night,
+                    runs.append((run_id, run_key(RunBundle(manifest, (), {})), "synthetic", configuration_id, night,
                                  manifest.start_time, manifest.end_time, manifest.torch_version,
                                  manifest.torch_git_commit, json.dumps(manifest.suite_versions), manifest.machine.host,
                                  None, "perfdash", manifest.command, 0, 1, manifest.end_time))

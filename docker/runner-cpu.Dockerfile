@@ -13,7 +13,8 @@ ENV PIP_NO_CACHE_DIR=1 \
     TORCHINDUCTOR_CACHE_DIR=/cache/inductor \
     HF_HOME=/cache/huggingface \
     TORCH_HOME=/cache/torch \
-    PERFDASH_CACHE_DIR=/cache/perfdash
+    PERFDASH_CACHE_DIR=/cache/perfdash \
+    PERFDASH_SPOOL_DIR=/var/lib/perfdash/spool
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
@@ -31,7 +32,12 @@ RUN install-torch "${TORCH_SPEC}" cpu \
 WORKDIR /opt/perfdash
 COPY . .
 # Editable install: templates/, migrations/ and the suites' data files are read from this tree.
-RUN python -m pip install -e ".[runner]"
+# Then the backends of the weekly backend cells (perfdash run --backend onnxruntime|openvino|tensorrt).
+RUN python -m pip install -e ".[runner]" \
+    && python -m pip install -e ".[backends]"
+# The spool of `perfdash ingest --url`: the Jenkinsfile mounts the node volume perfdash-spool here. A fresh named
+# volume takes this directory's mode, so whatever user Jenkins runs the container as can write to it.
+RUN mkdir -p "${PERFDASH_SPOOL_DIR}" && chmod 1777 "${PERFDASH_SPOOL_DIR}"
 
 ENV JEMALLOC_LIB=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
     IOMP_LIB=/usr/local/lib/libiomp5.so

@@ -17,7 +17,8 @@ ENV PIP_NO_CACHE_DIR=1 \
     TRITON_CACHE_DIR=/cache/triton \
     HF_HOME=/cache/huggingface \
     TORCH_HOME=/cache/torch \
-    PERFDASH_CACHE_DIR=/cache/perfdash
+    PERFDASH_CACHE_DIR=/cache/perfdash \
+    PERFDASH_SPOOL_DIR=/var/lib/perfdash/spool
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
@@ -30,7 +31,12 @@ RUN install-torch "${TORCH_SPEC}" "${CUDA_VARIANT}"
 
 WORKDIR /opt/perfdash
 COPY . .
-RUN python -m pip install -e ".[runner]"
+# Then the backends of the weekly backend cells (perfdash run --backend onnxruntime|openvino|tensorrt).
+RUN python -m pip install -e ".[runner]" \
+    && python -m pip install -e ".[backends-cuda]"
+# The spool of `perfdash ingest --url`: the Jenkinsfile mounts the node volume perfdash-spool here. A fresh named
+# volume takes this directory's mode, so whatever user Jenkins runs the container as can write to it.
+RUN mkdir -p "${PERFDASH_SPOOL_DIR}" && chmod 1777 "${PERFDASH_SPOOL_DIR}"
 
 WORKDIR /workspace
 CMD ["perfdash", "--help"]

@@ -16,6 +16,7 @@ RUN python -m pip install -e ".[service]" \
 
 USER 10001
 EXPOSE 8000
+# Readiness: /healthz/ready answers 503 while the database is unreachable (/healthz/live only says the process runs).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/', timeout=4)"]
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz/ready', timeout=4)"]
 CMD ["perfdash", "serve", "--host", "0.0.0.0", "--port", "8000"]

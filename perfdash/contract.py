@@ -23,17 +23,31 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 SCHEMA_VERSION = 1
 
 SUITES: tuple[str, ...] = ("torchbench", "huggingface", "timm_models", "hf_vision")
-BACKENDS: tuple[str, ...] = ("eager", "aot_eager", "inductor", "aot_inductor", "onnxruntime", "tensorrt")
+BACKENDS: tuple[str, ...] = ("eager", "aot_eager", "inductor", "aot_inductor", "onnxruntime", "tensorrt", "openvino")
 DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16", "amp")
 MODES: tuple[str, ...] = ("inference", "training")
 DEVICES: tuple[str, ...] = ("cpu", "cuda")
 COMPILE_MODES: tuple[str, ...] = ("default", "reduce-overhead", "max-autotune")
 KINDS: tuple[str, ...] = ("performance", "accuracy")
+# Backends accepted in uploads besides BACKENDS: the other compiler names of PyTorch's benchmarks/dynamo/runner.py
+# (ts_nnc, ts_nvfuser, trt, aot_cudagraphs, nvprims_nvfuser: old result files carry them).
+FOREIGN_BACKENDS: tuple[str, ...] = ("ts", "trt", "aot", "nvprims", "cudagraphs")
+# A variant is PyTorch CI's suffix after the backend (no_cudagraphs, dynamic, cpp_wrapper, max_autotune, ...).
+_VARIANT_SHAPE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
+# The longest text the store keeps for a model name, a status, a machine name (the service's columns).
+MAX_NAME_LENGTH = 200
+MAX_STATUS_LENGTH = 64
+MAX_FINGERPRINT_LENGTH = 300
+# The most characters one CSV field may hold: PyTorch's fields are short numbers and names (the csv module's own
+# limit, 128 KiB, raises an error of its own).
+MAX_FIELD_CHARS = 4096
+# Counts (batch size, threads, graph stats) are stored as 32-bit integers.
+INT32_MAX = 2**31 - 1
 
 PERFORMANCE_COLUMNS: tuple[str, ...] = (
     "dev",
@@ -47,7 +61,21 @@ PERFORMANCE_COLUMNS: tuple[str, ...] = (
     "dynamo_peak_mem",
 )
 ACCURACY_COLUMNS: tuple[str, ...] = ("dev", "name", "batch_size", "accuracy")
-STAT_COLUMNS: tuple[str, ...] = ("calls_captured", "unique_graphs", "graph_breaks", "unique_graph_breaks")
+# Dynamo's counters after the fixed columns of both files, in the order of get_dynamo_stats() in PyTorch's
+# benchmarks/dynamo/common.py (speedup_experiment and _write_accuracy_row append them in that order). Files written
+# before the last four existed lack them; readers take every one of these columns as optional.
+STAT_COLUMNS: tuple[str, ...] = (
+    "calls_captured",
+    "unique_graphs",
+    "fallbacks_to_eager",
+    "graph_breaks",
+    "unique_graph_breaks",
+    "autograd_captures",
+    "autograd_compiles",
+    "cudagraph_skips",
+)
+# After the counters, PyTorch's accuracy row ends with the compile wall time of its check (_write_accuracy_row).
+ACCURACY_TAIL_COLUMNS: tuple[str, ...] = ("compilation_latency",)
 
 PASSING_STATUSES: frozenset[str] = frozenset({"pass", "pass_due_to_skip"})
 KNOWN_STATUSES: tuple[str, ...] = (
@@ -152,8 +180,13 @@ class ResultFileName:
         if suite is None:
             raise ContractError(f"no known suite in the name; expected one of {', '.join(SUITES)}", file=base)
         backend_variant = head[: -len(suite) - 1]
-        backend, variant = split_backend_variant(backend_variant)
-        return cls(RunKey(backend=backend, variant=variant, suite=suite, dtype=dtype, mode=mode, device=device), kind)
+        try:
+            backend, variant = split_backend_variant(backend_variant)
+        except ContractError as exc:
+            raise ContractError(exc.message, file=base) from None
+        key = RunKey(backend=backend, variant=variant, suite=suite, dtype=dtype, mode=mode, device=device)
+        check_vocabulary(key, base)
+        return cls(key, kind)
 
 
 def split_backend_variant(backend_variant: str) -> tuple[str, str]:
@@ -167,6 +200,43 @@ def split_backend_variant(backend_variant: str) -> tuple[str, str]:
     if not backend:
         raise ContractError(f"empty backend in {backend_variant!r}")
     return backend, variant
+
+
+def check_vocabulary(key: RunKey, file: str | None = None) -> None:
+    """ContractError unless suite, backend, dtype, mode and device are the contract's names (any variant of a known
+    backend is accepted, e.g. inductor_no_cudagraphs)."""
+    checks = (("suite", key.suite, SUITES), ("backend", key.backend, BACKENDS + FOREIGN_BACKENDS),
+              ("dtype", key.dtype, DTYPES), ("mode", key.mode, MODES), ("device", key.device, DEVICES))
+    for axis, value, known in checks:
+        if value not in known:
+            raise ContractError(f"unknown {axis} {value!r}; expected one of {', '.join(known)}", file=file)
+    if key.variant and (len(key.variant) > 64 or not _VARIANT_SHAPE.match(key.variant)):
+        raise ContractError(f"variant {key.variant!r} is not lower-case letters, digits and '_' (at most 64)",
+                            file=file)
+
+
+# Text a database cannot store faithfully: NUL, and lone UTF-16 surrogates (JSON's "\ud800" decodes to one).
+_UNSTORABLE_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+
+def find_unstorable_text(value: object, path: str = "") -> str | None:
+    """The path of the first string (or key) holding a NUL byte or a lone surrogate in nested dicts and lists."""
+    if isinstance(value, str):
+        return (path or "value") if _UNSTORABLE_TEXT.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            here = f"{path}.{key}" if path else str(key)
+            if _UNSTORABLE_TEXT.search(str(key)):
+                return here
+            found = find_unstorable_text(item, here)
+            if found is not None:
+                return found
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = find_unstorable_text(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -184,10 +254,16 @@ def _check_finite_non_negative(row: object, names: Iterable[str]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class GraphStats:
+    """Dynamo's counters of one model (STAT_COLUMNS; the fields added later come last, for positional callers)."""
+
     calls_captured: int | None = None
     unique_graphs: int | None = None
     graph_breaks: int | None = None
     unique_graph_breaks: int | None = None
+    fallbacks_to_eager: int | None = None
+    autograd_captures: int | None = None
+    autograd_compiles: int | None = None
+    cudagraph_skips: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +326,7 @@ class AccuracyRow:
     batch_size: int
     accuracy: str
     stats: GraphStats = field(default_factory=GraphStats)
+    compilation_latency: float | None = None  # s: the compile wall time of the check, as PyTorch's accuracy row
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -258,6 +335,7 @@ class AccuracyRow:
             raise ValueError(f"batch_size must be >= 0, got {self.batch_size}")
         if not _STATUS_SHAPE.match(self.accuracy):
             raise ValueError(f"not a status: {self.accuracy!r}")
+        _check_finite_non_negative(self, ("compilation_latency",))
 
     @property
     def is_known_status(self) -> bool:
@@ -266,7 +344,7 @@ class AccuracyRow:
     def to_csv_fields(self, with_stats: bool) -> list[str]:
         values: list[object] = [self.dev, self.name, self.batch_size, self.accuracy]
         if with_stats:
-            values += [_fmt_int(getattr(self.stats, c)) for c in STAT_COLUMNS]
+            values += [_fmt_int(getattr(self.stats, c)) for c in STAT_COLUMNS] + [_fmt(self.compilation_latency)]
         return [str(v) for v in values]
 
 
@@ -283,8 +361,10 @@ def _fmt_int(value: int | None) -> str:
 
 
 def header_for(kind: str, with_stats: bool = True) -> list[str]:
-    base = PERFORMANCE_COLUMNS if kind == "performance" else ACCURACY_COLUMNS
-    return list(base) + (list(STAT_COLUMNS) if with_stats else [])
+    """PyTorch's header: the fixed columns, then (``with_stats``) the counters and, in accuracy files, the tail."""
+    if kind == "performance":
+        return list(PERFORMANCE_COLUMNS) + (list(STAT_COLUMNS) if with_stats else [])
+    return list(ACCURACY_COLUMNS) + (list(STAT_COLUMNS + ACCURACY_TAIL_COLUMNS) if with_stats else [])
 
 
 def append_row(path: Path, row: PerformanceRow | AccuracyRow, with_stats: bool = True) -> None:
@@ -308,8 +388,49 @@ def _decode(data: bytes, file: str) -> str:
                             line=line) from None
 
 
+def _oversized_column(text: str, line: int | None, header: list[str]) -> str | None:
+    """Which column of ``line`` holds the field too large for the csv module (split at commas: a field that large is
+    not a quoted number or name)."""
+    if line is None:
+        return None
+    physical = text.splitlines()[line - 1] if line <= len(text.splitlines()) else ""
+    for index, cell in enumerate(physical.split(",")):
+        if len(cell) > MAX_FIELD_CHARS:
+            return header[index].strip() if index < len(header) else f"field {index + 1}"
+    return None
+
+
+def _checked_rows(reader: Iterator[list[str]], text: str, file: str) -> Iterator[list[str]]:
+    """The reader's rows; a malformed line (an unterminated quote, a field over the csv module's limit) or a NUL byte
+    is a ContractError naming the line (and the column, from the header, when it is a field)."""
+    header: list[str] = []
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            line = getattr(reader, "line_num", None)
+            if "field limit" in str(exc):
+                raise ContractError(f"field over the CSV reader's limit of {csv.field_size_limit()} characters",
+                                    file=file, line=line, column=_oversized_column(text, line, header)) from None
+            raise ContractError(f"malformed CSV: {exc}", file=file, line=line) from None
+        line = getattr(reader, "line_num", None)
+        for index, cell in enumerate(row):
+            column = header[index].strip() if index < len(header) else f"field {index + 1}"
+            if "\x00" in cell:
+                raise ContractError("NUL byte in the field", file=file, line=line, column=column)
+            if len(cell) > MAX_FIELD_CHARS:
+                raise ContractError(f"field of {len(cell)} characters (at most {MAX_FIELD_CHARS})", file=file,
+                                    line=line, column=column)
+        if not header:
+            header = row
+        yield row
+
+
 def _records(text: str, file: str, kind: str) -> Iterator[tuple[int, dict[str, str]]]:
-    reader = csv.reader(io.StringIO(text))
+    raw_reader = csv.reader(io.StringIO(text))
+    reader = _checked_rows(raw_reader, text, file)
     try:
         header = next(reader)
     except StopIteration:
@@ -325,7 +446,7 @@ def _records(text: str, file: str, kind: str) -> Iterator[tuple[int, dict[str, s
     minimum = 5 if kind == "performance" else len(required)
     seen_data = False
     for row in reader:
-        line = reader.line_num
+        line = raw_reader.line_num
         if not row or all(not cell.strip() for cell in row):
             continue
         seen_data = True
@@ -353,6 +474,8 @@ def _number(record: dict[str, str], column: str, file: str, line: int, *, intege
     if integer:
         if value != int(value):
             raise ContractError(f"not a whole number: {raw!r}", file=file, line=line, column=column)
+        if value > INT32_MAX:
+            raise ContractError(f"larger than {INT32_MAX}: {raw!r}", file=file, line=line, column=column)
         return int(value)
     return value
 
@@ -361,10 +484,16 @@ def _stats(record: dict[str, str], file: str, line: int) -> GraphStats:
     return GraphStats(**{c: _number(record, c, file, line, integer=True) for c in STAT_COLUMNS})  # type: ignore[arg-type]
 
 
+_TEXT_LIMITS = {"name": MAX_NAME_LENGTH, "accuracy": MAX_STATUS_LENGTH, "dev": 64}
+
+
 def _required_text(record: dict[str, str], column: str, file: str, line: int) -> str:
     value = record.get(column, "")
     if not value:
         raise ContractError("empty value", file=file, line=line, column=column)
+    limit = _TEXT_LIMITS.get(column)
+    if limit is not None and len(value) > limit:
+        raise ContractError(f"{len(value)} characters, at most {limit}", file=file, line=line, column=column)
     return value
 
 
@@ -412,6 +541,7 @@ def parse_accuracy_csv(data: bytes, file: str) -> list[AccuracyRow]:
                 batch_size=int(batch_size),
                 accuracy=status,
                 stats=_stats(rec, file, line),
+                compilation_latency=_number(rec, "compilation_latency", file, line),  # type: ignore[arg-type]
             )
         )
     return rows
@@ -441,17 +571,33 @@ def completed_models(path: Path) -> set[str]:
 
 @dataclass(frozen=True, slots=True)
 class ModelSamples:
-    """Raw per-iteration timings of one model, ms. Interleaved: eager_ms[i] and compiled_ms[i] ran back to back."""
+    """perfdash's own per-model record: raw per-iteration timings, ms (interleaved: eager_ms[i] and compiled_ms[i] ran
+    back to back), and perfdash's activation peak, GB of 10^9 bytes: the peak of one warm step above what was in use
+    before it (weights and inputs excluded). PyTorch's peak memory columns mean something else (see
+    ``MEMORY_DEFINITIONS``); the activation peak never goes into them."""
 
     name: str
     batch_size: int
     eager_ms: tuple[float, ...]
     compiled_ms: tuple[float, ...]
+    eager_activation_peak_mem: float | None = None
+    dynamo_activation_peak_mem: float | None = None
 
     def __post_init__(self) -> None:
         for label, values in (("eager_ms", self.eager_ms), ("compiled_ms", self.compiled_ms)):
             if any(not math.isfinite(v) or v <= 0 for v in values):
                 raise ValueError(f"{label} must hold finite positive timings")
+        for label, value in (("eager_activation_peak_mem", self.eager_activation_peak_mem),
+                             ("dynamo_activation_peak_mem", self.dynamo_activation_peak_mem)):
+            if value is not None and (not math.isfinite(value) or value < 0):
+                raise ValueError(f"{label} must be a finite non-negative number of GB")
+
+    @property
+    def activation_ratio(self) -> float | None:
+        """Eager activation peak over compiled, like compression_ratio; None when either is missing or zero."""
+        if not self.eager_activation_peak_mem or not self.dynamo_activation_peak_mem:
+            return None
+        return self.eager_activation_peak_mem / self.dynamo_activation_peak_mem
 
     def to_json(self) -> str:
         return json.dumps({f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
@@ -461,7 +607,17 @@ class ModelSamples:
     def from_json(cls, text: str) -> ModelSamples:
         data = json.loads(text)
         return cls(name=data["name"], batch_size=int(data["batch_size"]), eager_ms=tuple(data["eager_ms"]),
-                   compiled_ms=tuple(data["compiled_ms"]))
+                   compiled_ms=tuple(data["compiled_ms"]),
+                   eager_activation_peak_mem=_optional_float(data.get("eager_activation_peak_mem")),
+                   dynamo_activation_peak_mem=_optional_float(data.get("dynamo_activation_peak_mem")))
+
+
+def _optional_float(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number, got {value!r}")
+    return float(value)
 
 
 def append_samples(path: Path, samples: ModelSamples) -> None:
@@ -495,7 +651,7 @@ def parse_samples(data: bytes, file: str) -> list[ModelSamples]:
 class JenkinsInfo(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    build_url: str | None = None
+    build_url: str | None = Field(None, max_length=500)
     job_name: str | None = None
     build_number: str | None = None
 
@@ -505,19 +661,25 @@ class MachineInfo(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    host: str = "unknown"
+    host: str = Field("unknown", max_length=MAX_NAME_LENGTH)
     device: Literal["cpu", "cuda"] | str = "cpu"
-    cpu_model: str = "unknown"
-    cpu_count: int | None = None
-    gpu_name: str | None = None
-    gpu_driver: str | None = None
-    cuda_version: str | None = None
+    cpu_model: str = Field("unknown", max_length=MAX_NAME_LENGTH)
+    cpu_count: int | None = Field(None, ge=1, le=INT32_MAX)
+    gpu_name: str | None = Field(None, max_length=MAX_NAME_LENGTH)
+    gpu_driver: str | None = Field(None, max_length=64)
+    cuda_version: str | None = Field(None, max_length=64)
 
     def fingerprint(self) -> str:
         if self.device == "cuda":
             return " | ".join(x for x in (self.gpu_name or "unknown GPU", self.gpu_driver, self.cuda_version) if x)
         cores = f"{self.cpu_count} cores" if self.cpu_count else None
         return " | ".join(x for x in (self.cpu_model, cores) if x)
+
+    @model_validator(mode="after")
+    def _fingerprint_fits(self) -> MachineInfo:
+        if len(self.fingerprint()) > MAX_FINGERPRINT_LENGTH:
+            raise ValueError(f"the machine's fingerprint is longer than {MAX_FINGERPRINT_LENGTH} characters")
+        return self
 
 
 class RunConfig(BaseModel):
@@ -532,13 +694,15 @@ class RunConfig(BaseModel):
     dtype: str = "float32"
     mode: str = "inference"
     device: str = "cpu"
-    threads: int | None = None  # None: all cores of the socket; 1: single-core single-thread
+    threads: int | None = Field(None, ge=1, le=1_000_000)  # None: all cores of the socket; 1: single-core
     dynamic_shapes: bool = False
     cold_start: bool = False
-    batch_size: int | None = None  # an override; None means the suite's own batch sizes
-    repeat: int | None = None
-    total_partitions: int = 1
-    partition_id: int = 0
+    batch_size: int | None = Field(None, ge=0, le=INT32_MAX)  # an override; None: the suite's own batch sizes
+    repeat: int | None = Field(None, ge=0, le=INT32_MAX)
+    # warm-up iterations per side (compile latency and peak memory are taken over them)
+    warmup: int | None = Field(None, ge=0, le=INT32_MAX)
+    total_partitions: int = Field(1, ge=1, le=INT32_MAX)
+    partition_id: int = Field(0, ge=0, le=INT32_MAX)
     env: dict[str, str] = Field(default_factory=dict)  # settings such as TORCHINDUCTOR_FREEZING
 
     @property
@@ -548,6 +712,41 @@ class RunConfig(BaseModel):
     def key(self) -> RunKey:
         return RunKey(backend=self.backend, variant=self.variant, suite=self.suite, dtype=self.dtype,
                       mode=self.mode, device=self.device)
+
+    @model_validator(mode="after")
+    def _known_vocabulary(self) -> RunConfig:
+        check_vocabulary(self.key())
+        if self.compile_mode not in COMPILE_MODES:
+            raise ValueError(f"unknown compile_mode {self.compile_mode!r}; expected one of {', '.join(COMPILE_MODES)}")
+        return self
+
+
+# What perfdash's runner means by its memory figures, per device; the manifest of each run carries the definition it
+# was measured with. The PyTorch columns follow run_performance_test's ``warmup`` in PyTorch's
+# benchmarks/dynamo/common.py.
+MEMORY_DEFINITIONS: dict[str, str] = {
+    "cpu": "eager_peak_mem/dynamo_peak_mem: the process's resident set (psutil RSS) right after the eager/compiled "
+           "warm-up, GB of 10^9 bytes, as PyTorch's harness (whose CPU figure is this times 100: it multiplies "
+           "psutil's memory percentage by the total memory); compression_ratio = eager/dynamo",
+    "cuda": "eager_peak_mem/dynamo_peak_mem: torch.cuda.max_memory_allocated() over the eager/compiled warm-up after "
+            "reset_peak_memory_stats(), weights and inputs included, GB of 10^9 bytes, as PyTorch's harness; "
+            "compression_ratio = eager/dynamo",
+}
+ACTIVATION_PEAK_DEFINITION = ("samples file's *_activation_peak_mem: peak of one warm step above what was in use "
+                              "before it (CPU: replayed from torch.profiler's memory events; CUDA: "
+                              "max_memory_allocated() minus memory_allocated() before the step), GB of 10^9 bytes; "
+                              "perfdash's own, not PyTorch's")
+
+
+class BackendInfo(BaseModel):
+    """A backend beyond Dynamo's own (onnxruntime, openvino, tensorrt): its packages and how it was set up."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    name: str
+    packages: dict[str, str] = Field(default_factory=dict)  # distribution -> version
+    settings: dict[str, str] = Field(default_factory=dict)  # execution provider, integration, precision hint
+    models: dict[str, dict[str, str]] = Field(default_factory=dict)  # model -> what it got (e.g. the exporter)
 
 
 class Manifest(BaseModel):
@@ -559,8 +758,8 @@ class Manifest(BaseModel):
     source: Literal["perfdash", "pytorch"] = "perfdash"
     config: RunConfig
     machine: MachineInfo = Field(default_factory=MachineInfo)
-    torch_version: str | None = None
-    torch_git_commit: str | None = None
+    torch_version: str | None = Field(None, max_length=64)
+    torch_git_commit: str | None = Field(None, max_length=64)
     suite_versions: dict[str, str] = Field(default_factory=dict)
     jenkins: JenkinsInfo = Field(default_factory=JenkinsInfo)
     command: str | None = None
@@ -568,6 +767,17 @@ class Manifest(BaseModel):
     end_time: datetime | None = None
     # model name -> why it could not be loaded or run (the CSV only holds the status)
     model_errors: dict[str, str] = Field(default_factory=dict)
+    # what the memory figures of this run mean (MEMORY_DEFINITIONS, ACTIVATION_PEAK_DEFINITION); empty: not recorded
+    memory_definitions: dict[str, str] = Field(default_factory=dict)
+    backend: BackendInfo | None = None  # None: a torch.compile backend of torch itself
+
+    @model_validator(mode="after")
+    def _no_nul_bytes(self) -> Manifest:
+        # Postgres text cannot hold NUL; no field of a manifest has a use for one.
+        where = find_unstorable_text(self.model_dump(mode="json"))
+        if where is not None:
+            raise ValueError(f"NUL byte or lone surrogate in {where}")
+        return self
 
     @classmethod
     def read(cls, path: Path) -> Manifest:
@@ -590,8 +800,11 @@ class Manifest(BaseModel):
                                 file=path)
         try:
             return cls.model_validate(data)
-        except ValueError as exc:
-            raise ContractError(f"invalid manifest: {exc}", file=path) from None
+        except ValidationError as exc:
+            # one line, and without the input (it may be huge or hold control characters)
+            reasons = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'manifest'}: {e['msg']}"
+                                for e in exc.errors(include_url=False, include_input=False))
+            raise ContractError(f"invalid manifest: {reasons}", file=path) from None
 
     def write(self, path: Path) -> None:
         tmp = path.with_suffix(path.suffix + ".tmp")

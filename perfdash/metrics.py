@@ -1,6 +1,21 @@
 """Summary metrics exactly as PyTorch's compilers dashboard defines them (benchmarks/dynamo/runner.py).
 
-- passrate: models with (accuracy-gated) speedup > 0 over all models of the performance CSV, shown ``91%, 49/54``;
+Which models a suite's summary counts (runner.py ``ParsePerformanceLogs.extract_df``, which walks the performance
+CSV's models and looks each one up in the accuracy CSV):
+
+- a model whose accuracy status is ``model_fail_to_load`` or ``eager_fail_to_run`` is dropped from the suite
+  altogether (runner.py replaces its performance row by an empty frame): it never ran, so it is not a compiler
+  failure and is in no total and no mean;
+- a performance row with no accuracy row counts with speedup 0 (runner.py: ``acc_row.empty`` -> 0.0);
+- any other status but ``pass``/``pass_due_to_skip`` counts with speedup 0;
+- a model with an accuracy row but no performance row is not in the total (runner.py iterates the performance CSV);
+- without any accuracy file, perfdash counts the speedups as they are (runner.py cannot run without one);
+- a model written twice in one file: perfdash keeps the last row and says so at ingest (see
+  perfdash.duplicates); runner.py has no rule (its lookup multiplies the rows), so there is nothing to mirror.
+
+The numbers:
+
+- passrate: models with (accuracy-gated) speedup > 0 over the models counted above, shown ``91%, 49/54``;
 - geomean speedup: geometric mean of the passing speedups, each clipped up to 1.0 first, shown ``1.04x``
   (the unclipped geomean is computed beside it);
 - compile time: arithmetic mean of compilation_latency over models whose accuracy passed and whose compile time is
@@ -17,6 +32,9 @@ from dataclasses import dataclass
 from scipy.stats import gmean
 
 from perfdash.contract import ModelResult
+
+# Accuracy statuses of a model that never ran: runner.py leaves it out of the suite's total.
+NEVER_RAN_STATUSES: frozenset[str] = frozenset({"model_fail_to_load", "eager_fail_to_run"})
 
 # Warning thresholds of the dashboard (per model) and of the executive summary (per suite).
 SPEEDUP_WARNING = 0.95
@@ -118,11 +136,16 @@ def summarize(outcomes: Sequence[Outcome]) -> SuiteSummary:
     )
 
 
-def summarize_results(results: Sequence[ModelResult]) -> SuiteSummary:
-    # runner.py iterates the performance CSV's models: a model only in the accuracy CSV is not in the total.
+def counted_results(results: Sequence[ModelResult]) -> list[ModelResult]:
+    """The models runner.py's summary counts (see the module docstring): the performance CSV's models, less those
+    that never ran (``model_fail_to_load``, ``eager_fail_to_run``)."""
     if any(r.performance is not None for r in results):
         results = [r for r in results if r.performance is not None]
-    return summarize([Outcome.from_result(r) for r in results])
+    return [r for r in results if r.accuracy not in NEVER_RAN_STATUSES]
+
+
+def summarize_results(results: Sequence[ModelResult]) -> SuiteSummary:
+    return summarize([Outcome.from_result(r) for r in counted_results(results)])
 
 
 @dataclass(frozen=True, slots=True)

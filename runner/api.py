@@ -2,12 +2,14 @@
 
 One worker process per model, forked by one fork server per run that has imported torch and the suite's libraries
 (see runner.process.ForkServer); rows are appended as each model finishes, so running the same command again resumes
-after the models already in the CSVs. The same worker measures peak memory, on CPU too (see
-runner.measure.PeakMemory): one process, and one compilation in inference, per model.
+after the models already in the CSVs. The same worker measures peak memory, PyTorch's over the warm-ups (see
+runner.measure.warmup) and perfdash's activation peak (runner.measure.PeakMemory): one process, and one compilation in
+inference, per model.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import tempfile
@@ -28,6 +30,7 @@ from perfdash.contract import (
     read_performance_csv,
 )
 from perfdash.metrics import SuiteSummary, summarize_results
+from runner.backends import BACKEND_SPECS
 from runner.manifest import load_or_create
 from runner.options import RunOptions, validate
 from runner.outcome import ModelOutcome, interpret
@@ -90,7 +93,7 @@ def run_suite(options: RunOptions, progress: Progress | None = None) -> RunRepor
     config = options.run_config()
     options.output_dir.mkdir(parents=True, exist_ok=True)
     paths = RunPaths.for_config(options.output_dir, config)
-    manifest = load_or_create(paths.manifest, config, suite)
+    manifest = load_or_create(paths.manifest, config, suite, options.quantize)
     manifest.write(paths.manifest)
 
     done_perf = _done(paths.performance, options.run_performance)
@@ -101,7 +104,9 @@ def run_suite(options: RunOptions, progress: Progress | None = None) -> RunRepor
         progress.start(len(todo), len(models) - len(todo))
     outcomes: list[ModelOutcome] = []
     errors = dict(manifest.model_errors)
-    with ForkServer(env=options.worker_env(), preload=suite.preload(todo),
+    preload = suite.preload(todo) + list(BACKEND_SPECS[options.backend].preload if options.backend in BACKEND_SPECS
+                                         else ())
+    with ForkServer(env=options.worker_env(), preload=preload,
                     log_path=paths.logs / "fork-server.log") as server:
         for spec in todo:
             outcome = run_model(options, suite, spec, server, progress)
@@ -115,7 +120,11 @@ def run_suite(options: RunOptions, progress: Progress | None = None) -> RunRepor
                 errors[spec.name] = outcome.error
             else:
                 errors.pop(spec.name, None)
-            manifest = manifest.model_copy(update={"model_errors": dict(errors)})
+            update: dict[str, object] = {"model_errors": dict(errors)}
+            if manifest.backend is not None and outcome.backend_notes:
+                update["backend"] = manifest.backend.model_copy(
+                    update={"models": {**manifest.backend.models, spec.name: dict(outcome.backend_notes)}})
+            manifest = manifest.model_copy(update=update)
             manifest.write(paths.manifest)
             outcomes.append(outcome)
             if progress is not None:
@@ -145,11 +154,13 @@ def make_job(options: RunOptions, suite: Suite, spec: ModelSpec) -> Job:
     tolerance = suite.tolerance_for(ToleranceQuery(
         name=spec.name, mode=options.mode, device=options.device, dtype=options.dtype,
         freezing=env.get("TORCHINDUCTOR_FREEZING") == "1", max_autotune=options.compile_mode == "max-autotune"))
-    return Job(suite=suite.name, spec=spec, batch_size=options.batch_size or spec.batch_size, device=options.device,
+    batch_size = options.batch_size or spec.default_batch_size(options.mode)
+    return Job(suite=suite.name, spec=spec, batch_size=batch_size, device=options.device,
                dtype=options.dtype, mode=options.mode, backend=options.backend, compile_mode=options.compile_mode,
                dynamic_shapes=options.dynamic_shapes, repeat=options.repeat, warmup=options.warmup,
                accuracy=options.run_accuracy, performance=options.run_performance, threads=options.threads,
-               tolerance=tolerance)
+               tolerance=tolerance, accuracy_batch_size=options.batch_size or suite.accuracy_batch_size,
+               quantize=options.quantize)
 
 
 def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, server: ForkServer,
@@ -172,7 +183,11 @@ def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, server: ForkSe
     finally:
         if cache_dir is not None:
             shutil.rmtree(cache_dir, ignore_errors=True)
-    return interpret(outcome, name=spec.name, batch_size=job.batch_size, dev=options.device,
-                     want_accuracy=options.run_accuracy, want_performance=options.run_performance,
-                     timings={**(outcome.result.timings if outcome.result is not None else {}),
-                              "worker_wall": outcome.wall_s})
+    interpreted = interpret(outcome, name=spec.name, batch_size=job.batch_size,
+                            accuracy_batch_size=job.accuracy_batch_size, dev=options.device,
+                            want_accuracy=options.run_accuracy, want_performance=options.run_performance,
+                            timings={**(outcome.result.timings if outcome.result is not None else {}),
+                                     "worker_wall": outcome.wall_s})
+    if outcome.result is None or not outcome.result.backend_notes:
+        return interpreted
+    return dataclasses.replace(interpreted, backend_notes=dict(outcome.result.backend_notes))

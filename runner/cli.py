@@ -8,15 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from perfdash.contract import COMPILE_MODES, DEVICES, DTYPES, MODES
-from runner.options import (
-    ALLOCATORS,
-    DEFAULT_ALLOCATOR,
-    DEFAULT_REPEAT,
-    DEFAULT_TIMEOUT_S,
-    DEFAULT_WARMUP,
-    RUNNABLE_BACKENDS,
-    RunOptions,
-)
+from runner.backends import QUANTIZE_CHOICES, RUNNABLE_BACKENDS
+from runner.options import ALLOCATORS, DEFAULT_ALLOCATOR, DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, RunOptions
 from runner.suites import available_suites
 
 
@@ -30,12 +23,19 @@ def register(subparsers: Any) -> None:
                      help="run models whose name matches (repeatable)")
     sel.add_argument("--exclude", "-x", metavar="REGEX", action="append", default=[],
                      help="skip models whose name matches (repeatable)")
+    sel.add_argument("--model-list", default="default", metavar="NAME",
+                     help="a named list of the suite: default (PyTorch's current list) or, for timm_models and "
+                          "huggingface, extended (also the models PyTorch's earlier lists had)")
     sel.add_argument("--models-file", type=Path, metavar="PATH",
                      help="a model list in the suite data-file format (e.g. tiny configs for tests)")
     sel.add_argument("--total-partitions", type=int, default=1, metavar="N")
     sel.add_argument("--partition-id", type=int, default=0, metavar="I")
     cfg = p.add_argument_group("configuration")
-    cfg.add_argument("--backend", default="inductor", choices=RUNNABLE_BACKENDS)
+    cfg.add_argument("--backend", default="inductor", choices=RUNNABLE_BACKENDS,
+                     help="a torch.compile backend, or onnxruntime / openvino / tensorrt (pip install "
+                          "'perfdash[backends]'; inference only)")
+    cfg.add_argument("--quantize", choices=QUANTIZE_CHOICES,
+                     help="onnxruntime: ONNX Runtime's dynamic int8 quantization (a series of its own)")
     cfg.add_argument("--compile-mode", default="default", choices=COMPILE_MODES)
     cfg.add_argument("--device", default="cpu", choices=DEVICES)
     cfg.add_argument("--dtype", default="float32", choices=DTYPES)
@@ -50,7 +50,10 @@ def register(subparsers: Any) -> None:
     meas.add_argument("--accuracy", action="store_true", help="check accuracy (both when neither flag is given)")
     meas.add_argument("--performance", action="store_true", help="measure performance")
     meas.add_argument("--repeat", type=int, default=DEFAULT_REPEAT, metavar="N", help="timed iterations")
-    meas.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, metavar="N", help="warm-up iterations")
+    meas.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, metavar="N",
+                      help="warm-up iterations of eager and of compiled, each timed as one block: compile latency is "
+                           "their difference and peak memory is read over them, as in PyTorch's harness (default "
+                           "%(default)s, its count)")
     meas.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS", help="per model")
     meas.add_argument("--cold-start", action="store_true", help="fresh Inductor cache per model (cold compile)")
     out = p.add_argument_group("output")
@@ -67,7 +70,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         dynamic_shapes=args.dynamic_shapes, repeat=args.repeat, warmup=args.warmup, timeout_s=args.timeout,
         accuracy=args.accuracy, performance=args.performance, total_partitions=args.total_partitions,
         partition_id=args.partition_id, cold_start=args.cold_start, models_file=args.models_file,
-        allocator=args.allocator)
+        model_list=args.model_list, quantize=args.quantize, allocator=args.allocator)
 
 
 class BarProgress:

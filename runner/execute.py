@@ -1,28 +1,42 @@
 """What a worker does with one job: build the model, check accuracy, measure performance (imports torch).
 
-Order: load -> accuracy's eager runs (1st, 2nd, fp64 reference) -> performance (eager warm-up, compiled warm-up =
-compilation, peak memory of one eager and one compiled step, interleaved timing) -> accuracy's compiled run.
-Performance comes before any compilation so its compiled warm-up measures a real compile; in inference the accuracy
-check reuses the timed compiled model, in training it compiles a fresh copy of the same weights. Peak memory is
-measured in the same process, between compilation and the timed loop: its profiled calls (CPU memory is replayed from
-torch.profiler's memory events, see runner.measure.PeakMemory) are the timed loop's warm-up iterations, so they cost
-no extra time, and the profiler is off again before the first timed call.
+Order: load -> accuracy's eager runs (fp64 reference, 1st, 2nd) -> performance (eager warm-up, compiled warm-up =
+compilation, activation peak of one eager and one compiled step, interleaved timing) -> accuracy's compiled run.
+Performance comes before any compilation so its compiled warm-up measures a real compile. The accuracy check is
+PyTorch's check_accuracy: each of its runs is a fresh copy of the pristine model run ACCURACY_ITERATIONS times, the
+compiled one compiled from scratch, all under PyTorch's accuracy settings (runner.check_settings), which the timed
+phases run without, as PyTorch's performance runs do; at the suite's accuracy batch size (Job.accuracy_batch_size),
+on a second build of the same weights when that differs from the timed batch size.
+
+The performance part follows ``run_performance_test`` in PyTorch's benchmarks/dynamo/common.py: the eager warm-up
+runs ``job.warmup`` iterations on a deep copy of the model, the compiled warm-up as many on the model itself, and the
+timed loop runs eager and compiled on that one model. Each warm-up gives PyTorch's peak memory
+(runner.measure.warmup) and compile latency is the compiled warm-up minus the eager one. perfdash's own activation
+peak is measured between the warm-ups and the timed loop: its profiled calls (CPU memory is replayed from
+torch.profiler's memory events, see runner.measure.PeakMemory) are the timed loop's last warm-up iterations, and the
+profiler is off again before the first timed call.
 """
 
 from __future__ import annotations
 
 import copy
 import os
+import random
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
 from runner import accuracy as acc
-from runner.measure import TORCH_DTYPES, PeakMemory, autocast, timed
+from runner.backends import BACKEND_SPECS
+from runner.backends.worker import LazyBackendModel
+from runner.check_settings import accuracy_settings
+from runner.measure import TORCH_DTYPES, PeakMemory, autocast, timed, warmup
+from runner.optimizer import make_optimizer
 from runner.protocol import (
     PHASE_ACCURACY_COMPILED,
     PHASE_COMPILE,
@@ -33,6 +47,7 @@ from runner.protocol import (
     PHASE_LOAD,
     PHASE_MEASURE,
     PHASE_MEMORY,
+    PHASE_VALIDATE,
     Failure,
     Job,
     Performance,
@@ -41,6 +56,7 @@ from runner.protocol import (
 from runner.suites.builders import BuildContext, BuiltModel, build
 
 SEED = 1337
+ACCURACY_ITERATIONS = 2  # iterations per accuracy run: PyTorch's --iterations default, as its run_n_iterations uses
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -87,8 +103,10 @@ def prepare(built: BuiltModel, job: Job, dtype: torch.dtype | None = None) -> Pr
                     kwargs=_to(built.kwargs, job.device, target), loss=built.loss or acc.scalar_loss)
 
 
-def make_step(module: torch.nn.Module, p: Prepared, job: Job, use_autocast: bool = True) -> Callable[[], Any]:
-    """One iteration: a no-grad forward (inference) or forward + backward + optimizer step (training)."""
+def make_step(module: torch.nn.Module, p: Prepared, job: Job, use_autocast: bool = True,
+              checking_accuracy: bool = False) -> Callable[[], Any]:
+    """One iteration: a no-grad forward (inference) or zero_grad + forward + backward + the optimizer's step, where
+    PyTorch's harness has an optimizer (training; see runner.optimizer)."""
     amp = job.dtype if use_autocast else "float32"
     if job.mode == "inference":
         def infer() -> Any:
@@ -96,47 +114,80 @@ def make_step(module: torch.nn.Module, p: Prepared, job: Job, use_autocast: bool
                 return module(*p.args, **p.kwargs)
 
         return infer
-    params = [q for q in module.parameters() if q.requires_grad]
-    optimizer = torch.optim.SGD(params, lr=0.01)
+    optimizer = make_optimizer(job.spec.name, job.device, job.backend, module.parameters(), checking_accuracy)
 
     def train() -> Any:
-        optimizer.zero_grad(set_to_none=True)
+        if optimizer is not None:
+            optimizer.zero_grad(set_to_none=True)
+        else:
+            module.zero_grad(set_to_none=True)
         with autocast(job.device, amp):
             out = module(*p.args, **p.kwargs)
             loss = p.loss(out)
         loss.backward()
-        optimizer.step()
+        if optimizer is not None:
+            optimizer.step()
         return out, loss.detach()
 
     return train
 
 
-def compiled(module: torch.nn.Module, job: Job) -> Callable[..., Any]:
+def compiled(module: torch.nn.Module, job: Job, notes: dict[str, str] | None = None) -> Callable[..., Any]:
+    if job.backend in BACKEND_SPECS:  # onnxruntime, openvino, tensorrt (runner.backends)
+        return LazyBackendModel(module, job, notes if notes is not None else {})
     mode = None if job.compile_mode == "default" else job.compile_mode
     return torch.compile(module, backend=job.backend, mode=mode, dynamic=True if job.dynamic_shapes else None)
 
 
-def collect(module: torch.nn.Module, step: Callable[[], Any], job: Job) -> list[Any]:
-    """One seeded iteration's results: outputs, and in training the loss and every parameter's gradient."""
+def reset_rng_state() -> None:
+    """Every generator a model may draw from, seeded as PyTorch's harness seeds them before each accuracy run."""
     torch.manual_seed(SEED)
+    random.seed(SEED)
+    np_random = getattr(sys.modules.get("numpy"), "random", None)  # numpy only if something imported it
+    if np_random is not None:
+        np_random.seed(SEED)
+
+
+def collect(module: torch.nn.Module, step: Callable[[], Any], job: Job) -> list[Any]:
+    """One accuracy run, as PyTorch's check_accuracy does each: seeded, ACCURACY_ITERATIONS iterations of which the
+    last one's results are kept (run_n_iterations). Inference keeps the output; training what PyTorch's
+    collect_results keeps: the loss, every parameter's gradient (zero where there is none), the parameters after the
+    step and the buffers."""
+    reset_rng_state()
+    for _ in range(ACCURACY_ITERATIONS - 1):
+        step()
     out = step()
     if job.mode == "inference":
-        return [_detach(out)]
-    grads = [q.grad.detach().clone() for q in module.parameters() if q.grad is not None]
-    return [_detach(out), grads]
+        return _detach(acc.compared_part(out))
+    _, loss = out
+    grads = {name: q.grad if q.grad is not None else torch.zeros_like(q) for name, q in module.named_parameters()}
+    return _detach([loss, grads, dict(module.named_parameters()), dict(module.named_buffers())])
 
 
-def _detach(value: Any) -> Any:
+def _detach(value: Any) -> list[Any]:
     return [leaf.detach().clone() if isinstance(leaf, torch.Tensor) else leaf for leaf in acc.flatten(value)]
 
 
 def graph_stats() -> dict[str, int]:
+    """Dynamo's counters as PyTorch's get_dynamo_stats reads them (the CSVs' STAT_COLUMNS)."""
     from torch._dynamo.utils import counters
 
     breaks = counters["graph_break"]
     return {"calls_captured": int(counters["stats"]["calls_captured"]),
             "unique_graphs": int(counters["stats"]["unique_graphs"]),
-            "graph_breaks": int(sum(breaks.values())), "unique_graph_breaks": len(breaks)}
+            # frames Dynamo saw but could not convert, which ran eagerly
+            "fallbacks_to_eager": int(counters["frames"]["total"] - counters["frames"]["ok"]),
+            "graph_breaks": int(sum(breaks.values())), "unique_graph_breaks": len(+breaks),
+            "autograd_captures": int(counters["compiled_autograd"]["captures"]),
+            "autograd_compiles": int(counters["compiled_autograd"]["compiles"]),
+            "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"])}
+
+
+def compile_wall_time() -> float:
+    """Seconds Dynamo has spent compiling in this process (PyTorch's accuracy row reports this for its check)."""
+    from torch._dynamo.utils import calculate_time_spent
+
+    return float(calculate_time_spent()["total_wall_time"])
 
 
 class Phases:
@@ -165,89 +216,170 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
     timings: dict[str, float] = {}
     phases = Phases(emit, timings)
     performance: Performance | None = None
-    accuracy: str | None = None
+    check = AccuracyCheck()
+    notes: dict[str, str] = {}  # what a non-Dynamo backend reports (the exporter), for the manifest
     try:
         with phases.enter(PHASE_LOAD):
             ctx = BuildContext(device=job.device, batch_size=job.batch_size, training=job.mode == "training")
             torch.manual_seed(SEED)
             built = build(job.spec, ctx)
             base = prepare(built, job)
-        eager_result = fp64_result = None
-        if job.accuracy:
-            with phases.enter(PHASE_EAGER_1ST):
-                m = copy.deepcopy(base.module)
-                eager_result = collect(m, make_step(m, base, job), job)
-            with phases.enter(PHASE_EAGER_2ND):
-                m = copy.deepcopy(base.module)
-                rerun = collect(m, make_step(m, base, job), job)
-            if not acc.exactly_same(eager_result, rerun):
-                accuracy = "eager_two_runs_differ"
-            else:
-                with phases.enter(PHASE_FP64):
-                    fp64_result = _fp64_reference(built, base, job)
-        reusable: Callable[[], Any] | None = None
+            check_built, check_base = built, base
+            if job.accuracy and job.accuracy_batch_size not in (None, job.batch_size):
+                torch.manual_seed(SEED)  # the same weights, inputs of the check's batch size
+                check_built = build(job.spec, replace(ctx, batch_size=job.accuracy_batch_size))
+                check_base = prepare(check_built, job)
+        with phases.enter(PHASE_VALIDATE):
+            _validate(base, check_base, job)
+        if job.accuracy and job.tolerance.skip:
+            check.status, check.stats, check.compile_s = "pass_due_to_skip", dict.fromkeys(graph_stats(), 0), 0.0
+        elif job.accuracy:
+            with accuracy_settings(job.spec.name):
+                _check_eager(check_built, check_base, job, phases, check)
         if job.performance:
-            performance, reusable = _measure(base, job, phases)
-        if job.accuracy and accuracy is None:
-            with phases.enter(PHASE_ACCURACY_COMPILED):
-                if reusable is not None:
-                    # Inference leaves the weights as they were: the timed compiled model is checked as it ran.
-                    compiled_result = collect(base.module, reusable, job)
-                else:
-                    torch._dynamo.reset()
-                    m = copy.deepcopy(base.module)
-                    # Inductor's RNG differs from eager's; fall back to eager's for the comparison, as PyTorch does.
-                    with torch._inductor.config.patch(fallback_random=True):
-                        compiled_result = collect(m, make_step(compiled(m, job), base, job), job)
-                tol = job.tolerance
-                accuracy = ("pass" if acc.same(eager_result, compiled_result, fp64_result, tol.tol, tol.cosine)
-                            else "fail_accuracy")
+            performance = _measure(base, job, phases, notes)
+        if job.accuracy and check.status is None:
+            with phases.enter(PHASE_ACCURACY_COMPILED), accuracy_settings(job.spec.name):
+                _check_compiled(check_base, job, check, notes)
     except Exception as exc:  # noqa: BLE001 - any failure of the model becomes its status row
         failure = Failure(phase=phases.current, kind="oom" if is_oom(exc) else "error",
                           message=f"{type(exc).__name__}: {exc}"[:2000])
         return WorkerResult(name=job.spec.name, batch_size=job.batch_size, performance=performance,
-                            accuracy=accuracy, failure=failure, timings=timings)
-    return WorkerResult(name=job.spec.name, batch_size=job.batch_size, performance=performance, accuracy=accuracy,
-                        timings=timings)
+                            accuracy=check.status, failure=failure, timings=timings, accuracy_stats=check.stats,
+                            accuracy_compile_s=check.compile_s, backend_notes=notes)
+    return WorkerResult(name=job.spec.name, batch_size=job.batch_size, performance=performance,
+                        accuracy=check.status, timings=timings, accuracy_stats=check.stats,
+                        accuracy_compile_s=check.compile_s, backend_notes=notes)
+
+
+def _validate(base: Prepared, check_base: Prepared, job: Job) -> None:
+    """One eager iteration of a fresh copy of each model the job runs, as PyTorch's load_model validates a model
+    before any measurement (in an accuracy run under the check's settings): a model that cannot run eagerly is
+    eager_fail_to_run, whatever the phase would have been. A model checked and timed at the same batch size is
+    validated once, under the check's settings."""
+    if job.accuracy:
+        with accuracy_settings(job.spec.name):
+            m = _accuracy_copy(check_base, job)
+            make_step(m, check_base, job, checking_accuracy=True)()
+    if job.performance and (not job.accuracy or check_base is not base):
+        m = copy.deepcopy(base.module)
+        make_step(m, base, job)()
+
+
+@dataclass(slots=True)
+class AccuracyCheck:
+    """What the accuracy check has found so far: the eager results it compares against, and once decided, the status
+    and the Dynamo counters and compile seconds of its compiled run (zero when it stopped before compiling)."""
+
+    eager: list[Any] | None = None
+    fp64: list[Any] | None = None
+    status: str | None = None
+    stats: dict[str, int] | None = None
+    compile_s: float | None = None
+
+
+def _accuracy_copy(base: Prepared, job: Job) -> torch.nn.Module:
+    """A fresh copy of the pristine model for one run of the check. PyTorch checks torchbench models in eval mode
+    even in training (its --accuracy sets use_eval_mode for every suite but timm_models and huggingface)."""
+    module = copy.deepcopy(base.module)
+    if job.suite == "torchbench":
+        module.eval()
+    return module
+
+
+def _check_eager(built: BuiltModel, base: Prepared, job: Job, phases: Phases, check: AccuracyCheck) -> None:
+    """The check's eager half, as PyTorch's check_accuracy: the fp64 reference, then eager twice, which must agree
+    bit for bit."""
+    with phases.enter(PHASE_FP64):
+        check.fp64 = _fp64_reference(built, base, job)
+    with phases.enter(PHASE_EAGER_1ST):
+        m = _accuracy_copy(base, job)
+        check.eager = collect(m, make_step(m, base, job, checking_accuracy=True), job)
+    with phases.enter(PHASE_EAGER_2ND):
+        m = _accuracy_copy(base, job)
+        rerun = collect(m, make_step(m, base, job, checking_accuracy=True), job)
+    if not acc.exactly_same(check.eager, rerun, equal_nan=_equal_nan(job)):
+        check.status = "eager_two_runs_differ"
+        check.stats, check.compile_s = dict.fromkeys(graph_stats(), 0), 0.0
+
+
+def _check_compiled(base: Prepared, job: Job, check: AccuracyCheck, notes: dict[str, str]) -> None:
+    """The compiled half: a fresh copy compiled from scratch (Dynamo reset, counters cleared), compared with eager.
+    Without an fp64 reference the comparison is by cosine similarity, as PyTorch falls back to."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    compile_start = compile_wall_time()
+    try:
+        m = _accuracy_copy(base, job)
+        compiled_result = collect(m, make_step(compiled(m, job, notes), base, job, checking_accuracy=True), job)
+    finally:
+        check.stats, check.compile_s = graph_stats(), compile_wall_time() - compile_start
+        if not _dynamo_graph(job):
+            check.stats = check.compile_s = None  # no Dynamo graph: its counters and compile time say nothing
+    tol = job.tolerance
+    # Quantization changes the numbers by design: judged on cosine similarity, the comparison PyTorch's same()
+    # offers (its --cosine) for results that cannot meet an elementwise tolerance.
+    cosine = tol.cosine or check.fp64 is None or job.quantize is not None
+    agree = acc.same(check.eager, compiled_result, check.fp64, tol.tol, cosine,
+                     equal_nan=_equal_nan(job), larger_multiplier=tol.larger_multiplier)
+    check.status = "pass" if agree else "fail_accuracy"
+
+
+def _equal_nan(job: Job) -> bool:
+    """PyTorch's equal_nan: NaNs compare equal except in float32 runs."""
+    return job.dtype != "float32"
 
 
 def _fp64_reference(built: BuiltModel, base: Prepared, job: Job) -> list[Any] | None:
-    """The fp64 result of the same weights; None when the model cannot run in fp64 (PyTorch then skips it)."""
+    """The fp64 result of the same weights; None when the model cannot run in fp64 (PyTorch then compares by cosine
+    similarity)."""
     try:
-        ref = Prepared(module=copy.deepcopy(base.module).to(torch.float64),
+        ref = Prepared(module=_accuracy_copy(base, job).to(torch.float64),
                        args=_to(base.args, job.device, torch.float64),
                        kwargs=_to(base.kwargs, job.device, torch.float64), loss=base.loss)
-        return collect(ref.module, make_step(ref.module, ref, job, use_autocast=False), job)
+        return collect(ref.module, make_step(ref.module, ref, job, use_autocast=False, checking_accuracy=True), job)
     except Exception as exc:  # noqa: BLE001 - an fp64 failure only weakens the check
         print(f"fp64 reference failed, comparing without it: {type(exc).__name__}: {exc}", flush=True)
         return None
 
 
-def _measure(base: Prepared, job: Job, phases: Phases) -> tuple[Performance, Callable[[], Any] | None]:
-    """Timings and graph stats; also the compiled step when the accuracy check may reuse it (inference)."""
+def _dynamo_graph(job: Job) -> bool:
+    spec = BACKEND_SPECS.get(job.backend)
+    return spec is None or spec.dynamo_graph
+
+
+def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) -> Performance:
+    """Timings, peak memory and graph stats.
+
+    What is alive matches PyTorch's performance process, so that peak memory counts the same weights: the model plus
+    the eager warm-up's deep copy during the eager warm-up, the model alone during the compiled one. With accuracy on,
+    ``base`` must stay pristine for the accuracy check's compiled run (a forward may change the model's state), so a
+    copy is measured: one more copy of the weights than PyTorch's performance-only process holds.
+    """
     from torch._dynamo.utils import counters
 
-    eager_model = copy.deepcopy(base.module)
-    compiled_model = copy.deepcopy(base.module)
-    eager_step = make_step(eager_model, base, job)
+    model = copy.deepcopy(base.module) if job.accuracy else base.module
     with phases.enter(PHASE_EAGER_WARMUP):
-        eager_warm, _ = timed(eager_step, job.device)
+        eager_warm = warmup(make_step(copy.deepcopy(model), base, job), job.warmup, job.device)
     with phases.enter(PHASE_COMPILE):
         torch._dynamo.reset()
         counters.clear()
-        compiled_step = make_step(compiled(compiled_model, job), base, job)
-        compiled_warm, _ = timed(compiled_step, job.device)
-        stats = graph_stats()
+        compiled_step = make_step(compiled(model, job, notes), base, job)
+        compiled_warm = warmup(compiled_step, job.warmup, job.device)
+        stats = graph_stats() if _dynamo_graph(job) else {}
+    eager_step = make_step(model, base, job)
     with phases.enter(PHASE_MEMORY):  # both steps are warm: neither compilation nor first-call caches count
         # Inference frees nothing a step did not allocate, so one profiled call each is exact (and is cheaper).
         memory = PeakMemory(job.device, primed=job.mode == "training")
-        eager_peak = memory.measure(eager_step)
-        dynamo_peak = memory.measure(compiled_step)
+        eager_activation = memory.measure(eager_step)
+        # A backend with its own allocator (ONNX Runtime, OpenVINO, TensorRT) is invisible to torch's: its activation
+        # peak, and on CUDA its max_memory_allocated(), stay empty (CPU's resident set sees every allocator).
+        spec = BACKEND_SPECS.get(job.backend)
+        torch_allocator = spec is None or spec.torch_allocator
+        dynamo_activation = memory.measure(compiled_step) if torch_allocator else None
     with phases.enter(PHASE_MEASURE):
-        # The memory phase ran each step memory.calls more times: they are warm-up iterations too.
-        for _ in range(max(job.warmup - 1 - memory.calls, 0)):
-            eager_step()
-            compiled_step()
         eager_ms: list[float] = []
         compiled_ms: list[float] = []
         start = time.perf_counter()
@@ -259,7 +391,11 @@ def _measure(base: Prepared, job: Job, phases: Phases) -> tuple[Performance, Cal
         phases.record("timed_loop_wall", time.perf_counter() - start)
         phases.record("timed", (sum(eager_ms) + sum(compiled_ms)) / 1000)
     performance = Performance(eager_ms=tuple(eager_ms), compiled_ms=tuple(compiled_ms),
-                              compilation_latency=max(compiled_warm - eager_warm, 0.0), eager_peak_mem=eager_peak,
-                              dynamo_peak_mem=dynamo_peak, **stats)
-    return performance, (compiled_step if job.mode == "inference" else None)
+                              compilation_latency=max(compiled_warm.seconds - eager_warm.seconds, 0.0),
+                              eager_peak_mem=eager_warm.peak_mem,
+                              dynamo_peak_mem=compiled_warm.peak_mem if torch_allocator or job.device == "cpu"
+                              else None,
+                              eager_activation_peak_mem=eager_activation,
+                              dynamo_activation_peak_mem=dynamo_activation, **stats)
+    return performance
 

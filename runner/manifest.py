@@ -13,7 +13,16 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-from perfdash.contract import JenkinsInfo, MachineInfo, Manifest, RunConfig
+from perfdash.contract import (
+    ACTIVATION_PEAK_DEFINITION,
+    MEMORY_DEFINITIONS,
+    BackendInfo,
+    JenkinsInfo,
+    MachineInfo,
+    Manifest,
+    RunConfig,
+)
+from runner.backends import BACKEND_SPECS, package_versions, settings
 from runner.suites import Suite
 
 
@@ -84,21 +93,37 @@ def suite_versions(suite: Suite) -> dict[str, str]:
     return versions
 
 
-def new_manifest(config: RunConfig, suite: Suite) -> Manifest:
+def backend_info(config: RunConfig, quantize: str | None) -> BackendInfo | None:
+    if config.backend not in BACKEND_SPECS:
+        return None
+    return BackendInfo(name=config.backend, packages=package_versions(config.backend),
+                       settings=settings(config.backend, config.device, config.dtype, quantize))
+
+
+def new_manifest(config: RunConfig, suite: Suite, quantize: str | None = None) -> Manifest:
     version, commit, _ = torch_build()
+    backend = backend_info(config, quantize)
+    # The backend's packages also go with the suite's versions: the service shows those, and a new onnxruntime
+    # moves every series of the backend at once (an environment change, as a new transformers is).
+    versions = {**suite_versions(suite), **(backend.packages if backend else {})}
     return Manifest(config=config, machine=machine_info(config.device), torch_version=version,
-                    torch_git_commit=commit, suite_versions=suite_versions(suite), jenkins=jenkins_info(),
-                    command=shlex.join(sys.argv), start_time=datetime.now(UTC))
+                    torch_git_commit=commit, suite_versions=versions, jenkins=jenkins_info(),
+                    command=shlex.join(sys.argv), start_time=datetime.now(UTC), backend=backend,
+                    memory_definitions={"peak_memory": MEMORY_DEFINITIONS[config.device],
+                                        "activation_peak": ACTIVATION_PEAK_DEFINITION})
 
 
-def load_or_create(path: Path, config: RunConfig, suite: Suite) -> Manifest:
+def load_or_create(path: Path, config: RunConfig, suite: Suite, quantize: str | None = None) -> Manifest:
     """Resuming keeps the first start time and the errors already recorded; a new config starts afresh."""
-    fresh = new_manifest(config, suite)
+    fresh = new_manifest(config, suite, quantize)
     if path.exists():
         try:
             old = Manifest.read(path)
         except ValueError:
             return fresh
         if old.config == config:
-            return fresh.model_copy(update={"start_time": old.start_time, "model_errors": dict(old.model_errors)})
+            update: dict[str, object] = {"start_time": old.start_time, "model_errors": dict(old.model_errors)}
+            if fresh.backend is not None and old.backend is not None:
+                update["backend"] = fresh.backend.model_copy(update={"models": dict(old.backend.models)})
+            return fresh.model_copy(update=update)
     return fresh

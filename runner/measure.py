@@ -1,7 +1,9 @@
-"""Measurement primitives for the worker: synchronised timers and peak-memory probes."""
+"""Measurement primitives for the worker: synchronised timers, the warm-up with PyTorch's peak memory, and
+perfdash's own per-call activation peak."""
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -25,6 +27,45 @@ def timed(fn: Callable[[], Any], device: str) -> tuple[float, Any]:
     out = fn()
     synchronize(device)
     return time.perf_counter() - start, out
+
+
+@dataclass(frozen=True, slots=True)
+class Warmup:
+    """``iterations`` calls timed as one block, and the peak memory as PyTorch's harness reads it after them (GB)."""
+
+    seconds: float
+    peak_mem: float
+
+
+def process_rss_bytes() -> int:
+    """The process's resident memory now (psutil reads /proc/self/statm, as PyTorch's harness does via psutil)."""
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)
+
+
+def warmup(fn: Callable[[], Any], iterations: int, device: str) -> Warmup:
+    """The warm-up of PyTorch's benchmarks/dynamo/common.py (``warmup`` in ``run_performance_test``), measured the
+    same way: collect garbage; on CUDA reset the allocator's peak and empty its cache; time ``iterations`` calls as
+    one block; then read the peak memory. CUDA: ``max_memory_allocated()`` over the block, i.e. everything allocated
+    in the process (weights, inputs, compilation's buffers included). CPU: the process's resident set after the block
+    (a current value, not a peak; it holds the interpreter, the libraries, weights, inputs and whatever the allocator
+    kept). Both in GB of 10^9 bytes. (PyTorch's CPU column is psutil's ``memory_percent()`` times the total memory
+    over 10^9, i.e. this figure times 100: the percentage is not divided by 100. Its ratios are the same.)
+    """
+    gc.collect()
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        torch.cuda.empty_cache()
+    synchronize(device)
+    start = time.perf_counter()
+    for _ in range(iterations):
+        fn()
+    synchronize(device)
+    seconds = time.perf_counter() - start
+    if device == "cuda":
+        return Warmup(seconds, torch.cuda.max_memory_allocated() / GB)
+    return Warmup(seconds, process_rss_bytes() / GB)
 
 
 # The profiler range that marks the measured call inside the profiled pair (see cpu_peak_bytes).
@@ -75,7 +116,9 @@ def cpu_peak_bytes(fn: Callable[[], Any], primed: bool = True) -> int:
 
 @dataclass(frozen=True, slots=True)
 class PeakMemory:
-    """Peak memory of one call in GB above what was in use before it, measured in the timing worker itself.
+    """perfdash's activation peak: the peak memory of one warm call in GB above what was in use before it (weights and
+    inputs excluded), measured in the timing worker itself. Not PyTorch's peak memory (see ``warmup``): it is written
+    to perfdash's own samples file, never to PyTorch's columns.
 
     CUDA: ``max_memory_allocated`` after resetting the peak. CPU: the replay of torch.profiler's memory events (see
     cpu_peak_bytes). Both count the bytes of memory the allocator handed out, not resident pages, so the two

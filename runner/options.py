@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfdash.contract import BACKENDS, COMPILE_MODES, DEVICES, DTYPES, MODES, RunConfig
+from runner.backends import RUNNABLE_BACKENDS, BackendUnavailable, check
 from runner.suites import ModelSpec, Suite, SuiteError, get_suite
+from runner.suites.base import DEFAULT_MODEL_LIST
 
-RUNNABLE_BACKENDS: tuple[str, ...] = ("eager", "aot_eager", "inductor")
 assert set(RUNNABLE_BACKENDS) <= set(BACKENDS)
 
 # glibc keeps what a step frees for the next one: no mmap for big blocks (each would be unmapped on free and faulted
@@ -25,7 +26,7 @@ CPU_MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(16 << 3
 ALLOCATORS: tuple[str, ...] = ("pytorch", "perfdash")
 DEFAULT_ALLOCATOR = "pytorch"
 DEFAULT_REPEAT = 30
-DEFAULT_WARMUP = 2
+DEFAULT_WARMUP = 5  # PyTorch's warm-up iterations (run_performance_test in benchmarks/dynamo/common.py)
 DEFAULT_TIMEOUT_S = 1800.0
 
 
@@ -58,6 +59,8 @@ class RunOptions:
     cold_start: bool = False
     models_file: Path | None = None
     allocator: str = DEFAULT_ALLOCATOR
+    model_list: str = DEFAULT_MODEL_LIST  # one of the suite's named lists (runner/suites/data/<suite>.<list>.toml)
+    quantize: str | None = None  # int8-dynamic (onnxruntime): a series of its own, variant int8_dynamic
     # Extra worker environment (recorded in the manifest): tests use it, agents may pin settings with it.
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -71,7 +74,9 @@ class RunOptions:
 
     @property
     def variant(self) -> str:
-        parts = [] if self.compile_mode == "default" else [self.compile_mode.replace("-", "_")]
+        parts = [] if self.quantize is None else [self.quantize.replace("-", "_")]
+        if self.compile_mode != "default":
+            parts.append(self.compile_mode.replace("-", "_"))
         if self.dynamic_shapes:
             parts.append("dynamic")
         return "_".join(parts)
@@ -93,7 +98,7 @@ class RunOptions:
         return RunConfig(suite=self.suite, backend=self.backend, variant=self.variant, compile_mode=self.compile_mode,
                          dtype=self.dtype, mode=self.mode, device=self.device, threads=self.threads,
                          dynamic_shapes=self.dynamic_shapes, cold_start=self.cold_start, batch_size=self.batch_size,
-                         repeat=self.repeat, total_partitions=self.total_partitions,
+                         repeat=self.repeat, warmup=self.warmup, total_partitions=self.total_partitions,
                          partition_id=self.partition_id, env=env)
 
 
@@ -128,11 +133,30 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
     if options.device == "cuda" and shutil.which("nvidia-smi") is None and not Path("/dev/nvidiactl").exists():
         raise OptionsError("--device cuda: no NVIDIA GPU on this machine (no nvidia-smi, no /dev/nvidiactl)")
     try:
-        models = suite.models(options.models_file)
+        check(options.backend, options.device, options.dtype, options.mode, options.quantize, options.compile_mode,
+              options.dynamic_shapes)
+    except BackendUnavailable as exc:
+        raise OptionsError(str(exc)) from None
+    if options.models_file is not None and options.model_list != DEFAULT_MODEL_LIST:
+        raise OptionsError("--models-file and --model-list are alternatives: give one of them")
+    try:
+        models = suite.models(options.models_file, options.model_list)
+        if options.only is not None and options.models_file is None and all(m.name != options.only for m in models):
+            models = _list_holding(suite, options.only) or models
     except SuiteError as exc:
         raise OptionsError(str(exc)) from None
     models = suite.expand_models(models, options.batch_size) if suite.expand_models else models
     return suite, select_models(models, options)
+
+
+def _list_holding(suite: Suite, name: str) -> list[ModelSpec] | None:
+    """The first of the suite's named lists that holds ``name``: --only names one model, which any list may hold (a
+    bisection of a model that a --model-list extended run measured); the lists' shared entries are the same."""
+    for list_name in suite.model_lists():
+        listed = suite.models(model_list=list_name)
+        if any(m.name == name for m in listed):
+            return listed
+    return None
 
 
 def _compile(patterns: tuple[str, ...], flag: str) -> list[re.Pattern[str]]:

@@ -6,7 +6,7 @@ import signal
 import statistics
 from dataclasses import dataclass, field
 
-from perfdash.contract import AccuracyRow, GraphStats, ModelSamples, PerformanceRow
+from perfdash.contract import STAT_COLUMNS, AccuracyRow, GraphStats, ModelSamples, PerformanceRow
 from runner.process import WorkerOutcome
 from runner.protocol import (
     PHASE_ACCURACY_COMPILED,
@@ -18,6 +18,7 @@ from runner.protocol import (
     PHASE_LOAD,
     PHASE_MEASURE,
     PHASE_MEMORY,
+    PHASE_VALIDATE,
 )
 
 # Below this, a peak is a few small tensors of a toy model (or the CUDA allocator's 512-byte rounding): its ratio says
@@ -27,9 +28,12 @@ MIN_PEAK_FOR_RATIO_GB = 1 / 1024
 # phase -> (status on an error, status on running out of memory)
 _STATUS_BY_PHASE: dict[str, tuple[str, str]] = {
     PHASE_LOAD: ("model_fail_to_load", "model_fail_to_load"),
+    # PyTorch's load_model validates the model with one eager run; its failure, out of memory too, is this status.
+    PHASE_VALIDATE: ("eager_fail_to_run", "eager_fail_to_run"),
     PHASE_EAGER_1ST: ("eager_1st_run_fail", "eager_1st_run_OOM"),
     PHASE_EAGER_2ND: ("eager_2nd_run_fail", "eager_2nd_run_OOM"),
-    PHASE_FP64: ("eager_2nd_run_fail", "eager_2nd_run_OOM"),  # only a crash gets here: the fp64 run is eager
+    # Only a crash gets here (an exception only drops the fp64 reference); the fp64 run is the model's first.
+    PHASE_FP64: ("eager_1st_run_fail", "eager_1st_run_OOM"),
     PHASE_EAGER_WARMUP: ("eager_fail_to_run", "OOM"),
     PHASE_COMPILE: ("fail_to_run", "OOM"),
     PHASE_MEASURE: ("fail_to_run", "OOM"),
@@ -56,10 +60,12 @@ class ModelOutcome:
     # Seconds per part of the work: the worker's phases and "worker_wall" as the parent saw it (bench/harness.py
     # reads these).
     timings: dict[str, float] = field(default_factory=dict)
+    backend_notes: dict[str, str] = field(default_factory=dict)  # what a non-Dynamo backend reported (exporter)
 
 
 def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, want_accuracy: bool,
-              want_performance: bool, timings: dict[str, float] | None = None) -> ModelOutcome:
+              want_performance: bool, timings: dict[str, float] | None = None,
+              accuracy_batch_size: int | None = None) -> ModelOutcome:
     result = outcome.result
     error: str | None = None
     if outcome.timed_out:
@@ -101,13 +107,19 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
             perf_row = PerformanceRow(
                 dev=dev, name=name, batch_size=batch_size, speedup=eager / compiled, abs_latency=compiled,
                 compilation_latency=perf.compilation_latency, compression_ratio=ratio, eager_peak_mem=eager_mem,
-                dynamo_peak_mem=compiled_mem,
-                stats=GraphStats(calls_captured=perf.calls_captured, unique_graphs=perf.unique_graphs,
-                                 graph_breaks=perf.graph_breaks, unique_graph_breaks=perf.unique_graph_breaks))
+                dynamo_peak_mem=compiled_mem, stats=GraphStats(**{c: getattr(perf, c) for c in STAT_COLUMNS}))
             samples = ModelSamples(name=name, batch_size=batch_size, eager_ms=perf.eager_ms,
-                                   compiled_ms=perf.compiled_ms)
-    stats = perf_row.stats if perf_row is not None else GraphStats()
-    acc_row = AccuracyRow(dev=dev, name=name, batch_size=batch_size if status != "model_fail_to_load" else 0,
-                          accuracy=status, stats=stats) if want_accuracy else None
+                                   compiled_ms=perf.compiled_ms,
+                                   eager_activation_peak_mem=perf.eager_activation_peak_mem,
+                                   dynamo_activation_peak_mem=perf.dynamo_activation_peak_mem)
+    # The accuracy row carries the check's own counters and compile time, as PyTorch's accuracy CSV does.
+    check_stats, check_compile_s = GraphStats(), None
+    if result is not None and result.accuracy_stats is not None:
+        check_stats = GraphStats(**{c: result.accuracy_stats.get(c) for c in STAT_COLUMNS})
+        check_compile_s = result.accuracy_compile_s
+    checked_batch = accuracy_batch_size or batch_size
+    acc_row = AccuracyRow(dev=dev, name=name, batch_size=checked_batch if status != "model_fail_to_load" else 0,
+                          accuracy=status, stats=check_stats, compilation_latency=check_compile_s
+                          ) if want_accuracy else None
     return ModelOutcome(name=name, status=status, performance=perf_row, accuracy=acc_row, samples=samples,
                         error=error, timings=dict(timings or {}))

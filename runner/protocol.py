@@ -15,19 +15,22 @@ from typing import Any
 
 from runner.suites.base import ModelSpec, Tolerance
 
-PROTOCOL_VERSION = 2  # 2: peak memory measured by the timing worker (no memory job, no Job.purpose)
+# 2: peak memory measured by the timing worker (no memory job, no Job.purpose); 3: PyTorch's peak memory from the
+# warm-ups, perfdash's activation peak beside it
+PROTOCOL_VERSION = 3
 
 # Phases in the order the worker runs them.
 PHASE_LOAD = "load"
+PHASE_VALIDATE = "eager_validate"  # one eager iteration of the loaded model, as PyTorch's load_model validates it
 PHASE_EAGER_1ST = "eager_1st_run"  # accuracy: first eager run
 PHASE_EAGER_2ND = "eager_2nd_run"  # accuracy: second eager run (must agree with the first)
 PHASE_FP64 = "fp64_reference"  # accuracy: fp64 reference (its failure is tolerated, as in PyTorch)
 PHASE_EAGER_WARMUP = "eager_warmup"  # performance
 PHASE_COMPILE = "compile"  # performance: the compiled warm-up (compilation happens here)
-PHASE_MEMORY = "memory"  # performance: peak memory of one eager and one compiled step (the timed loop's warm-up)
+PHASE_MEMORY = "memory"  # performance: activation peak of one eager and one compiled step (the timed loop's warm-up)
 PHASE_MEASURE = "measure"  # performance: interleaved timing
 PHASE_ACCURACY_COMPILED = "compiled_run"  # accuracy: the compiled model's output
-PHASES = (PHASE_LOAD, PHASE_EAGER_1ST, PHASE_EAGER_2ND, PHASE_FP64, PHASE_EAGER_WARMUP, PHASE_COMPILE,
+PHASES = (PHASE_LOAD, PHASE_VALIDATE, PHASE_EAGER_1ST, PHASE_EAGER_2ND, PHASE_FP64, PHASE_EAGER_WARMUP, PHASE_COMPILE,
           PHASE_MEMORY, PHASE_MEASURE, PHASE_ACCURACY_COMPILED)
 
 
@@ -48,6 +51,8 @@ class Job:
     performance: bool
     threads: int | None
     tolerance: Tolerance
+    accuracy_batch_size: int | None = None  # the accuracy check's batch size; None: batch_size
+    quantize: str | None = None  # onnxruntime's int8-dynamic (runner.backends)
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -67,17 +72,27 @@ class Job:
 
 @dataclass(frozen=True, slots=True)
 class Performance:
-    """Timings in ms, compile latency in s, peak memory in GB (PyTorch's units) above the baseline before one step."""
+    """Timings in ms, compile latency in s, memory in GB of 10^9 bytes.
+
+    ``eager_peak_mem``/``dynamo_peak_mem``: PyTorch's peak memory over each warm-up (runner.measure.warmup);
+    ``*_activation_peak_mem``: perfdash's peak of one warm call above what was in use before it.
+    """
 
     eager_ms: tuple[float, ...]
     compiled_ms: tuple[float, ...]
     compilation_latency: float
     eager_peak_mem: float | None
     dynamo_peak_mem: float | None
+    eager_activation_peak_mem: float | None = None
+    dynamo_activation_peak_mem: float | None = None
     calls_captured: int | None = None
     unique_graphs: int | None = None
     graph_breaks: int | None = None
     unique_graph_breaks: int | None = None
+    fallbacks_to_eager: int | None = None
+    autograd_captures: int | None = None
+    autograd_compiles: int | None = None
+    cudagraph_skips: int | None = None
 
     def __post_init__(self) -> None:
         if not self.eager_ms or len(self.eager_ms) != len(self.compiled_ms):
@@ -86,8 +101,10 @@ class Performance:
             raise ValueError("timings must be finite and positive")
         if not math.isfinite(self.compilation_latency):
             raise ValueError("compilation_latency must be finite")
-        if any(v is not None and (not math.isfinite(v) or v < 0) for v in (self.eager_peak_mem, self.dynamo_peak_mem)):
-            raise ValueError("peak memory must be finite and non-negative (it is measured above a baseline)")
+        if any(v is not None and (not math.isfinite(v) or v < 0)
+               for v in (self.eager_peak_mem, self.dynamo_peak_mem, self.eager_activation_peak_mem,
+                         self.dynamo_activation_peak_mem)):
+            raise ValueError("peak memory must be finite and non-negative")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +119,15 @@ class WorkerResult:
     name: str
     batch_size: int
     performance: Performance | None = None
-    accuracy: str | None = None  # pass | fail_accuracy | eager_two_runs_differ (failures come from ``failure``)
+    accuracy: str | None = None  # pass | pass_due_to_skip | fail_accuracy | eager_two_runs_differ (else ``failure``)
     failure: Failure | None = None
     # Seconds spent per part of the worker (process start excluded), for bench/harness.py.
     timings: dict[str, float] = field(default_factory=dict)
+    # The accuracy check's own Dynamo counters (graph_stats) and compile seconds, once it decided or compiled.
+    accuracy_stats: dict[str, int] | None = None
+    accuracy_compile_s: float | None = None
+    # What a non-Dynamo backend did for this model (e.g. which ONNX exporter worked), for the manifest.
+    backend_notes: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps({"event": "result", **asdict(self)})
@@ -122,6 +144,9 @@ class WorkerResult:
             accuracy=data.get("accuracy"),
             failure=Failure(**failure) if failure else None,
             timings={k: float(v) for k, v in (data.get("timings") or {}).items()},
+            accuracy_stats=data.get("accuracy_stats"),
+            accuracy_compile_s=data.get("accuracy_compile_s"),
+            backend_notes={str(k): str(v) for k, v in (data.get("backend_notes") or {}).items()},
         )
 
 

@@ -12,4 +12,4 @@ fi
 # torch and torchvision are pinned (the series records the torch version); pip takes them from local wheels here.
 "$venv/bin/pip" install --quiet --upgrade pip
 "$venv/bin/pip" install --quiet "torch==2.14.1" "torchvision==0.29.1"
-"$venv/bin/pip" install --quiet -e "$here[runner,service,dev]"
+"$venv/bin/pip" install --quiet -e "$here[runner,service,dev,backends]"

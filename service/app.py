@@ -6,16 +6,20 @@ import gc
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, status
+import sqlalchemy as sa
+from fastapi import FastAPI, Request, Response, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from perfdash.contract import ContractError
 from service.api import annotations, bisections, compare, configurations, findings, history, runs, summary
+from service.api.errors import RETRY_AFTER_S, ErrorBoundary, RejectNulBytes, ascii_json
 from service.api.limits import BodySizeLimit
-from service.db import make_engine, make_session_factory
-from service.ingest import IngestConflict, PostIngestHook
+from service.db import InputRejected, make_engine, make_session_factory
+from service.ingest import IngestConflict, PostIngestHook, database_unavailable
 from service.settings import Settings
 from service.web import install as install_web
 
@@ -50,26 +54,56 @@ def create_app(settings: Settings | None = None, post_ingest_hooks: Sequence[Pos
     app = FastAPI(title="perfdash", version="1", lifespan=lifespan,
                   description="Nightly performance of torch.compile: runs, summaries, history, comparisons.")
     app.add_middleware(BodySizeLimit)
+    app.add_middleware(RejectNulBytes)
+    app.add_middleware(ErrorBoundary)  # added last: the outermost of ours, so it sees every other one's exception
     for module in (runs, summary, history, compare, configurations, annotations, findings, bisections):
         app.include_router(module.router)
     install_web(app)  # HTML pages and /static (service/web)
 
     @app.exception_handler(ContractError)
-    async def contract_error(_request: Request, exc: ContractError) -> JSONResponse:
-        return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, content={"detail": {
+    async def contract_error(_request: Request, exc: ContractError) -> Response:
+        # ASCII: a file name or field may hold any text the upload carried
+        return ascii_json(status.HTTP_422_UNPROCESSABLE_CONTENT, {"detail": {
             "message": exc.message, "file": exc.file, "line": exc.line, "column": exc.column, "error": str(exc)}})
+
+    # FastAPI's own handlers echo the input and encode with ensure_ascii=False: a lone surrogate in a body (JSON's
+    # "\ud800") then fails to encode and the 422 became a 500. These answer the same, without the input, in ASCII.
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_request: Request, exc: RequestValidationError) -> Response:
+        errors = [{k: e.get(k) for k in ("loc", "msg", "type")} for e in exc.errors()]
+        return ascii_json(status.HTTP_422_UNPROCESSABLE_CONTENT, {"detail": errors})
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code < 200 or exc.status_code in (204, 205, 304):  # statuses that carry no body
+            return Response(status_code=exc.status_code, headers=exc.headers)
+        return ascii_json(exc.status_code, {"detail": exc.detail}, exc.headers)
 
     @app.exception_handler(IngestConflict)
     async def conflict(_request: Request, exc: IngestConflict) -> JSONResponse:
         return JSONResponse(status_code=status.HTTP_409_CONFLICT, content={"detail": str(exc)})
 
-    @app.exception_handler(sa_exc.DataError)
-    async def data_error(_request: Request, exc: sa_exc.DataError) -> JSONResponse:
-        # e.g. a model name longer than its column: the input is at fault, and the transaction was rolled back
-        reason = str(exc.orig).splitlines()[0] if exc.orig else "invalid value"
+    def rejected(message: str) -> JSONResponse:
         return JSONResponse(status_code=status.HTTP_422_UNPROCESSABLE_CONTENT,
-                            content={"detail": {"message": f"value rejected by the database: {reason}",
-                                                "file": None, "line": None, "column": None}})
+                            content={"detail": {"message": message, "file": None, "line": None, "column": None}})
+
+    @app.exception_handler(InputRejected)
+    async def input_rejected(_request: Request, exc: InputRejected) -> JSONResponse:
+        return rejected(str(exc))
+
+    @app.exception_handler(sa_exc.StatementError)
+    async def statement_error(_request: Request, exc: sa_exc.StatementError) -> Response:
+        # The contract checks what it can name a line for; this is the backstop (e.g. a value longer than its
+        # column). The database's own message quotes SQL and values, so it stays in the log.
+        if isinstance(exc.orig, InputRejected):
+            return rejected(str(exc.orig))
+        if isinstance(exc, sa_exc.DataError):
+            return rejected("a value does not fit the database (too long or out of range)")
+        if database_unavailable(exc):
+            return JSONResponse(status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+                                headers={"Retry-After": str(RETRY_AFTER_S)},
+                                content={"detail": "database unavailable; retry later"})
+        raise exc
 
     @app.exception_handler(sa_exc.IntegrityError)
     async def integrity_error(_request: Request, _exc: sa_exc.IntegrityError) -> JSONResponse:
@@ -88,8 +122,22 @@ def create_app(settings: Settings | None = None, post_ingest_hooks: Sequence[Pos
 
     app.openapi = openapi  # type: ignore[method-assign]
 
-    @app.get("/healthz", include_in_schema=False)
-    def healthz() -> dict[str, str]:
+    @app.get("/healthz/live", include_in_schema=False)
+    def liveness() -> dict[str, str]:
+        """The process answers (restart it if not); says nothing about the database."""
         return {"status": "ok"}
+
+    @app.get("/healthz/ready", include_in_schema=False)
+    @app.get("/healthz", include_in_schema=False)
+    def readiness(request: Request) -> JSONResponse:
+        """Ready to serve: the database answers (a load balancer or compose stops sending traffic if not)."""
+        try:
+            with request.app.state.engine.connect() as connection:
+                connection.execute(sa.text("SELECT 1"))
+        except sa_exc.SQLAlchemyError:
+            return JSONResponse(status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+                                headers={"Retry-After": str(RETRY_AFTER_S)},
+                                content={"status": "unavailable", "database": "unreachable"})
+        return JSONResponse({"status": "ok", "database": "ok"})
 
     return app

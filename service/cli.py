@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from datetime import datetime
+from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,18 +22,44 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ingest = subparsers.add_parser(
         "ingest", help="store result CSVs (PyTorch's or perfdash's) in DATABASE_URL, or post them to a service",
         description="Without --url the files go straight into DATABASE_URL; with --url they are posted to the "
-                    "service (retried; spooled to PERFDASH_SPOOL_DIR when the service is down and posted first on "
-                    "the next invocation).")
+                    "service (retried; spooled to PERFDASH_SPOOL_DIR when the service is unavailable and posted "
+                    "first on the next invocation; an upload the service refuses is moved to the spool's rejected/ "
+                    "folder and never retried). Exit status with --url: 1 something refused, 4 something neither "
+                    "posted nor spooled, 3 something spooled, 0 all stored.")
     ingest.add_argument("paths", nargs="+", metavar="PATH", help="CSV files or directories holding them")
     ingest.add_argument("--url", help="service base URL, e.g. http://perfdash:8000")
-    ingest.add_argument("--token", help="ingest token (default: the first of PERFDASH_INGEST_TOKENS)")
+    ingest.add_argument("--token", help="ingest token; shows in the process list: prefer --token-file or "
+                                        "PERFDASH_TOKEN (default: PERFDASH_TOKEN, PERFDASH_TOKEN_FILE, then the "
+                                        "first of PERFDASH_INGEST_TOKENS)")
+    ingest.add_argument("--token-file", type=Path, help="file holding the ingest token (--url)")
     ingest.add_argument("--machine", help="without a manifest: the machine (CPU model or GPU name)")
     ingest.add_argument("--commit", help="without a manifest: the torch git commit")
     ingest.add_argument("--timestamp", type=datetime.fromisoformat,
-                        help="without a manifest: when the run started, ISO 8601 (default: the CSVs' mtime)")
+                        help="without a manifest: when the run started, ISO 8601 (default: none, the run is "
+                             "keyed by its content and dated when stored)")
     ingest.add_argument("--torch-version", help="without a manifest: torch version")
     ingest.add_argument("--retries", type=int, default=4, help="attempts per upload before spooling it (--url)")
+    ingest.add_argument("--max-server-errors", type=int, default=3,
+                        help="5xx answers one upload may get, over all invocations, before it counts as refused "
+                             "(--url)")
+    naming = ingest.add_argument_group(
+        "naming a run by hand", "for result files the harness named when run by hand (speedup_inductor.csv, "
+        "accuracy_inductor.csv, any --output name): the run they belong to")
+    naming.add_argument("--suite", help="torchbench, huggingface, timm_models or hf_vision")
+    naming.add_argument("--backend", help="backend, with its variant if any (inductor_no_cudagraphs)")
+    naming.add_argument("--dtype", help="float32, bfloat16, float16 or amp")
+    naming.add_argument("--mode", help="inference or training")
+    naming.add_argument("--device", help="cpu or cuda (default: cpu)")
     ingest.set_defaults(handler=_ingest)
+
+    export = subparsers.add_parser(
+        "export", help="write stored runs as PyTorch's benchmark-database JSON records (ingest reads them back)")
+    export.add_argument("--format", choices=("pytorch-json",), required=True)
+    export.add_argument("--run", type=int, action="append", help="a run id (repeatable; default: the latest night)")
+    export.add_argument("--night", type=lambda s: datetime.fromisoformat(s).date(), help="YYYY-MM-DD, every run")
+    export.add_argument("--output-dir", default=".", help="where to write {stem}_performance.json and "
+                        "{stem}_accuracy.json (one run-ID folder per run when there are several)")
+    export.set_defaults(handler=_export)
 
     summary = subparsers.add_parser("summary", help="print a night's summary (PyTorch executive-summary tables)")
     summary.add_argument("--run", type=int, help="one run (default: the latest night)")
@@ -75,9 +102,19 @@ def _db_current(_args: argparse.Namespace) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
+    if args.url:  # the runner images post: only the upload client, nothing of the service
+        from perfdash.post_cli import post_results
+
+        return post_results(args)
     from service.ingest_cli import run_ingest
 
     return run_ingest(args)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from service.export_cli import run_export
+
+    return run_export(args)
 
 
 def _summary(args: argparse.Namespace) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -12,13 +13,36 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.settings import Settings
 
 
+class InputRejected(ValueError):
+    """A value the database cannot store faithfully (a NUL byte in text); raised before the statement is sent."""
+
+
 def make_engine(url: str, *, echo: bool = False) -> sa.Engine:
     if url.startswith("sqlite"):
         engine = sa.create_engine(url, echo=echo, connect_args={"check_same_thread": False})
         # SQLite ignores foreign keys unless asked, per connection.
         sa.event.listen(engine, "connect", lambda conn, _record: conn.execute("PRAGMA foreign_keys=ON"))
-        return engine
-    return sa.create_engine(url, echo=echo, pool_pre_ping=True)
+    else:
+        # a bounded connect: an unreachable database is a 503 in seconds, not a request hanging on the kernel
+        engine = sa.create_engine(url, echo=echo, pool_pre_ping=True, connect_args={"connect_timeout": 5})
+    sa.event.listen(engine, "before_cursor_execute", _refuse_nul_bytes)
+    return engine
+
+
+# Text no database here stores faithfully: NUL (Postgres refuses it, psycopg2 with a bare ValueError; SQLite keeps it)
+# and lone UTF-16 surrogates (JSON's "\ud800" decodes to one; UTF-8 cannot encode it).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _refuse_nul_bytes(_conn, _cursor, _statement, parameters, _context, _executemany) -> None:
+    """Refuse a statement whose text parameters hold a NUL byte or a lone surrogate, on every database, before it is
+    sent, whatever code path produced it."""
+    rows = parameters if isinstance(parameters, list) else [parameters]
+    for row in rows:
+        values = row.values() if isinstance(row, dict) else (row or ())
+        for value in values:
+            if isinstance(value, str) and _UNSTORABLE.search(value):
+                raise InputRejected("a text value holds a NUL byte or a lone surrogate")
 
 
 def make_session_factory(engine: sa.Engine) -> sessionmaker[Session]:

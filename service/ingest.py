@@ -2,8 +2,10 @@
 summary. The API and `perfdash ingest` both call :func:`ingest`.
 
 Files are read only through perfdash.contract; a ContractError names the file, line and column and nothing is stored.
-Idempotent: a run's key is a hash of its configuration, start time, commit and partition; uploading the same run again
-returns the stored run unchanged, and the same key with other content is a conflict (:class:`IngestConflict`).
+Idempotent by content: a run's key is a hash of what the run is — its configuration (machine included), commit and
+partition, plus the manifest's start time when there is one, else the run's content. Uploading the same run again
+(rows in any order) returns the stored run unchanged; the same start with other content is a conflict
+(:class:`IngestConflict`). A start more than a day ahead of the server's clock is refused.
 
 Post-ingest hooks (detection, reports) are callables ``hook(session, run_id)`` that run after the run has committed,
 each in its own transaction; a failing hook is reported, it never undoes the ingest. The app factory and the CLI take
@@ -16,16 +18,19 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, date, datetime
-from pathlib import PurePath
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy.orm import Session
 
+from perfdash.confidence import speedup_interval
 from perfdash.contract import (
+    INT32_MAX,
+    MAX_NAME_LENGTH,
+    MAX_STATUS_LENGTH,
     AccuracyRow,
     ContractError,
     GraphStats,
@@ -37,12 +42,16 @@ from perfdash.contract import (
     ResultFileName,
     RunConfig,
     RunKey,
+    find_unstorable_text,
     join_results,
     parse_accuracy_csv,
     parse_performance_csv,
     parse_samples,
 )
+from perfdash.duplicates import csv_repeats, find_repeats
+from perfdash.harness_files import Classified, Role, classify
 from perfdash.metrics import model_warnings, summarize_results
+from perfdash.pytorch_json import KeyHints, ParsedRecords, looks_like_records, parse_records
 from service.models import Configuration, Machine, Result, Run, RunSummary, Series
 
 logger = logging.getLogger(__name__)
@@ -61,9 +70,20 @@ class RunBundle:
     manifest: Manifest
     results: tuple[ModelResult, ...]
     samples: Mapping[str, ModelSamples]
+    notices: tuple[str, ...] = ()  # what the user must hear: skipped files, repeated model rows (not content)
 
     @property
     def content_sha256(self) -> str:
+        """The run's content, rows by name: the same rows in another order are the same run."""
+        return self._content_digest(by_name=True)
+
+    @property
+    def file_order_sha256(self) -> str:
+        """The content digest as runs stored before migration 0003 carry it (rows in file order), so re-posting one
+        of them unchanged stays a no-op."""
+        return self._content_digest(by_name=False)
+
+    def _content_digest(self, *, by_name: bool) -> str:
         # Normalised content, so the same run posted as CSVs or as JSON hashes the same. Flattened by hand:
         # dataclasses.asdict over 150 nested rows cost a third of a night's ingest.
         def result(r: ModelResult) -> list:
@@ -74,23 +94,64 @@ class RunBundle:
                                            p.stats.unique_graph_breaks]
             return [r.name, r.batch_size, r.accuracy, perf]
 
+        rows = [result(r) for r in self.results]
         body = {
             "manifest": self.manifest.model_dump(mode="json"),
-            "results": [result(r) for r in self.results],
-            "samples": [[k, v.batch_size, v.eager_ms, v.compiled_ms] for k, v in sorted(self.samples.items())],
+            "results": sorted(rows, key=lambda row: (row[0], row[1])) if by_name else rows,
+            "samples": [[k, v.batch_size, v.eager_ms, v.compiled_ms, *_activation(v)]
+                        for k, v in sorted(self.samples.items())],
         }
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _activation(samples: ModelSamples) -> list[list[float | None]]:
+    """The activation peaks for the content hash; nothing when absent, so older files hash as they did."""
+    peaks = [samples.eager_activation_peak_mem, samples.dynamo_activation_peak_mem]
+    return [] if peaks == [None, None] else [peaks]
+
+
+# How far ahead of the server's clock a run may start (clocks of agents drift; a night never starts tomorrow).
+MAX_CLOCK_AHEAD = timedelta(days=1)
+# Nothing this service shows ran before torch.compile existed; older starts are typos or hostile input.
+EARLIEST_START = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def check_start_time(moment: datetime | None, where: str, now: datetime | None = None) -> None:
+    """ContractError unless the run's start lies between 2000 and a day after ``now`` (default: the clock)."""
+    if moment is None:
+        return
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    limit = (now or datetime.now(UTC)) + MAX_CLOCK_AHEAD
+    if aware > limit:
+        raise ContractError(f"start time {moment.isoformat()} is more than a day ahead of the server's clock "
+                            f"({limit - MAX_CLOCK_AHEAD:%Y-%m-%d %H:%M} UTC)", file=where)
+    if aware < EARLIEST_START:
+        raise ContractError(f"start time {moment.isoformat()} is before {EARLIEST_START:%Y-%m-%d}", file=where)
+
+
 @dataclass(frozen=True, slots=True)
 class IngestDefaults:
-    """Metadata for PyTorch CSVs that come without a manifest (``--machine``, ``--commit``, ``--timestamp``)."""
+    """Metadata for PyTorch CSVs that come without a manifest (``--machine``, ``--commit``, ``--timestamp``).
+
+    Without a timestamp the run has no start of its own: it is keyed by its content and dated when it is stored."""
 
     machine: str | None = None
     commit: str | None = None
     timestamp: datetime | None = None
     torch_version: str | None = None
     host: str | None = None
+
+    def __post_init__(self) -> None:
+        limits = {"machine": MAX_NAME_LENGTH, "commit": 64, "torch_version": 64, "host": MAX_NAME_LENGTH}
+        for name, limit in limits.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if find_unstorable_text(value) is not None:  # a command line's undecodable bytes arrive as lone surrogates
+                raise ContractError("NUL byte or lone surrogate", file=name)
+            if len(value) > limit:
+                raise ContractError(f"{name} of {len(value)} characters (at most {limit})", file=name)
+        check_start_time(self.timestamp, "timestamp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,13 +168,11 @@ class IngestedRun:
 class IngestReport:
     runs: tuple[IngestedRun, ...]
     hook_errors: tuple[str, ...] = ()
+    notices: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------------------------------
 # Files -> bundles
-
-_MANIFEST_SUFFIX = "_manifest.json"
-_SAMPLES_SUFFIX = "_samples.jsonl"
 
 
 def _as_utc(moment: datetime) -> datetime:
@@ -130,52 +189,105 @@ def default_manifest(key: RunKey, defaults: IngestDefaults) -> Manifest:
                        device=key.device)
     return Manifest(source="pytorch", config=config, machine=machine, torch_git_commit=defaults.commit,
                     torch_version=defaults.torch_version,
-                    start_time=_as_utc(defaults.timestamp) if defaults.timestamp else datetime.now(UTC))
+                    start_time=_as_utc(defaults.timestamp) if defaults.timestamp else None)
 
 
 def bundles_from_files(files: Mapping[str, bytes], defaults: IngestDefaults = IngestDefaults()) -> list[RunBundle]:
     """Group uploaded files by run (their common stem), parse them through the contract and join them.
 
     ``files`` maps a file name (its directory is ignored) to its bytes. Accepted: ``*_performance.csv``,
-    ``*_accuracy.csv`` (PyTorch's naming, variants included), ``*_manifest.json``, ``*_samples.jsonl``.
+    ``*_accuracy.csv`` (PyTorch's naming, variants included), ``*_manifest.json``, ``*_samples.jsonl``, and the
+    harness's benchmark-database JSON records (perfdash.pytorch_json). The companion files the harness and runner.py
+    write beside them (perfdash.harness_files) are skipped and named in the bundles' notices; a model written twice
+    in one file keeps its last row, also named there (perfdash.duplicates).
     """
     if not files:
         raise ContractError("no result files in the upload")
     stems: dict[str, dict[str, tuple[str, bytes]]] = {}
     keys: dict[str, RunKey] = {}
+    skipped: list[Classified] = []
+    records: list[tuple[str, bytes, Classified]] = []
     for raw_name, data in files.items():
-        name = PurePath(raw_name).name
-        if name.endswith(_MANIFEST_SUFFIX):
-            stems.setdefault(name[: -len(_MANIFEST_SUFFIX)], {})["manifest"] = (name, data)
-        elif name.endswith(_SAMPLES_SUFFIX):
-            stems.setdefault(name[: -len(_SAMPLES_SUFFIX)], {})["samples"] = (name, data)
+        item = classify(raw_name)
+        if item.role is Role.COMPANION:
+            skipped.append(item)
+        elif item.role is Role.BENCHMARK_JSON:
+            records.append((item.name, data, item))
+        elif item.role in (Role.MANIFEST, Role.SAMPLES):
+            stems.setdefault(item.stem, {})["manifest" if item.role is Role.MANIFEST else "samples"] = (item.name,
+                                                                                                      data)
         else:
-            parsed = ResultFileName.parse(name)
-            stems.setdefault(parsed.key.stem, {})[parsed.kind] = (name, data)
-            keys[parsed.key.stem] = parsed.key
+            stems.setdefault(item.stem, {})[item.kind] = (item.name, data)
+            keys[item.stem] = ResultFileName.parse(item.name).key
+    parsed_records: dict[str, list[tuple[str, ParsedRecords]]] = {}
+    for name, data, item in records:
+        if not looks_like_records(data):
+            skipped.append(Classified(name, Role.COMPANION, reason="JSON, but not benchmark-database records"))
+            continue
+        parsed = parse_records(data, name, _hints_from_name(item))
+        kinds = {k for k, rows in (("performance", parsed.performance), ("accuracy", parsed.accuracy)) if rows}
+        csvs = stems.get(parsed.key.stem, {})
+        if kinds and all(k in csvs for k in kinds):
+            # the harness writes both: the CSV is the complete one (model_fail_to_load rows have no record)
+            twins = " and ".join(csvs[k][0] for k in sorted(kinds))
+            skipped.append(Classified(name, Role.COMPANION, reason=f"the same rows as {twins}"))
+            continue
+        parsed_records.setdefault(parsed.key.stem, []).append((name, parsed))
+        stems.setdefault(parsed.key.stem, {})
+        keys.setdefault(parsed.key.stem, parsed.key)
+    if not keys:
+        what = ", ".join(f"{c.name} ({c.reason})" for c in skipped) or "nothing"
+        raise ContractError(f"no performance or accuracy results in the upload; skipped {what}")
     bundles = []
     for stem, parts in sorted(stems.items()):
         if stem not in keys:
             orphan = next(iter(parts.values()))[0]
             raise ContractError("no performance or accuracy CSV of this run in the upload", file=orphan)
-        bundles.append(_bundle(keys[stem], parts, defaults))
+        bundles.append(_bundle(keys[stem], parts, defaults, parsed_records.get(stem, [])))
+    notices = [f"skipped {c.name}: {c.reason}" for c in sorted(skipped, key=lambda c: c.name)]
+    if notices:
+        bundles[0] = replace(bundles[0], notices=tuple(notices) + bundles[0].notices)
     return bundles
 
 
-def _bundle(key: RunKey, parts: Mapping[str, tuple[str, bytes]], defaults: IngestDefaults) -> RunBundle:
-    performance = parse_performance_csv(parts["performance"][1], parts["performance"][0]) \
-        if "performance" in parts else []
-    accuracy = parse_accuracy_csv(parts["accuracy"][1], parts["accuracy"][0]) if "accuracy" in parts else []
+def _hints_from_name(item: Classified) -> KeyHints:
+    """What a benchmark JSON file's name says of its run (``{stem}_performance.json``), if it follows the contract."""
+    if not (item.stem and item.kind):
+        return KeyHints()
+    try:
+        key = ResultFileName.parse(f"{item.stem}_{item.kind}.csv").key
+    except ContractError:
+        return KeyHints()
+    return KeyHints(suite=key.suite, backend=key.backend_variant, dtype=key.dtype, mode=key.mode, device=key.device)
+
+
+def _bundle(key: RunKey, parts: Mapping[str, tuple[str, bytes]], defaults: IngestDefaults,
+            records: Sequence[tuple[str, ParsedRecords]] = ()) -> RunBundle:
+    repeats = []
+    performance, accuracy = [], []
+    if "performance" in parts:
+        name, data = parts["performance"]
+        performance = parse_performance_csv(data, name)
+        repeats += csv_repeats(data, name, "performance")
+    if "accuracy" in parts:
+        name, data = parts["accuracy"]
+        accuracy = parse_accuracy_csv(data, name)
+        repeats += csv_repeats(data, name, "accuracy")
+    for _, parsed in records:
+        performance += parsed.performance
+        accuracy += parsed.accuracy
+        repeats += parsed.repeats
     if "manifest" in parts:
         name, data = parts["manifest"]
         manifest = Manifest.parse(data, name)
         if manifest.config.key() != key:
             raise ContractError(f"manifest describes {manifest.config.key().stem}, the CSVs are {key.stem}", file=name)
+        check_start_time(manifest.start_time, name)
     else:
         manifest = default_manifest(key, defaults)
     samples = parse_samples(parts["samples"][1], parts["samples"][0]) if "samples" in parts else []
     return RunBundle(manifest=manifest, results=tuple(join_results(performance, accuracy)),
-                     samples={s.name: s for s in samples})
+                     samples={s.name: s for s in samples}, notices=tuple(r.message for r in repeats))
 
 
 class ResultPayload(BaseModel):
@@ -183,22 +295,31 @@ class ResultPayload(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1)
-    batch_size: int = Field(0, ge=0)
-    accuracy: str | None = None
-    dev: str = "cpu"
+    name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
+    batch_size: int = Field(0, ge=0, le=INT32_MAX)
+    accuracy: str | None = Field(None, max_length=MAX_STATUS_LENGTH)
+    dev: str = Field("cpu", max_length=64)
     speedup: float | None = None
     abs_latency: float | None = None
     compilation_latency: float | None = None
     compression_ratio: float | None = None
     eager_peak_mem: float | None = None
     dynamo_peak_mem: float | None = None
-    calls_captured: int | None = None
-    unique_graphs: int | None = None
-    graph_breaks: int | None = None
-    unique_graph_breaks: int | None = None
+    calls_captured: int | None = Field(None, ge=0, le=INT32_MAX)
+    unique_graphs: int | None = Field(None, ge=0, le=INT32_MAX)
+    graph_breaks: int | None = Field(None, ge=0, le=INT32_MAX)
+    unique_graph_breaks: int | None = Field(None, ge=0, le=INT32_MAX)
     eager_ms: list[float] | None = None
     compiled_ms: list[float] | None = None
+    eager_activation_peak_mem: float | None = None  # perfdash's own, kept with the samples
+    dynamo_activation_peak_mem: float | None = None
+
+    @model_validator(mode="after")
+    def _no_nul_bytes(self) -> ResultPayload:
+        for name in ("name", "accuracy", "dev"):
+            if "\x00" in (getattr(self, name) or ""):
+                raise ValueError(f"NUL byte in {name}")
+        return self
 
 
 class RunPayload(BaseModel):
@@ -213,6 +334,7 @@ def bundle_from_payload(payload: RunPayload) -> RunBundle:
     if payload.manifest.schema_version > Manifest.model_fields["schema_version"].default:
         raise ContractError(f"manifest schema_version {payload.manifest.schema_version} is newer than this reader",
                             file="manifest")
+    check_start_time(payload.manifest.start_time, "manifest")
     performance, accuracy, samples = [], [], []
     for index, item in enumerate(payload.results):
         where = f"results[{index}]"
@@ -229,13 +351,16 @@ def bundle_from_payload(payload: RunPayload) -> RunBundle:
                                             accuracy=item.accuracy, stats=stats))
             if item.eager_ms is not None and item.compiled_ms is not None:
                 samples.append(ModelSamples(item.name, item.batch_size, tuple(item.eager_ms),
-                                            tuple(item.compiled_ms)))
+                                            tuple(item.compiled_ms), item.eager_activation_peak_mem,
+                                            item.dynamo_activation_peak_mem))
         except ValueError as exc:
             raise ContractError(str(exc), file=where) from None
         if item.speedup is None and item.accuracy is None:
             raise ContractError("a result needs a speedup, an accuracy status or both", file=where)
+    repeats = find_repeats("JSON upload", ((i, r.name, r.accuracy or f"{r.speedup or 0:.2f}x")
+                                           for i, r in enumerate(payload.results)), unit="results")
     return RunBundle(manifest=payload.manifest, results=tuple(join_results(performance, accuracy)),
-                     samples={s.name: s for s in samples})
+                     samples={s.name: s for s in samples}, notices=tuple(r.message for r in repeats))
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -260,14 +385,21 @@ def night_of(manifest: Manifest) -> date:
     return _as_utc(manifest.start_time).date() if manifest.start_time else datetime.now(UTC).date()
 
 
-def run_key(manifest: Manifest) -> str:
+def run_key(bundle: RunBundle) -> str:
+    """What the run is: configuration (machine included), commit, partition, and its start when the manifest has
+    one; a run without a start is its content, so the same files posted twice (or copied) are one run."""
+    manifest = bundle.manifest
     config = manifest.config
-    return _digest({
+    identity = {
         "configuration": configuration_key(config, manifest.machine.fingerprint()),
-        "start": _as_utc(manifest.start_time).isoformat() if manifest.start_time else night_of(manifest).isoformat(),
         "commit": manifest.torch_git_commit or "",
         "partition": [config.partition_id, config.total_partitions],
-    })
+    }
+    if manifest.start_time is not None:
+        identity["start"] = _as_utc(manifest.start_time).isoformat()
+    else:
+        identity["content"] = bundle.content_sha256
+    return _digest(identity)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -328,10 +460,20 @@ def _series_ids(session: Session, wanted: Iterable[tuple[int, str, int]]) -> dic
     return ids
 
 
+def _samples_json(samples: ModelSamples) -> dict[str, Any]:
+    """The stored ``samples`` of a result: raw timings and, when the runner measured it, perfdash's activation peak."""
+    out: dict[str, Any] = {"eager_ms": list(samples.eager_ms), "compiled_ms": list(samples.compiled_ms)}
+    for key in ("eager_activation_peak_mem", "dynamo_activation_peak_mem"):
+        if (value := getattr(samples, key)) is not None:
+            out[key] = value
+    return out
+
+
 def _result_row(run_id: int, series_id: int, result: ModelResult, samples: ModelSamples | None,
                 error: str | None) -> dict[str, Any]:
     perf = result.performance
     stats = perf.stats if perf is not None else GraphStats()
+    interval = speedup_interval(samples.eager_ms, samples.compiled_ms) if samples and perf else None
     return {
         "run_id": run_id, "series_id": series_id, "name": result.name, "batch_size": result.batch_size,
         "accuracy": result.accuracy, "passed": result.gated_speedup > 0,
@@ -342,7 +484,9 @@ def _result_row(run_id: int, series_id: int, result: ModelResult, samples: Model
         "dynamo_peak_mem": perf.dynamo_peak_mem if perf else None,
         "calls_captured": stats.calls_captured, "unique_graphs": stats.unique_graphs,
         "graph_breaks": stats.graph_breaks, "unique_graph_breaks": stats.unique_graph_breaks,
-        "samples": {"eager_ms": list(samples.eager_ms), "compiled_ms": list(samples.compiled_ms)} if samples else None,
+        "speedup_ci_low": interval.low if interval else None,
+        "speedup_ci_high": interval.high if interval else None,
+        "samples": _samples_json(samples) if samples else None,
         "error": error,
     }
 
@@ -351,7 +495,7 @@ def store_runs(session: Session, bundles: Sequence[RunBundle]) -> list[IngestedR
     """Add runs in the session's transaction (flushed, not committed), in a handful of batched statements whatever
     their number; an identical stored run is returned as is, the same key with other content raises
     :class:`IngestConflict`."""
-    keyed = [(run_key(b.manifest), b.content_sha256, b) for b in bundles]
+    keyed = [(run_key(b), b.content_sha256, b) for b in bundles]
     stored = {r.run_key: r for r in session.scalars(sa.select(Run).where(Run.run_key.in_([k for k, _, _ in keyed])))}
     out: dict[int, IngestedRun] = {}
     new: list[tuple[int, str, str, RunBundle]] = []
@@ -365,7 +509,7 @@ def store_runs(session: Session, bundles: Sequence[RunBundle]) -> list[IngestedR
                                      f"started {bundle.manifest.start_time}")
             continue  # the same run twice in one upload: stored once
         if existing is not None:
-            if existing.content_sha256 != content:
+            if existing.content_sha256 != content and existing.content_sha256 != bundle.file_order_sha256:
                 raise IngestConflict(f"run {existing.id} ({config.key().stem}, started {bundle.manifest.start_time}) "
                                      "is already stored with different results; a re-run needs its own start time")
             out[index] = IngestedRun(existing.id, key, False, config.suite, config.key().backend_variant,
@@ -381,10 +525,11 @@ def store_runs(session: Session, bundles: Sequence[RunBundle]) -> list[IngestedR
             runs.append(Run(
                 run_key=key, content_sha256=content,
                 configuration_id=configuration_ids[configuration_key(m.config, m.machine.fingerprint())],
-                night=night_of(m), started_at=m.start_time, ended_at=m.end_time, torch_version=m.torch_version,
+                night=night_of(m), started_at=m.start_time or datetime.now(UTC), ended_at=m.end_time,
+                torch_version=m.torch_version,
                 torch_git_commit=m.torch_git_commit, suite_versions=dict(m.suite_versions), host=m.machine.host,
                 jenkins_url=m.jenkins.build_url, source=m.source, command=m.command,
-                partition_id=m.config.partition_id, total_partitions=m.config.total_partitions))
+                partition_id=m.config.partition_id, total_partitions=m.config.total_partitions, hooks_pending=True))
         session.add_all(runs)
         session.flush()
         series = _series_ids(session, ((run.configuration_id, r.name, r.batch_size)
@@ -423,24 +568,77 @@ def store_run(session: Session, bundle: RunBundle) -> IngestedRun:
     return store_runs(session, [bundle])[0]
 
 
+# Runs whose hooks are retried by one ingest: enough for the runs of a night that met a database outage.
+PENDING_HOOKS_BATCH = 50
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database could not be reached (retry later), not that the request was wrong."""
+    if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    return isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError | sa.exc.TimeoutError)
+
+
+def run_hooks(session: Session, run_ids: Sequence[int], hooks: Sequence[PostIngestHook]) -> list[str]:
+    """Run the hooks for each run, each in its own transaction, and clear the run's ``hooks_pending``. A run whose
+    hook failed because the database went away stays pending (the next ingest or `perfdash detect` retries it); any
+    other failure is reported and not retried."""
+    errors = []
+    for run_id in run_ids:
+        unavailable = False
+        for hook in hooks:
+            try:
+                hook(session, run_id)
+                session.commit()
+            except Exception as exc:  # a hook never undoes an ingest; its failure is reported to the client
+                name = getattr(hook, "__name__", hook)
+                if database_unavailable(exc):  # expected during an outage: retried later, no traceback
+                    unavailable = True
+                    logger.warning("post-ingest hook %s for run %s deferred: database unavailable", name, run_id)
+                    errors.append(f"{name} on run {run_id}: database unavailable; retried on the next ingest")
+                else:
+                    logger.exception("post-ingest hook %s failed for run %s", name, run_id)
+                    # a database error's text quotes SQL and values: the log has it, the client gets its kind
+                    reason = f"database error ({type(exc).__name__})" if isinstance(exc, sa.exc.SQLAlchemyError) \
+                        else str(exc)
+                    errors.append(f"{name} on run {run_id}: {reason}")
+                try:
+                    session.rollback()
+                except sa.exc.SQLAlchemyError:  # the connection is gone; the session starts over on its next use
+                    session.close()
+        if unavailable:
+            continue
+        try:
+            session.execute(sa.update(Run).where(Run.id == run_id).values(hooks_pending=False))
+            session.commit()
+        except Exception as exc:
+            session.rollback()
+            if not database_unavailable(exc):
+                raise
+    return errors
+
+
+def pending_hook_runs(session: Session, limit: int = PENDING_HOOKS_BATCH) -> list[int]:
+    """Runs stored but not yet through their hooks, oldest first."""
+    return list(session.scalars(sa.select(Run.id).where(Run.hooks_pending).order_by(Run.id).limit(limit)))
+
+
 def ingest(session: Session, bundles: Sequence[RunBundle], hooks: Sequence[PostIngestHook] = ()) -> IngestReport:
-    """Store every run of an upload in one transaction (all or nothing), commit, then run the post-ingest hooks."""
+    """Store every run of an upload in one transaction (all or nothing), commit, then run the post-ingest hooks for
+    the new runs and for runs an earlier ingest could not finish (the database went away after its commit)."""
     try:
         stored = tuple(store_runs(session, bundles))
         session.commit()
     except BaseException:
         session.rollback()
         raise
-    errors = []
-    for run in stored:
-        if not run.created:
-            continue
-        for hook in hooks:
-            try:
-                hook(session, run.run_id)
-                session.commit()
-            except Exception as exc:  # a hook never undoes an ingest; its failure is reported to the client
-                session.rollback()
-                logger.exception("post-ingest hook %s failed for run %s", getattr(hook, "__name__", hook), run.run_id)
-                errors.append(f"{getattr(hook, '__name__', hook)} on run {run.run_id}: {exc}")
-    return IngestReport(runs=stored, hook_errors=tuple(errors))
+    new = [run.run_id for run in stored if run.created]
+    try:
+        earlier = [run_id for run_id in pending_hook_runs(session) if run_id not in new]
+    except Exception as exc:
+        session.rollback()
+        if not database_unavailable(exc):
+            raise
+        earlier = []
+    errors = run_hooks(session, [*earlier, *new], hooks)
+    return IngestReport(runs=stored, hook_errors=tuple(errors), notices=tuple(n for b in bundles for n in b.notices))

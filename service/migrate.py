@@ -26,6 +26,15 @@ def downgrade(database_url: str, revision: str) -> None:
     command.downgrade(alembic_config(database_url), revision)
 
 
+def head_revision() -> str:
+    """The revision this code's models match (the newest migration)."""
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    assert head is not None, "no migrations"
+    return head
+
+
 def current_heads(database_url: str) -> set[str]:
     """Revisions the database is at (empty before the first upgrade)."""
     import sqlalchemy as sa

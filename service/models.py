@@ -82,6 +82,9 @@ class Run(Base):
     __table_args__ = (
         # previous night of a configuration; suite-summary history over a date range
         sa.Index("ix_runs_configuration_night", "configuration_id", "night"),
+        # every ingest looks for runs whose hooks have not run: only those rows are indexed
+        sa.Index("ix_runs_hooks_pending", "id", postgresql_where=sa.text("hooks_pending"),
+                 sqlite_where=sa.text("hooks_pending")),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -101,6 +104,9 @@ class Run(Base):
     partition_id: Mapped[int] = mapped_column(default=0)
     total_partitions: Mapped[int] = mapped_column(default=1)
     ingested_at: Mapped[datetime] = mapped_column(server_default=sa.func.now())
+    # True from the ingest's commit until the post-ingest hooks (detection) have run: a run committed just before
+    # the database went away is picked up by the next ingest or `perfdash detect`.
+    hooks_pending: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
 
     configuration: Mapped[Configuration] = relationship(lazy="joined")
     summary: Mapped[RunSummary | None] = relationship(back_populates="run", lazy="joined")
@@ -143,6 +149,9 @@ class Result(Base):
     unique_graphs: Mapped[int | None]
     graph_breaks: Mapped[int | None]
     unique_graph_breaks: Mapped[int | None]
+    # 95 % confidence interval of the speedup from the raw samples (perfdash.confidence), set at ingest
+    speedup_ci_low: Mapped[float | None]
+    speedup_ci_high: Mapped[float | None]
     # {"eager_ms": [...], "compiled_ms": [...]}; deferred: ~100 floats a row that only detail views want
     samples: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON(none_as_null=True), deferred=True)
     error: Mapped[str | None] = mapped_column(sa.Text)  # why it failed, from the manifest

@@ -77,7 +77,9 @@ def build_timm(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
         module = timm.create_model(spec.builder_target, pretrained=False, **kwargs)
     except RuntimeError as exc:  # timm raises RuntimeError("Unknown model ...")
         raise ModelLoadError(str(exc)) from exc
-    size = tuple(input_size) if input_size else tuple(resolve_data_config({}, model=module)["input_size"])
+    # The model's own data config, its test size in inference (e.g. 288 for resnet18), as PyTorch's timm_models.py.
+    size = tuple(input_size) if input_size else tuple(
+        resolve_data_config({}, model=module, use_test_size=not ctx.training)["input_size"])
     return _image_model(module, size, getattr(module, "num_classes", None), ctx)
 
 
@@ -110,12 +112,19 @@ def build_torchbenchmark(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
 
 
 def build_hf(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
-    """A transformers model from its config class, with token-id inputs (and labels when training)."""
+    """A transformers model from its config class, built and fed as PyTorch's huggingface runner does
+    (benchmarks/dynamo/huggingface.py: ``_get_model_cls_and_config``, ``load_model``, ``generate_inputs_for_model``).
+
+    The config's own defaults, with ``pad_token_id = 0`` for the classes PyTorch sets it on, the KV cache off
+    (``use_cache = False``), and inputs with the loss arguments (``labels`` ...) in inference too, so the loss is
+    part of the measured graph. Options: ``config`` overrides config fields (tiny test models), ``seq_len`` the
+    sequence length PyTorch's ``get_sequence_length`` gives the model's name.
+    """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import transformers
 
     options = dict(spec.options)
-    seq_len = int(options.pop("seq_len", 128))
+    seq_len = int(options.pop("seq_len", hf_sequence_length(spec.name)))
     overrides = dict(options.pop("config", {}))
     if options:
         raise SuiteError(f"{spec.name}: unknown hf options {sorted(options)} (expected seq_len, config)")
@@ -124,39 +133,121 @@ def build_hf(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
         raise ModelLoadError(f"transformers {transformers.__version__} has no class {spec.builder_target!r}")
     try:
         config = cls.config_class(**overrides)
+        if cls.__name__ in _PAD_TOKEN_ZERO or cls.__name__.startswith(("Roberta", "Marian")):
+            config.pad_token_id = 0  # PyTorch: some models need a pad token to handle batch sizes above 1
         module = cls(config)
     except ImportError as exc:  # optional dependency of this model (e.g. sentencepiece, timm backbones)
         raise ModelLoadError(str(exc)) from exc
-    vocab = int(getattr(config, "vocab_size", 0) or 0) or 1000
-    # Model-specific length limits (position embeddings) cap PyTorch's sequence lengths here.
-    max_positions = getattr(config, "max_position_embeddings", None)
+    if hasattr(module.config, "use_cache"):
+        module.config.use_cache = False
+    # Model-specific length limits (position embeddings) cap the sequence length of tiny test configs; PyTorch's
+    # lengths fit every default config of its list.
+    max_positions = getattr(module.config, "max_position_embeddings", None)
     if isinstance(max_positions, int) and max_positions > 0:
         seq_len = min(seq_len, max_positions)
-    gen = torch.Generator().manual_seed(0)
-    shape = (ctx.batch_size, seq_len)
-    kwargs: dict[str, Any] = {"input_ids": torch.randint(0, vocab, shape, generator=gen)}
-    name = spec.builder_target
-    if getattr(config, "is_encoder_decoder", False):
-        kwargs["decoder_input_ids"] = torch.randint(0, vocab, shape, generator=gen)
-    if ctx.training:
-        if name.endswith("ForSequenceClassification"):
-            kwargs["labels"] = torch.randint(0, int(getattr(config, "num_labels", 2)), (ctx.batch_size,),
-                                             generator=gen)
-        elif name.endswith("ForQuestionAnswering"):
-            kwargs["start_positions"] = torch.randint(0, seq_len, (ctx.batch_size,), generator=gen)
-            kwargs["end_positions"] = torch.randint(0, seq_len, (ctx.batch_size,), generator=gen)
-        else:
-            kwargs["labels"] = torch.randint(0, vocab, shape, generator=gen)
-    return BuiltModel(module=module, kwargs=kwargs, loss=_hf_loss if ctx.training else None)
+    kwargs = hf_inputs(spec.name, cls.__name__, module.config, ctx.batch_size, seq_len,
+                       torch.Generator().manual_seed(0))
+    return BuiltModel(module=module, kwargs=kwargs, loss=_hf_loss)
+
+
+# Classes PyTorch builds with config.pad_token_id = 0 (besides every Roberta* and Marian* class).
+_PAD_TOKEN_ZERO = frozenset({"GPT2ForSequenceClassification", "GPTNeoForSequenceClassification",
+                             "GPTJForSequenceClassification"})
+# Classes PyTorch feeds decoder_input_ids (besides names starting T5, M2M100, MT5): the others make theirs from labels.
+_DECODER_INPUT_CLASSES = frozenset({"BlenderbotModel", "BlenderbotSmallModel", "BlenderbotForConditionalGeneration",
+                                    "PegasusModel", "MarianModel", "MarianMTModel"})
+# PyTorch's EXTRA_MODELS (built from hub configs there): labels are token ids like a language model's.
+_EXTRA_MODELS = frozenset({"AllenaiLongformerBase", "Reformer", "T5Small", "DistillGPT2", "GoogleFnet",
+                           "YituTechConvBert"})
+_NUM_CHOICES = 3
+_NUM_VISUAL_FEATURES = 42
+
+
+def hf_sequence_length(name: str) -> int:
+    """PyTorch's sequence length for a huggingface model name (huggingface.py ``get_sequence_length``)."""
+    if name.startswith("Blenderbot"):
+        return 128
+    if name.startswith(("GPT2", "Bart", "T5", "PLBart", "MBart")) or name in ("AllenaiLongformerBase", "BigBird"):
+        return 1024
+    if name.startswith("OPT"):
+        return 2048
+    if "Reformer" in name:
+        return 4096
+    if name.startswith(("Albert", "Deberta", "Layout", "Electra", "XLNet", "MegatronBert", "Bert", "Roberta")) \
+            or name in ("DistillGPT2", "GoogleFnet", "YituTechConvBert"):
+        return 512
+    if name in "TrOCRForCausalLM":  # PyTorch tests `in` a string here, so its substrings match too
+        return 256
+    if name.startswith("MobileBert"):
+        return 128
+    if name.startswith("Wav2Vec2"):
+        return 10000
+    return 128
+
+
+def hf_inputs(name: str, class_name: str, config: Any, batch_size: int, seq_len: int,
+              gen: torch.Generator) -> dict[str, Any]:
+    """One call's keyword inputs, with the loss arguments, for PyTorch's model ``name`` of class ``class_name``
+    (huggingface.py ``generate_inputs_for_model`` with ``include_loss_args=True``). Raises ModelLoadError for a name
+    none of PyTorch's rules gives labels to, as PyTorch reports such a model as model_fail_to_load."""
+    vocab = int(config.vocab_size)
+    bs = batch_size
+
+    def ids(high: int, shape: tuple[int, ...]) -> torch.Tensor:
+        return torch.randint(0, high, shape, generator=gen, dtype=torch.int64)
+
+    if name.startswith("Wav2Vec2"):
+        return {"input_values": torch.randn((bs, seq_len), generator=gen), "attention_mask": ids(2, (bs, seq_len)),
+                "labels": ids(vocab, (bs, 100))}
+    if name.endswith("MultipleChoice"):
+        input_ids = ids(vocab, (bs, _NUM_CHOICES, seq_len))
+    elif name.startswith("Roberta"):
+        input_ids = ids(1, (bs, seq_len))  # all zeros: the pad token PyTorch sets, so positions stay in range
+    else:
+        input_ids = ids(vocab, (bs, seq_len))
+    if "Bart" in name:
+        input_ids[:, -1] = config.eos_token_id
+    inputs: dict[str, Any] = {"input_ids": input_ids}
+    if name.startswith(("T5", "M2M100", "MT5")) or class_name in _DECODER_INPUT_CLASSES:
+        inputs["decoder_input_ids"] = input_ids
+    if name.startswith("Lxmert"):
+        inputs["visual_feats"] = torch.randn((bs, _NUM_VISUAL_FEATURES, config.visual_feat_dim), generator=gen)
+        inputs["visual_pos"] = torch.randn((bs, _NUM_VISUAL_FEATURES, config.visual_pos_dim), generator=gen)
+    inputs.update(_hf_loss_inputs(name, class_name, config, bs, seq_len, ids))
+    return inputs
+
+
+def _hf_loss_inputs(name: str, class_name: str, config: Any, bs: int, seq_len: int,
+                    ids: Callable[[int, tuple[int, ...]], torch.Tensor]) -> dict[str, torch.Tensor]:
+    vocab = int(config.vocab_size)
+    if name.endswith("PreTraining"):
+        if class_name in ("ElectraForPreTraining", "LxmertForPreTraining"):
+            return {"labels": ids(1, (bs, seq_len))}
+        # PyTorch wraps these labels in a 1-tuple, which no model of its list reaches; a tensor is what models take.
+        label_name = "sentence_order_label" if class_name == "AlbertForPreTraining" else "next_sentence_label"
+        return {"labels": ids(vocab, (bs, seq_len)), label_name: ids(1, (bs,))}
+    if name.endswith("QuestionAnswering"):
+        return {"start_positions": ids(seq_len, (bs,)), "end_positions": ids(seq_len, (bs,))}
+    if name.endswith(("MaskedLM", "HeadModel", "CausalLM", "DoubleHeadsModel")):
+        return {"labels": ids(vocab, (bs, seq_len))}
+    if name.endswith("TokenClassification"):
+        return {"labels": ids(config.num_labels - 1, (bs, seq_len))}
+    if name.endswith("MultipleChoice"):
+        return {"labels": ids(_NUM_CHOICES, (bs,))}
+    if name.endswith("SequenceClassification"):
+        return {"labels": ids(config.num_labels - 1, (bs,))}
+    if name.endswith("NextSentencePrediction"):
+        return {"labels": ids(1, (bs,))}
+    if name.endswith("ForConditionalGeneration"):
+        return {"labels": ids(vocab - 1, (bs, seq_len))}
+    if name in _EXTRA_MODELS:
+        return {"labels": ids(vocab, (bs, seq_len))}
+    raise ModelLoadError(f"{name}: PyTorch's huggingface runner has no loss inputs for this model name")
 
 
 def _hf_loss(output: Any) -> torch.Tensor:
-    loss = output.get("loss") if isinstance(output, Mapping) else None
-    if loss is None:
-        from runner.accuracy import scalar_loss
-
-        return scalar_loss(output)
-    return loss
+    """PyTorch's compute_loss: the first output, which is the loss when the inputs carry labels."""
+    return output[0]
 
 
 def _call_target(factory: Callable[..., Any], spec: ModelSpec, ctx: BuildContext) -> BuiltModel:

@@ -39,4 +39,4 @@ def versions() -> dict[str, str]:
 
 
 SUITE = Suite(name="torchbench", data_file=DATA_DIR / "torchbench.toml", default_builder="torchvision",
-              tolerance=tolerance, versions=versions, resolve_builder=resolve_builder)
+              tolerance=tolerance, versions=versions, resolve_builder=resolve_builder, accuracy_batch_size=4)

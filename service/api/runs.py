@@ -5,14 +5,16 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Annotated
 
+import sqlalchemy as sa
 from fastapi import APIRouter, HTTPException, Query, Request, Response, status
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from service.api.deps import IngestAuth, json_response
 from service.db import SessionDep
 from service.ingest import IngestDefaults, RunBundle, RunPayload, bundle_from_payload, bundles_from_files, ingest
+from service.models import Run
 from service.queries.filters import ConfigFilter, RunFilter
 from service.queries.runs import get_run, list_runs
 from service.queries.schemas import RunDetail, RunOut
@@ -34,6 +36,8 @@ class IngestedRunOut(BaseModel):
 class IngestResponse(BaseModel):
     runs: list[IngestedRunOut]
     hook_errors: list[str]
+    notices: list[str] = Field(default_factory=list,
+                               description="skipped companion files and repeated model rows (the last row is kept)")
 
 
 @router.get("", response_model=list[RunOut], summary="List runs, newest night first")
@@ -70,6 +74,18 @@ def runs_get(session: SessionDep, run_id: int, samples: bool = False) -> Respons
     return json_response(run)
 
 
+@router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[IngestAuth],
+               summary="Delete a run (e.g. a bad night): its results, summary and findings go with it",
+               responses={401: {"description": "bad token"}, 404: {"description": "no such run"}})
+def runs_delete(session: SessionDep, run_id: int) -> Response:
+    # The database cascades to results, summary, change points and findings (foreign keys ON DELETE CASCADE).
+    deleted = session.execute(sa.delete(Run).where(Run.id == run_id)).rowcount
+    if not deleted:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id}")
+    session.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
 _INGEST_BODY = {
     "requestBody": {
         "required": True,
@@ -87,7 +103,8 @@ _INGEST_BODY = {
                         "machine": {"type": "string", "description": "without a manifest: the machine's name"},
                         "commit": {"type": "string", "description": "without a manifest: torch git commit"},
                         "timestamp": {"type": "string", "format": "date-time",
-                                      "description": "without a manifest: when the run started (default: now)"},
+                                      "description": "without a manifest: when the run started (default: none; "
+                                                     "the run is then keyed by its content and dated on arrival)"},
                         "torch_version": {"type": "string"},
                         "host": {"type": "string"},
                     },
@@ -115,7 +132,7 @@ async def _bundles_from_multipart(request: Request) -> list[RunBundle]:
     timestamp = form.get("timestamp")
     try:
         moment = datetime.fromisoformat(timestamp) if isinstance(timestamp, str) and timestamp else None
-    except ValueError:
+    except (ValueError, OverflowError):
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"timestamp {timestamp!r} is not ISO 8601") from None
 
     def text(name: str) -> str | None:
@@ -130,7 +147,8 @@ async def _bundles_from_multipart(request: Request) -> list[RunBundle]:
 @router.post("", response_model=IngestResponse, openapi_extra=_INGEST_BODY, dependencies=[IngestAuth],
              summary="Ingest runs: the runner's manifest + results as JSON, or the CSV files (multipart)",
              responses={201: {"description": "stored"}, 200: {"description": "already stored, nothing changed"},
-                        401: {"description": "bad token"}, 409: {"description": "same run key, other content"},
+                        401: {"description": "bad token"},
+                        409: {"description": "same configuration, commit and start, other content"},
                         413: {"description": "upload too large"},
                         422: {"description": "malformed input; names the file, line and column"}})
 async def runs_create(request: Request, response: Response, session: SessionDep) -> IngestResponse:
@@ -151,5 +169,5 @@ async def runs_create(request: Request, response: Response, session: SessionDep)
     response.status_code = status.HTTP_201_CREATED if any(r.created for r in report.runs) else status.HTTP_200_OK
     return IngestResponse(runs=[IngestedRunOut(run_id=r.run_id, run_key=r.run_key, created=r.created, suite=r.suite,
                                                backend=r.backend, models=r.models) for r in report.runs],
-                          hook_errors=list(report.hook_errors))
+                          hook_errors=list(report.hook_errors), notices=list(report.notices))
 

@@ -44,11 +44,21 @@ def _detect(args: argparse.Namespace) -> int:
     from service.db import make_engine, make_session_factory
     from service.detection.detector import detect_run, runs_to_detect
     from service.detection.models import Finding
+    from service.hooks import post_ingest_hooks
+    from service.ingest import pending_hook_runs, run_hooks
     from service.settings import Settings
 
-    engine = make_engine(Settings().database_url)
+    settings = Settings()
+    engine = make_engine(settings.database_url)
     try:
         with make_session_factory(engine)() as session:
+            # runs an ingest stored but could not run detection for (the database went away after the commit)
+            pending = pending_hook_runs(session, limit=10_000)
+            if pending:
+                errors = run_hooks(session, pending, post_ingest_hooks(settings))
+                print(f"{len(pending)} run(s) whose post-ingest hooks had not run: hooks run")
+                for error in errors:
+                    print(f"warning: post-ingest hook failed: {error}", file=sys.stderr)
             run_ids = [args.run] if args.run is not None else runs_to_detect(session, all_runs=args.all)
             total = 0
             for run_id in run_ids:

@@ -26,6 +26,15 @@ class AnnotationIn(BaseModel):
             raise ValueError("an annotation needs a configuration_id, a series_id or a night")
         return self
 
+    @model_validator(mode="after")
+    def _storable_text(self) -> AnnotationIn:
+        from perfdash.contract import find_unstorable_text
+
+        where = find_unstorable_text({"text": self.text, "author": self.author})
+        if where is not None:
+            raise ValueError(f"NUL byte or lone surrogate in {where}")
+        return self
+
 
 class AnnotationOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)

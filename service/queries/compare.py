@@ -2,7 +2,9 @@
 
 Verdicts per model, in order: ``new_failure`` (passed before, not now), ``fixed`` (the reverse), ``still_failing``,
 ``added`` / ``removed`` (in one run only), ``regression`` / ``improvement`` (both passed and the speedup changed by
-more than ``threshold``, relative), else ``unchanged``. Speedups compared are the measured ones of passing models.
+more than ``threshold``, relative), ``within_noise`` (such a change, but the two speedups' confidence intervals
+overlap: perfdash.confidence.within_noise), else ``unchanged``. Speedups compared are the measured ones of passing
+models.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from perfdash.confidence import Interval, within_noise
 from service.models import Run
 from service.queries.filters import ConfigFilter, RunFilter
 from service.queries.runs import results_of
 from service.queries.schemas import ResultOut, RunOut
 
 Verdict = Literal["new_failure", "fixed", "still_failing", "added", "removed", "regression", "improvement",
-                  "unchanged"]
+                  "within_noise", "unchanged"]
 DEFAULT_THRESHOLD = 0.05  # DESIGN.md: speedup and memory effects under 5 % are noise
 
 
@@ -43,6 +46,7 @@ class RunComparison(BaseModel):
     fixed: list[str]
     regressions: list[str]
     improvements: list[str]
+    within_noise: list[str] = []
 
 
 class NotComparable(ValueError):
@@ -69,7 +73,9 @@ def _delta(name: str, base: ResultOut | None, new: ResultOut | None, threshold: 
         speedup = _change(new.speedup, base.speedup)
         compile_time = _change(new.compilation_latency, base.compilation_latency)
         memory = _change(new.compression_ratio, base.compression_ratio)
-        if speedup is not None and speedup < -threshold:
+        if speedup is not None and abs(speedup) > threshold and within_noise(interval(base), interval(new)):
+            verdict = "within_noise"
+        elif speedup is not None and speedup < -threshold:
             verdict = "regression"
         elif speedup is not None and speedup > threshold:
             verdict = "improvement"
@@ -78,6 +84,13 @@ def _delta(name: str, base: ResultOut | None, new: ResultOut | None, threshold: 
     changed = base is not None and new is not None and base.accuracy != new.accuracy
     return ModelDelta(name=name, base=base, new=new, verdict=verdict, status_changed=changed,
                       speedup_change=speedup, compile_time_change=compile_time, memory_ratio_change=memory)
+
+
+def interval(result: ResultOut) -> Interval | None:
+    """The stored confidence interval of a result's speedup (None for runs without raw samples)."""
+    if result.speedup_ci_low is None or result.speedup_ci_high is None:
+        return None
+    return Interval(result.speedup_ci_low, result.speedup_ci_high)
 
 
 def _results(session: Session, run_id: int) -> dict[str, ResultOut]:
@@ -102,7 +115,7 @@ def compare_runs(session: Session, base_run_id: int, new_run_id: int,
 
     return RunComparison(base=RunOut.from_row(base), new=RunOut.from_row(new), threshold=threshold, models=models,
                          new_failures=named("new_failure"), fixed=named("fixed"), regressions=named("regression"),
-                         improvements=named("improvement"))
+                         improvements=named("improvement"), within_noise=named("within_noise"))
 
 
 def _latest_by_configuration(session: Session, commit: str, filters: ConfigFilter) -> dict[int, int]:

@@ -40,6 +40,17 @@ class ModelPoint(BaseModel):
     eager_peak_mem: float | None
     dynamo_peak_mem: float | None
     graph_breaks: int | None
+    speedup_ci_low: float | None = None  # 95 % confidence interval of the speedup (perfdash.confidence)
+    speedup_ci_high: float | None = None
+    # perfdash's own activation peak (GB), from the samples the runner wrote; None for PyTorch's files
+    eager_activation_peak_mem: float | None = None
+    dynamo_activation_peak_mem: float | None = None
+
+    @property
+    def activation_ratio(self) -> float | None:
+        if not self.eager_activation_peak_mem or not self.dynamo_activation_peak_mem:
+            return None
+        return self.eager_activation_peak_mem / self.dynamo_activation_peak_mem
 
 
 class ModelHistory(BaseModel):
@@ -101,7 +112,10 @@ def model_history(session: Session, series_id: int, since: date | None = None,
     r = Result
     query = (sa.select(Run.id, Run.night, Run.started_at, Run.torch_git_commit, r.accuracy, r.passed, r.speedup,
                        r.abs_latency, r.compilation_latency, r.compression_ratio, r.eager_peak_mem,
-                       r.dynamo_peak_mem, r.graph_breaks)
+                       r.dynamo_peak_mem, r.graph_breaks, r.speedup_ci_low, r.speedup_ci_high,
+                       # two numbers out of the deferred samples JSON, extracted by the database
+                       r.samples["eager_activation_peak_mem"].as_float(),
+                       r.samples["dynamo_activation_peak_mem"].as_float())
              # the configuration condition is redundant for the answer but lets the planner take the series' ~1,000
              # runs from ix_runs_configuration_night instead of hashing all runs (x2-3 faster at 3 years)
              .join(Run, sa.and_(Run.id == r.run_id, Run.configuration_id == series.configuration_id))
@@ -111,7 +125,8 @@ def model_history(session: Session, series_id: int, since: date | None = None,
         "run_id": row[0], "night": row[1], "started_at": row[2], "torch_git_commit": row[3], "accuracy": row[4],
         "passed": row[5], "speedup": row[6], "gated_speedup": (row[6] or 0.0) if row[5] else 0.0,
         "abs_latency": row[7], "compilation_latency": row[8], "compression_ratio": row[9], "eager_peak_mem": row[10],
-        "dynamo_peak_mem": row[11], "graph_breaks": row[12]} for row in rows])
+        "dynamo_peak_mem": row[11], "graph_breaks": row[12], "speedup_ci_low": row[13], "speedup_ci_high": row[14],
+        "eager_activation_peak_mem": row[15], "dynamo_activation_peak_mem": row[16]} for row in rows])
     out = SeriesOut(id=series.id, name=series.name, batch_size=series.batch_size,
                     configuration=ConfigurationOut.from_row(series.configuration))
     return ModelHistory(series=out, points=points)

@@ -163,6 +163,8 @@ class ResultOut(BaseModel):
     unique_graphs: int | None
     graph_breaks: int | None
     unique_graph_breaks: int | None
+    speedup_ci_low: float | None = None  # 95 % confidence interval of the speedup (perfdash.confidence)
+    speedup_ci_high: float | None = None
     error: str | None
     samples: dict[str, Any] | None = None
 

@@ -16,6 +16,7 @@ CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'se
 
 
 def install(app: FastAPI) -> None:
+    from service.web.backends import router as backends_router
     from service.web.pages import router
     from service.web.vision import router as vision_router
 
@@ -23,6 +24,7 @@ def install(app: FastAPI) -> None:
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.include_router(router)
     app.include_router(vision_router)
+    app.include_router(backends_router)
 
     @app.middleware("http")
     async def page_headers(request: Request, call_next) -> Response:  # type: ignore[no-untyped-def]

@@ -22,4 +22,5 @@ NAV: tuple[NavItem, ...] = (
     NavItem("compare", "Compare", "/compare"),
     NavItem("runs", "Runs", "/runs"),
     NavItem("vision", "Vision", "/vision"),
+    NavItem("backends", "Backends", "/backends"),
 )

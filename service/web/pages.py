@@ -52,7 +52,9 @@ def _blank(value: str | None) -> str | None:
 def _date_range(since: date | None, until: date | None, days: int, latest: date | None) -> tuple[date, date]:
     # Ranges default to the last `days` nights that have data (not today: a stopped machine still shows history).
     end = until or latest or date.today()
-    return since or end - timedelta(days=days), end
+    # ?to=0001-01-01 has no `days` nights before it: start at the calendar's first day rather than overflow
+    start = end - timedelta(days=days) if end.toordinal() > days else date.min
+    return since or start, end
 
 
 def _config_filter(suite: str | None, backend: str | None, device: str | None, dtype: str | None, mode: str | None,
@@ -73,6 +75,8 @@ def repro_command(config: Configuration, name: str) -> str:
     """
     args = ["perfdash", "run", "--suite", config.suite, "--backend", config.backend, "--device", config.device,
             "--dtype", config.dtype, "--mode", config.mode]
+    if config.variant.split("_")[:2] == ["int8", "dynamic"]:  # onnxruntime's quantized series (runner.backends)
+        args += ["--quantize", "int8-dynamic"]
     if config.compile_mode != "default":
         args += ["--compile-mode", config.compile_mode]
     if config.dynamic_shapes:
@@ -145,10 +149,13 @@ def model(request: Request, session: SessionDep, series_id: int,
     findings = q.findings_for_series(session, series_id, since, until)
     chart = views.model_chart_data(points, notes, [views.finding_mark(f) for f in findings])
     last = points[-1] if points else None
+    # the latest point that carries perfdash's activation peak (PyTorch's own files have none)
+    activation = next((p for p in reversed(points) if p.eager_activation_peak_mem is not None), None)
     return render(request, "pages/model.html", active="home", title=series.name, series=series, config=config,
                   label=views.config_label(config), group=views.group_title(config), points=points, last=last,
+                  activation=activation,
                   chart=chart, since=since, until=until, notes=notes, table_limit=MODEL_TABLE_ROWS, findings=findings,
-                  repro=repro_command(config, series.name),
+                  repro=repro_command(config, series.name), views=views,
                   env=" ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(config.env.items())))
 
 

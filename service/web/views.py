@@ -164,6 +164,7 @@ class ModelRow:
     base_speedup: float | None
     delta: float | None  # relative speedup change against the base
     delta_class: str  # better | worse | ""
+    speedup_ci: str  # "1.62–1.71x": the 95 % confidence interval of the speedup, "" without raw samples
     tags: tuple[str, ...] = field(default=())  # fail warn new regressed improved newfail fixed: the filter keys
 
     # Joined here once: Jinja's join filter (escaping each item) was a fifth of a 150-model page's render time.
@@ -190,6 +191,12 @@ class ResultLike(Protocol):
     compression_ratio: float | None
     graph_breaks: int | None
     error: str | None
+    speedup_ci_low: float | None
+    speedup_ci_high: float | None
+
+
+def interval_text(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f"{low:.2f}–{high:.2f}x"
 
 
 def _status(result: ResultLike) -> str:
@@ -204,7 +211,7 @@ def _gated(result: ResultLike | None) -> float | None:
 
 # service.queries.compare's verdicts -> the filter tags of the model table
 _VERDICT_TAGS = {"regression": "regressed", "improvement": "improved", "new_failure": "newfail", "fixed": "fixed",
-                 "added": "new"}
+                 "added": "new", "within_noise": "noise"}
 
 
 def model_rows(results: Sequence[ResultLike], comparison: RunComparison | None,
@@ -239,6 +246,7 @@ def model_rows(results: Sequence[ResultLike], comparison: RunComparison | None,
             warnings=tuple(reasons.get(r.name, ())), error=r.error, is_new="new" in tags,
             base_status=_status(base) if base is not None else None, base_speedup=_gated(base), delta=change,
             delta_class=change_css, tags=tuple(tags),
+            speedup_ci=interval_text(r.speedup_ci_low, r.speedup_ci_high) if r.passed else "",
         ))
     return rows
 
@@ -250,6 +258,7 @@ class ComparisonSections:
     new_failures: list[ModelRow]
     fixed: list[ModelRow]
     new_models: list[ModelRow]
+    within_noise: list[ModelRow]  # moved by more than the threshold, but the confidence intervals overlap
     missing: list[str]  # in the base run, not in the new one
 
 
@@ -260,6 +269,7 @@ def comparison_sections(rows: Sequence[ModelRow], comparison: RunComparison) -> 
         new_failures=[r for r in rows if "newfail" in r.tags],
         fixed=[r for r in rows if "fixed" in r.tags],
         new_models=[r for r in rows if "new" in r.tags],
+        within_noise=sorted((r for r in rows if "noise" in r.tags), key=lambda r: r.delta or 0.0),
         missing=sorted(m.name for m in comparison.models if m.verdict == "removed"),
     )
 
@@ -287,7 +297,13 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
             "abs_latency": [_round(p.abs_latency) if p.passed else None for p in points],
             "compilation_latency": [_round(p.compilation_latency) if p.passed else None for p in points],
             "compression_ratio": [_round(p.compression_ratio) if p.passed else None for p in points],
+            "activation_ratio": [_round(p.activation_ratio) if p.passed else None for p in points],
         },
+        # the speedup's 95 % confidence interval per night (None without raw samples), drawn as a band
+        "intervals": {"speedup": {
+            "low": [_round(p.speedup_ci_low) if p.passed else None for p in points],
+            "high": [_round(p.speedup_ci_high) if p.passed else None for p in points],
+        }},
         "statusChanges": status_changes,
         "annotations": list(annotations),
         "findings": list(findings),

@@ -7,9 +7,11 @@ import pytest
 from perfdash.contract import (
     AccuracyRow,
     ContractError,
+    GraphStats,
     PerformanceRow,
     ResultFileName,
     append_row,
+    header_for,
     join_results,
     parse_accuracy_csv,
     parse_performance_csv,
@@ -104,3 +106,53 @@ def test_rows_reject_impossible_values():
         PerformanceRow(dev="cpu", name="a", batch_size=1, speedup=-1.0, abs_latency=1.0)
     with pytest.raises(ValueError):
         PerformanceRow(dev="cpu", name="a", batch_size=1, speedup=float("nan"), abs_latency=1.0)
+
+
+# PyTorch's current headers, written out by hand from benchmarks/dynamo/common.py (pytorch/pytorch main): the
+# performance row of speedup_experiment (dev, name, batch_size, speedup, abs_latency, then compilation_latency,
+# compression_ratio, eager_peak_mem, dynamo_peak_mem, then the keys of get_dynamo_stats in order) and the accuracy
+# row of BenchmarkRunner._write_accuracy_row (dev, name, batch_size, accuracy, the same counters, then
+# compilation_latency).
+PYTORCH_PERFORMANCE_HEADER = (
+    "dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_peak_mem,dynamo_peak_mem,"
+    "calls_captured,unique_graphs,fallbacks_to_eager,graph_breaks,unique_graph_breaks,autograd_captures,"
+    "autograd_compiles,cudagraph_skips"
+)
+PYTORCH_ACCURACY_HEADER = (
+    "dev,name,batch_size,accuracy,calls_captured,unique_graphs,fallbacks_to_eager,graph_breaks,unique_graph_breaks,"
+    "autograd_captures,autograd_compiles,cudagraph_skips,compilation_latency"
+)
+
+
+def test_headers_are_pytorch_current_ones(tmp_path: Path):
+    assert ",".join(header_for("performance")) == PYTORCH_PERFORMANCE_HEADER
+    assert ",".join(header_for("accuracy")) == PYTORCH_ACCURACY_HEADER
+    stats = GraphStats(calls_captured=40, unique_graphs=2, graph_breaks=1, unique_graph_breaks=1, fallbacks_to_eager=3,
+                       autograd_captures=0, autograd_compiles=0, cudagraph_skips=5)
+    perf_path, acc_path = tmp_path / "p.csv", tmp_path / "a.csv"
+    perf = PerformanceRow(dev="cpu", name="m", batch_size=4, speedup=1.5, abs_latency=3.25, compilation_latency=20.0,
+                          compression_ratio=1.2, eager_peak_mem=0.02, dynamo_peak_mem=0.015, stats=stats)
+    acc = AccuracyRow(dev="cpu", name="m", batch_size=4, accuracy="pass", stats=stats, compilation_latency=7.5)
+    append_row(perf_path, perf)
+    append_row(acc_path, acc)
+    assert perf_path.read_text().splitlines() == [
+        PYTORCH_PERFORMANCE_HEADER, "cpu,m,4,1.500000,3.250000,20.000000,1.200000,0.020000,0.015000,40,2,3,1,1,0,0,5"]
+    assert acc_path.read_text().splitlines() == [PYTORCH_ACCURACY_HEADER, "cpu,m,4,pass,40,2,3,1,1,0,0,5,7.500000"]
+    assert read_performance_csv(perf_path) == [perf]
+    assert parse_accuracy_csv(acc_path.read_bytes(), "a.csv") == [acc]
+
+
+def test_files_with_older_headers_still_read():
+    """Before the last four counters (and the accuracy row's compile time) existed, files ended earlier."""
+    old_perf = (b"dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_peak_mem,"
+                b"dynamo_peak_mem,calls_captured,unique_graphs,graph_breaks,unique_graph_breaks\n"
+                b"cpu,m,4,1.5,3.0,20.0,1.2,0.02,0.015,40,2,1,1\n")
+    [row] = parse_performance_csv(old_perf, "old.csv")
+    assert (row.stats.calls_captured, row.stats.graph_breaks, row.stats.unique_graph_breaks) == (40, 1, 1)
+    assert row.stats.fallbacks_to_eager is None and row.stats.cudagraph_skips is None
+    old_acc = b"dev,name,batch_size,accuracy,calls_captured,unique_graphs,graph_breaks,unique_graph_breaks\n" \
+              b"cpu,m,4,pass,40,2,1,1\n"
+    [acc] = parse_accuracy_csv(old_acc, "old.csv")
+    assert acc.stats.unique_graphs == 2 and acc.compilation_latency is None
+    [bare] = parse_accuracy_csv(b"dev,name,batch_size,accuracy\ncpu,m,4,pass\n", "bare.csv")
+    assert bare.stats == GraphStats() and bare.compilation_latency is None

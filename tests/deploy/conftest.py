@@ -21,6 +21,7 @@ STUB = Path(__file__).with_name("pipeline_stub.groovy")
 # What the shell would put in place of the variables the pipelines' sh steps use.
 SHELL_SAMPLES = {
     "PERFDASH_TOKEN": "token-from-jenkins-credentials",
+    "PERFDASH_TOKEN_FILE": "/workspace@tmp/secretFiles/1/token",
     "SERVICE_URL": "http://perfdash.internal:8000",
     "REQUEST_ID": "7",
     "REPO": "https://github.com/pytorch/pytorch",

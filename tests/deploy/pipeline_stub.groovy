@@ -16,6 +16,7 @@ class Record {
     List stagesSkipped = []
     List echoes = []
     List credentials = []
+    List bindings = []
     Map agents = [:]
     Map params = [:]
     Map scenario = [:]
@@ -157,7 +158,12 @@ abstract class PipelineScript extends Script {
     def build(Map spec) { record.builds << [job: spec.job, wait: spec.wait, parameters: spec.parameters.collectEntries { [(it.name): it.value] }] }
     def archiveArtifacts(Map spec) { record.archived << spec.artifacts.toString() }
     def parallel(Map branches) { branches.each { name, body -> if (body instanceof Closure) body.call() } }
-    def withCredentials(List bindings, Closure body) { record.credentials.addAll(bindings*.credentialsId); body.call() }
+    def file(Map spec) { spec + [kind: 'file'] }
+    def withCredentials(List bindings, Closure body) {
+        record.credentials.addAll(bindings*.credentialsId)
+        record.bindings.addAll(bindings.collect { [id: it.credentialsId, variable: it.variable, kind: it.kind ?: 'string'] })
+        body.call()
+    }
     def withEnv(List vars, Closure body) { body.call() }
 
     def methodMissing(String name, args) {
@@ -180,4 +186,4 @@ script.run()
 record.env.remove('currentBuild')
 println JsonOutput.toJson([sh: record.sh, builds: record.builds, archived: record.archived, stagesRun: record.stagesRun,
                            stagesSkipped: record.stagesSkipped, echoes: record.echoes, params: record.params,
-                           credentials: record.credentials, env: record.env, agents: record.agents])
+                           credentials: record.credentials, bindings: record.bindings, env: record.env, agents: record.agents])

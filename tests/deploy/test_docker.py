@@ -255,3 +255,15 @@ def test_xeon_launch_single_pins_one_core_and_one_thread() -> None:
     assert out.split() == [f"[{_physical_cores_of_socket0()[0]}]", "1"]
     bad = subprocess.run([str(DOCKER / "xeon-launch.sh"), "half", "--", "true"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown thread config" in bad.stderr
+
+
+def test_service_health_is_the_readiness_check(compose: dict) -> None:
+    from service.app import create_app
+
+    paths = {getattr(route, "path", None) for route in create_app().routes}
+    probe = " ".join(compose["services"]["service"]["healthcheck"]["test"])
+    dockerfile = (DOCKER / "service.Dockerfile").read_text()
+    for text in (probe, dockerfile):
+        found = re.search(r"127\.0\.0\.1:8000(/[\w/]+)", text)
+        assert found and found.group(1) == "/healthz/ready", text
+    assert {"/healthz/ready", "/healthz/live", "/healthz"} <= paths

@@ -35,7 +35,7 @@ def test_default_picks_select_exactly_their_models_in_the_runner() -> None:
 
     for pick in nightly.DEFAULT_PICKS:
         _, selected = validate(RunOptions(suite=pick.suite, filters=(nightly._only(pick.models),),
-                                          batch_size=pick.batch_size))
+                                          batch_size=pick.batch_size, model_list=pick.model_list))
         assert [m.name for m in selected] == list(pick.models), pick.suite
     assert set(nightly.DEFAULT_SUITES) <= {p.suite for p in nightly.DEFAULT_PICKS}
     # One configuration group a night: the report covers one group, and the batch size is part of it.
@@ -51,11 +51,23 @@ def test_plan_runs_each_suite_then_ingests_detects_and_reports() -> None:
     assert set(runs) == {"torchbench", "huggingface", "timm_models"}
     timm = runs["timm_models"]
     assert timm[timm.index("--filter") + 1] == "^(lcnet_050)$"
+    assert timm[timm.index("--model-list") + 1] == "extended"  # lcnet_050 left PyTorch's current list
+    assert "--model-list" not in runs["huggingface"]
     assert timm[timm.index("--repeat") + 1] == "5"
     assert all(argv[argv.index("--output-dir") + 1] == str(config.results_dir) for argv in runs.values())
     assert config.results_dir == Path("results/nightly/20261122T210000Z")
     assert steps[4].argv == ("ingest", str(config.results_dir)) and steps[4].required
     assert steps[-1].argv == ("report", "--output", "night.md")
+
+
+def test_a_whole_suite_or_a_models_file_runs_without_the_picks_model_list(tmp_path: Path) -> None:
+    models = tmp_path / "timm.toml"
+    models.write_text('[[model]]\nname = "lcnet_050"\nbatch_size = 2\n')
+    for argv in (["--models", "timm_models="], ["--models-file", f"timm_models={models}"]):
+        runs = [step.argv for step in nightly.plan(_config(argv=argv)) if step.argv[0] == "run"]
+        timm = next(run for run in runs if "timm_models" in run)
+        assert "--model-list" not in timm, argv
+        assert "--filter" not in timm, argv
 
 
 def test_plan_command_lines_parse_with_the_real_parser() -> None:
@@ -157,7 +169,8 @@ def _nights(database_url: str) -> dict[date, int]:
 
 
 def _check_two_nights(database_url: str, tmp_path: Path) -> None:
-    today = datetime.now(UTC).replace(hour=0, minute=5, second=0, microsecond=0)
+    # Both runs start in the past (the service refuses starts more than a day ahead of its clock), on one day.
+    today = (datetime.now(UTC) - timedelta(hours=3)).replace(hour=0, minute=5, second=0, microsecond=0)
     write_night(tmp_path / "night1", today, 1.30)
     write_night(tmp_path / "night2", today + timedelta(hours=1), 1.05, failing="lcnet_050")
     report = tmp_path / "report.md"

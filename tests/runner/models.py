@@ -104,6 +104,23 @@ def wide_linear(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch
     return WideLinear(), _inputs(batch_size)
 
 
+class BigWeight(nn.Module):
+    """A 128 MiB weight and a small activation: PyTorch's peak memory holds the weight, the activation peak not."""
+
+    IN, OUT = 4096, 8192
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(self.IN, self.OUT, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x)
+
+
+def big_weight(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return BigWeight(), (torch.randn(batch_size, BigWeight.IN),)
+
+
 def where_built(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
     """A tiny MLP that appends to $PERFDASH_TEST_PROCESS_LOG where it was built: its process, parent and process
     group, whether the compiler was imported before the model was (the fork server imports it), and the Inductor
@@ -127,3 +144,31 @@ def kills_server(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torc
     os.kill(os.getppid(), signal.SIGKILL)
     while True:
         time.sleep(1)
+
+
+class Counting(TinyMLP):
+    """Counts its calls in a buffer and scales its output by the count: a run's result tells how many iterations it
+    ran and whether it started from the pristine model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls.add_(1)
+        return self.net(x) * self.calls
+
+
+def counting(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return Counting(), _inputs(batch_size)
+
+
+def cached_decoder(batch_size: int, training: bool) -> tuple[nn.Module, dict[str, torch.Tensor]]:
+    """A tiny transformers decoder with its KV cache on: its output holds a DynamicCache object."""
+    from transformers import BlenderbotSmallConfig, BlenderbotSmallForCausalLM
+
+    config = BlenderbotSmallConfig(d_model=16, decoder_layers=1, encoder_layers=1, decoder_attention_heads=2,
+                                   encoder_attention_heads=2, decoder_ffn_dim=32, encoder_ffn_dim=32, vocab_size=64,
+                                   max_position_embeddings=32, use_cache=True)
+    ids = torch.randint(0, 64, (batch_size, 8), generator=torch.Generator().manual_seed(0))
+    return BlenderbotSmallForCausalLM(config), {"input_ids": ids}

@@ -1,10 +1,12 @@
-"""CPU peak memory replayed from torch.profiler's memory events, in process (no worker, no compilation)."""
+"""CPU memory in process (no worker, no compilation): PyTorch's warm-up peak (the resident set after the warm-up) and
+perfdash's activation peak replayed from torch.profiler's memory events."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from runner.measure import GB, PeakMemory, cpu_peak_bytes, peak_above_start
+from runner.measure import GB, PeakMemory, cpu_peak_bytes, peak_above_start, process_rss_bytes, warmup
 
 MB = 1 << 20
 
@@ -60,3 +62,23 @@ def test_one_unprimed_call_is_exact_for_an_inference_like_step() -> None:
     calls.clear()
     PeakMemory("cpu", primed=False).measure(step)
     assert len(calls) == PeakMemory("cpu", primed=False).calls == 1
+
+
+def test_pytorchs_cpu_peak_holds_a_big_weight_that_the_activation_peak_leaves_out() -> None:
+    """PyTorch's CPU column is the process's resident memory after the warm-up: a weight the model holds is in it.
+    perfdash's activation peak of the same step is what one call adds, without the weight."""
+    before = warmup(lambda: None, 5, "cpu")
+    assert before.peak_mem * GB == pytest.approx(process_rss_bytes(), rel=0.05)
+    weight = torch.ones(64 * MB // 4)  # 64 MiB, written, so resident
+    x = torch.ones(1, 64 * MB // 4)
+    calls: list[int] = []
+
+    def step() -> torch.Tensor:
+        calls.append(1)
+        return (x * weight).sum()  # one 64 MiB temporary
+
+    after = warmup(step, 5, "cpu")
+    assert len(calls) == 5 and after.seconds > 0
+    assert (after.peak_mem - before.peak_mem) * GB >= 0.95 * 2 * 64 * MB  # weight and input, both resident
+    activation = PeakMemory("cpu", primed=False).measure(step) * GB
+    assert 64 * MB <= activation < 65 * MB  # the temporary only

@@ -23,6 +23,8 @@ def _status(outcome: WorkerOutcome) -> str:
 
 @pytest.mark.parametrize("phase, returncode, status", [
     ("load", -signal.SIGSEGV, "model_fail_to_load"),
+    ("eager_validate", -signal.SIGABRT, "eager_fail_to_run"),
+    ("eager_validate", -signal.SIGKILL, "eager_fail_to_run"),
     ("eager_1st_run", -signal.SIGABRT, "eager_1st_run_fail"),
     ("eager_1st_run", -signal.SIGKILL, "eager_1st_run_OOM"),  # the kernel's OOM killer
     ("eager_2nd_run", -signal.SIGKILL, "eager_2nd_run_OOM"),
@@ -57,7 +59,10 @@ def _performance(eager_gb: float | None, compiled_gb: float | None) -> Performan
 
 
 def test_rows_from_a_successful_worker() -> None:
-    result = WorkerResult("m", 8, performance=_performance(0.5, 0.25), accuracy="pass")
+    check_stats = {"calls_captured": 7, "unique_graphs": 1, "fallbacks_to_eager": 0, "graph_breaks": 0,
+                   "unique_graph_breaks": 0, "autograd_captures": 0, "autograd_compiles": 0, "cudagraph_skips": 0}
+    result = WorkerResult("m", 8, performance=_performance(0.5, 0.25), accuracy="pass", accuracy_stats=check_stats,
+                          accuracy_compile_s=1.5)
     out = interpret(_outcome(result, phase="compiled_run"), name="m", batch_size=8, dev="cpu", want_accuracy=True,
                     want_performance=True)
     assert out.status == "pass" and out.error is None
@@ -66,7 +71,10 @@ def test_rows_from_a_successful_worker() -> None:
     assert row.speedup == pytest.approx(3.0 / 1.5) and row.abs_latency == 1.5  # medians
     assert row.compilation_latency == 12.5 and row.compression_ratio == pytest.approx(2.0)
     assert (row.eager_peak_mem, row.dynamo_peak_mem) == (0.5, 0.25)
-    assert out.accuracy is not None and out.accuracy.stats.calls_captured == 5
+    assert row.stats.calls_captured == 5
+    # The accuracy row has the check's own counters and compile time (PyTorch's accuracy CSV), not the timed run's.
+    assert out.accuracy is not None and out.accuracy.stats.calls_captured == 7
+    assert out.accuracy.stats.cudagraph_skips == 0 and out.accuracy.compilation_latency == 1.5
     assert out.samples is not None and out.samples.eager_ms == (4.0, 2.0, 3.0)
     tiny = WorkerResult("m", 8, performance=_performance(1e-3, 1e-6), accuracy="pass")
     small = interpret(_outcome(tiny), name="m", batch_size=8, dev="cpu", want_accuracy=False, want_performance=True)

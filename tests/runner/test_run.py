@@ -19,9 +19,12 @@ from runner.options import RunOptions
 from runner.process import ForkServer
 
 DATA = Path(__file__).parent / "data"
+# PyTorch's current headers (benchmarks/dynamo/common.py: speedup_experiment's row and _write_accuracy_row).
 PERF_HEADER = ("dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_peak_mem,"
-               "dynamo_peak_mem,calls_captured,unique_graphs,graph_breaks,unique_graph_breaks")
-ACC_HEADER = "dev,name,batch_size,accuracy,calls_captured,unique_graphs,graph_breaks,unique_graph_breaks"
+               "dynamo_peak_mem,calls_captured,unique_graphs,fallbacks_to_eager,graph_breaks,unique_graph_breaks,"
+               "autograd_captures,autograd_compiles,cudagraph_skips")
+ACC_HEADER = ("dev,name,batch_size,accuracy,calls_captured,unique_graphs,fallbacks_to_eager,graph_breaks,"
+              "unique_graph_breaks,autograd_captures,autograd_compiles,cudagraph_skips,compilation_latency")
 # Long enough for a worker to import torch and compile a tiny model on a busy 2-core machine.
 TIMEOUT_S = 60.0
 
@@ -37,15 +40,17 @@ def test_failures_become_statuses_and_the_suite_goes_on(statuses: RunReport) -> 
     got = {row.name: row.accuracy for row in read_accuracy_csv(statuses.paths.accuracy)}
     assert got == {
         "tiny_mlp": "pass",
-        "raises": "eager_1st_run_fail",
-        "aborts": "eager_1st_run_fail",  # killed by SIGABRT in its first eager run
+        # A model that cannot run eagerly fails PyTorch's validation at load: eager_fail_to_run.
+        "raises": "eager_fail_to_run",
+        "aborts": "eager_fail_to_run",  # killed by SIGABRT in its validation run
         "missing_dependency": "model_fail_to_load",
         "nondeterministic": "eager_two_runs_differ",
         "perturbed": "fail_accuracy",
         "hangs": "timeout",
         "tiny_mlp_after_hang": "pass",
     }
-    assert statuses.summary.passrate_text == "25%, 2/8"
+    # runner.py's count leaves out the models that never ran (model_fail_to_load, eager_fail_to_run).
+    assert statuses.summary.passrate_text == "40%, 2/5"
 
 
 def test_result_files_have_pytorch_columns_and_failure_rows(statuses: RunReport) -> None:
@@ -55,13 +60,24 @@ def test_result_files_have_pytorch_columns_and_failure_rows(statuses: RunReport)
     assert acc_lines[0] == ACC_HEADER
     for name in ("raises", "aborts", "missing_dependency", "hangs"):
         assert f"cpu,{name},0,0.0,0.0" in perf_lines
-    assert "cpu,missing_dependency,0,model_fail_to_load,,,," in acc_lines
+    assert "cpu,missing_dependency,0,model_fail_to_load" + "," * 9 in acc_lines
     rows = {r.name: r for r in read_performance_csv(statuses.paths.performance)}
     assert len(rows) == 8 and len(perf_lines) == 9
     ok = rows["tiny_mlp"]
     assert ok.batch_size == 4 and ok.speedup > 0 and ok.abs_latency > 0
     assert ok.compilation_latency is not None and ok.stats.unique_graphs == 1 and ok.stats.graph_breaks == 0
     assert ok.eager_peak_mem is not None and ok.dynamo_peak_mem is not None
+    assert ok.stats.fallbacks_to_eager == 0 and ok.stats.cudagraph_skips == 0
+    accuracy = {r.name: r for r in read_accuracy_csv(statuses.paths.accuracy)}
+    # The accuracy rows carry the check's own compile: its counters and compile seconds.
+    assert accuracy["tiny_mlp"].stats.unique_graphs == 1 and accuracy["tiny_mlp"].stats.graph_breaks == 0
+    assert accuracy["tiny_mlp"].compilation_latency is not None and accuracy["tiny_mlp"].compilation_latency > 0
+    # A check that stopped before compiling compiled nothing; a model that never loaded has no check at all.
+    assert accuracy["nondeterministic"].stats.calls_captured == 0
+    assert accuracy["nondeterministic"].compilation_latency == 0.0
+    assert accuracy["missing_dependency"].stats.calls_captured is None
+    # The check runs at PyTorch's accuracy batch size for the suite (torchbench: 4), whatever the timed one.
+    assert rows["tiny_mlp_after_hang"].batch_size == 2 and accuracy["tiny_mlp_after_hang"].batch_size == 4
 
 
 def test_manifest_and_samples(statuses: RunReport) -> None:
@@ -122,32 +138,49 @@ def test_perfdash_run_on_tiny_real_models(tmp_path: Path, capsys: pytest.Capture
 
     monkeypatch.setattr(ForkServer, "run", counted_run)
     code = main(["run", "--suite", "timm_models", "--models-file", str(DATA / "tiny_real.toml"), "-x", "tiny_mlp",
+                 "--warmup", "3",
                  "--repeat", "5",
                  "--timeout", "300", "--output-dir", str(tmp_path), "--no-progress"])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "100%, 3/3" in printed and "inductor_timm_models_float32_inference_cpu" in printed
-    assert sorted(workers) == ["BertForMaskedLM", "resnet10t", "wide_linear"]  # one worker per model, no other
+    assert "100%, 4/4" in printed and "inductor_timm_models_float32_inference_cpu" in printed
+    # one worker per model, no other
+    assert sorted(workers) == ["BertForMaskedLM", "big_weight", "resnet10t", "wide_linear"]
     acc = {r.name: r.accuracy for r in read_accuracy_csv(tmp_path / "inductor_timm_models_float32_inference_cpu_"
                                                                    "accuracy.csv")}
-    assert acc == {"resnet10t": "pass", "BertForMaskedLM": "pass", "wide_linear": "pass"}
+    assert acc == {"resnet10t": "pass", "BertForMaskedLM": "pass", "wide_linear": "pass", "big_weight": "pass"}
     perf = {r.name: r for r in read_performance_csv(tmp_path / "inductor_timm_models_float32_inference_cpu_"
                                                                "performance.csv")}
     resnet = perf["resnet10t"]
     assert resnet.speedup > 0 and resnet.compilation_latency is not None and resnet.compilation_latency > 0
+    # PyTorch's columns: the worker's resident memory after each warm-up (torch and the libraries are in it).
     for row in perf.values():
-        assert row.eager_peak_mem is not None and row.eager_peak_mem > 0, row
-        assert row.dynamo_peak_mem is not None and row.dynamo_peak_mem > 0, row
-    wide = perf["wide_linear"]
-    output_gb = 8 * 65536 * 4 / 10**9 * 0.999  # the activation it returns (the CSV keeps 6 decimals of GB)
-    assert wide.eager_peak_mem is not None and wide.dynamo_peak_mem is not None
-    assert output_gb <= wide.dynamo_peak_mem <= wide.eager_peak_mem < 4 * output_gb  # eager also holds relu's input
-    assert wide.compression_ratio == pytest.approx(wide.eager_peak_mem / wide.dynamo_peak_mem, rel=1e-3)
-    assert 1.0 <= wide.compression_ratio <= 3.0
+        assert row.eager_peak_mem is not None and row.eager_peak_mem > 0.1, row
+        assert row.dynamo_peak_mem is not None and row.dynamo_peak_mem > 0.1, row
+        assert row.compression_ratio == pytest.approx(row.eager_peak_mem / row.dynamo_peak_mem, rel=1e-3)
+    weight_gb = 4096 * 8192 * 4 / 10**9
+    big, wide = perf["big_weight"], perf["wide_linear"]
+    # During the eager warm-up the model and the warm-up's deep copy are alive (as in PyTorch's harness): two weights.
+    assert big.eager_peak_mem - wide.eager_peak_mem > 1.8 * weight_gb  # type: ignore[operator]
+    assert big.dynamo_peak_mem - wide.dynamo_peak_mem > 0.9 * weight_gb  # type: ignore[operator]
+    # perfdash's activation peak, in its own samples file: one warm call's memory, weights excluded.
+    samples = {s.name: s for s in read_samples(tmp_path / "inductor_timm_models_float32_inference_cpu_samples.jsonl")}
+    wide_act = samples["wide_linear"]
+    output_gb = 8 * 65536 * 4 / 10**9
+    assert wide_act.eager_activation_peak_mem is not None and wide_act.dynamo_activation_peak_mem is not None
+    # eager also holds relu's input
+    assert output_gb <= wide_act.dynamo_activation_peak_mem <= wide_act.eager_activation_peak_mem < 4 * output_gb
+    assert wide_act.activation_ratio is not None and 1.0 <= wide_act.activation_ratio <= 3.0
+    big_act = samples["big_weight"]
+    assert big_act.eager_activation_peak_mem is not None and big_act.eager_activation_peak_mem < 0.1 * weight_gb
+    assert big_act.dynamo_activation_peak_mem is not None and big_act.dynamo_activation_peak_mem < 0.1 * weight_gb
     manifest = Manifest.read(tmp_path / "inductor_timm_models_float32_inference_cpu_manifest.json")
     assert manifest.config.env["TORCHINDUCTOR_FREEZING"] == "1"
     assert "timm" in manifest.suite_versions
     assert manifest.model_errors == {}
+    assert manifest.config.warmup == 3
+    assert "RSS" in manifest.memory_definitions["peak_memory"]
+    assert "activation_peak" in manifest.memory_definitions
 
 
 def test_training_single_thread(tmp_path: Path) -> None:
@@ -160,3 +193,15 @@ def test_training_single_thread(tmp_path: Path) -> None:
     assert report.manifest.config.env["OMP_NUM_THREADS"] == "1"
     assert report.manifest.config.thread_config == "single-thread"
     assert "TORCHINDUCTOR_FREEZING" not in report.manifest.config.env
+
+
+def test_an_accuracy_only_run_fills_the_graph_counters(tmp_path: Path) -> None:
+    report = run_suite(RunOptions(suite="torchbench", models_file=DATA / "statuses.toml", only="tiny_mlp",
+                                  backend="eager", accuracy=True, timeout_s=TIMEOUT_S, output_dir=tmp_path))
+    assert not report.paths.performance.exists()
+    lines = report.paths.accuracy.read_text().splitlines()
+    assert lines[0] == ACC_HEADER
+    [row] = read_accuracy_csv(report.paths.accuracy)
+    assert row.accuracy == "pass"
+    assert row.stats.calls_captured and row.stats.unique_graphs == 1 and row.stats.fallbacks_to_eager == 0
+    assert row.compilation_latency is not None and row.compilation_latency > 0

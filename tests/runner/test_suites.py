@@ -9,23 +9,55 @@ import pytest
 from perfdash.cli import main
 from runner.options import OptionsError, RunOptions, partition, select_models, validate
 from runner.suites import SuiteError, available_suites, get_suite
-from runner.suites.base import ToleranceQuery, load_model_list
+from runner.suites.base import ToleranceQuery, default_batch_size, load_model_list
 
 DATA = Path(__file__).parent / "data"
 
 
-def test_every_suite_lists_pytorch_model_names_with_batch_sizes() -> None:
+# PyTorch's current lists (benchmarks/dynamo/timm_models_list.txt; huggingface_models_list.txt less the entries its
+# huggingface.yaml skips and the hub LLMs it times with generate()), read 2026-11-24: see the data files' headers.
+PYTORCH_TIMM = {
+    "adv_inception_v3", "beit_base_patch16_224", "convnextv2_nano.fcmae_ft_in22k_in1k",
+    "deit_base_distilled_patch16_224", "deit_tiny_patch16_224.fb_in1k", "dm_nfnet_f0", "ghostnet_100", "inception_v3",
+    "mobilenetv2_100", "mobilenetv3_large_100", "mobilevit_s", "nfnet_l0", "repvgg_a2", "swin_base_patch4_window7_224",
+    "tf_efficientnet_b0", "visformer_small", "vit_base_patch14_dinov2.lvd142m", "vit_base_patch16_siglip_256"}
+PYTORCH_HUGGINGFACE = {
+    "AlbertForMaskedLM", "AllenaiLongformerBase", "BartForCausalLM", "BertForMaskedLM", "BlenderbotForCausalLM",
+    "DebertaV2ForMaskedLM", "DistilBertForMaskedLM", "DistillGPT2", "ElectraForCausalLM",
+    "GPT2ForSequenceClassification", "GoogleFnet", "LayoutLMForMaskedLM", "M2M100ForConditionalGeneration",
+    "MBartForCausalLM", "MT5ForConditionalGeneration", "MegatronBertForCausalLM", "MobileBertForMaskedLM",
+    "OPTForCausalLM", "PLBartForCausalLM", "PegasusForCausalLM", "RobertaForCausalLM", "T5ForConditionalGeneration",
+    "T5Small", "TrOCRForCausalLM", "XGLMForCausalLM", "XLNetLMHeadModel", "YituTechConvBert"}
+
+
+def test_default_lists_are_pytorchs_current_lists_in_its_order() -> None:
     assert {"torchbench", "huggingface", "timm_models"} <= set(available_suites())
-    expected = {"torchbench": {"resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_large", "shufflenet_v2_x1_0",
-                               "squeezenet1_1", "alexnet", "vgg16", "densenet121", "mnasnet1_0", "resnext50_32x4d"},
-                "huggingface": {"BertForMaskedLM", "DistilBertForMaskedLM", "GPT2ForSequenceClassification",
-                                "T5Small", "AlbertForMaskedLM"},
-                "timm_models": {"lcnet_050", "mobilenetv2_100", "resnest101e", "vit_base_patch16_224"}}
-    for name, names in expected.items():
-        models = get_suite(name).models()
-        assert names <= {m.name for m in models}, name
-        assert all(m.batch_size > 0 for m in models)
-        assert len({m.name for m in models}) == len(models)
+    for suite, names in (("timm_models", PYTORCH_TIMM), ("huggingface", PYTORCH_HUGGINGFACE)):
+        models = [m.name for m in get_suite(suite).models()]
+        assert set(models) == names, suite
+        assert models == sorted(models), suite  # PyTorch's harness runs (and shards) them sorted by name
+    tb = get_suite("torchbench").models()
+    assert {"resnet18", "resnet50", "mobilenet_v2", "alexnet", "vgg16"} <= {m.name for m in tb}
+
+
+def test_only_finds_a_model_of_another_list_of_the_suite() -> None:
+    # A bisection reruns one model by name; the quick nightly measures lcnet_050 from the extended list.
+    _, models = validate(RunOptions(suite="timm_models", only="lcnet_050"))
+    assert [(m.name, m.batch_size) for m in models] == [("lcnet_050", 256)]
+    with pytest.raises(OptionsError, match="no model of suite timm_models matches"):
+        validate(RunOptions(suite="timm_models", filters=("^lcnet_050$",)))  # a filter selects from the chosen list
+
+
+@pytest.mark.parametrize("suite", ["timm_models", "huggingface"])
+def test_the_extended_list_holds_the_default_one_and_the_earlier_models(suite: str) -> None:
+    default = {m.name: m for m in get_suite(suite).models()}
+    extended = {m.name: m for m in get_suite(suite).models(model_list="extended")}
+    assert len(extended) > len(default)
+    for name, spec in default.items():
+        assert extended[name] == spec, name  # same builder, options and batch size in both files
+    earlier = {"timm_models": {"lcnet_050", "resnest101e", "vit_base_patch16_224", "levit_128"},
+               "huggingface": {"BlenderbotSmallForCausalLM", "CamemBert"}}[suite]
+    assert earlier <= set(extended) and not earlier & set(default)
 
 
 def test_builders_follow_the_suite() -> None:
@@ -42,7 +74,20 @@ def test_tolerances_follow_pytorch_rules() -> None:
     assert timm.tolerance_for(ToleranceQuery("lcnet_050", "training", "cpu", "float32")).tol == 1e-2
     assert timm.tolerance_for(ToleranceQuery("inception_v3", "training", "cpu", "float32")).tol == 4e-2
     assert hf.tolerance_for(ToleranceQuery("BertForMaskedLM", "inference", "cpu", "float32")).tol == 1e-3
-    assert hf.tolerance_for(ToleranceQuery("BertForMaskedLM", "training", "cuda", "float32")).tol == 1e-2
+    assert hf.tolerance_for(ToleranceQuery("DistilBertForMaskedLM", "training", "cuda", "float32")).tol == 1e-2
+    assert hf.tolerance_for(ToleranceQuery("BertForMaskedLM", "training", "cuda", "float32")).tol == 2e-2
+    assert timm.tolerance_for(ToleranceQuery("beit_base_patch16_224", "training", "cpu", "float32")).tol == 16e-2
+    assert timm.tolerance_for(ToleranceQuery("vit_base_patch16_siglip_256", "training", "cpu", "float32")).tol == 8e-2
+    assert timm.tolerance_for(ToleranceQuery("adv_inception_v3", "inference", "cpu", "float32", freezing=True)).tol \
+        == 8e-2
+    assert timm.tolerance_for(ToleranceQuery("adv_inception_v3", "inference", "cpu", "float32")).tol == 1e-3
+    # huggingface.yaml's lists: BertForMaskedLM trains at 2e-2, GPT2ForSequenceClassification infers at 4e-3 (5e-3
+    # on CPU); its large models are not checked; huggingface.py gives two models the larger RMSE multiplier.
+    assert hf.tolerance_for(ToleranceQuery("GPT2ForSequenceClassification", "inference", "cuda", "float32")).tol == 4e-3
+    assert hf.tolerance_for(ToleranceQuery("GPT2ForSequenceClassification", "inference", "cpu", "float32")).tol == 5e-3
+    assert hf.tolerance_for(ToleranceQuery("DebertaV2ForMaskedLM", "inference", "cpu", "float32")).skip
+    assert not hf.tolerance_for(ToleranceQuery("DistilBertForMaskedLM", "inference", "cpu", "float32")).skip
+    assert hf.tolerance_for(ToleranceQuery("BertForMaskedLM", "inference", "cpu", "float32")).larger_multiplier
     assert tb.tolerance_for(ToleranceQuery("resnet18", "inference", "cpu", "float32")).tol == 1e-4
     assert tb.tolerance_for(ToleranceQuery("resnet18", "inference", "cuda", "float16")).tol == 1e-3
     assert tb.tolerance_for(ToleranceQuery("resnet18", "training", "cuda", "float32")).tol == 1e-3
@@ -66,7 +111,7 @@ def test_partition_of_more_shares_than_models_leaves_some_empty() -> None:
 
 
 def test_filter_exclude_only() -> None:
-    models = get_suite("timm_models").models()
+    models = get_suite("timm_models").models(model_list="extended")
     chosen = select_models(models, RunOptions(suite="timm_models", filters=("^res",), excludes=("101",)))
     assert chosen and all(m.name.startswith("res") and "101" not in m.name for m in chosen)
     assert [m.name for m in select_models(models, RunOptions(suite="timm_models", only="lcnet_050"))] == ["lcnet_050"]
@@ -81,6 +126,9 @@ def test_filter_exclude_only() -> None:
     (RunOptions(suite="timm_models", timeout_s=0), "--timeout"),
     (RunOptions(suite="timm_models", backend="tensorrt"), "--backend"),
     (RunOptions(suite="nope"), "unknown suite"),
+    (RunOptions(suite="timm_models", model_list="nope"), "no model list 'nope'; available: default, extended"),
+    (RunOptions(suite="torchbench", model_list="extended"), "no model list 'extended'; available: default"),
+    (RunOptions(suite="timm_models", model_list="extended", models_file=Path("x.toml")), "alternatives"),
 ])
 def test_bad_options_are_rejected_with_a_message(options: RunOptions, message: str) -> None:
     with pytest.raises(OptionsError, match=message.replace("(", r"\(")):
@@ -115,3 +163,80 @@ def test_models_file_errors_name_the_file_and_entry(tmp_path: Path) -> None:
 def test_test_model_lists_load() -> None:
     for path in DATA.glob("*.toml"):
         assert load_model_list(path, "py")
+
+
+@pytest.mark.parametrize("recorded, divisor, expected", [(256, 2, 128), (128, 2, 64), (23, 4, 5), (1, 8, 1),
+                                                        (4, 8, 1), (32, None, 32)])
+def test_default_batch_size_is_pytorchs_divisor_rule(recorded: int, divisor: int | None, expected: int) -> None:
+    assert default_batch_size(recorded, divisor) == expected
+
+
+def test_a_lists_divisors_apply_to_its_own_entries(tmp_path: Path) -> None:
+    path = tmp_path / "list.toml"
+    path.write_text('[batch_size.divisors]\na = 4\nnot_listed = 2\n\n'
+                    '[[model]]\nname = "a"\nbatch_size = 13\n\n[[model]]\nname = "b"\nbatch_size = 13\n')
+    assert [(m.name, m.batch_size) for m in load_model_list(path, "timm")] == [("a", 3), ("b", 13)]
+
+
+def test_a_training_batch_size_applies_in_training_only(tmp_path: Path) -> None:
+    from runner.api import make_job
+
+    path = tmp_path / "list.toml"
+    path.write_text('[batch_size.training]\na = 4\n\n[[model]]\nname = "a"\nbatch_size = 64\n')
+    (spec,) = load_model_list(path, "torchvision")
+    suite = get_suite("torchbench")
+    for mode, expected in (("inference", 64), ("training", 4)):
+        assert make_job(RunOptions(suite="torchbench", mode=mode), suite, spec).batch_size == expected, mode
+    assert make_job(RunOptions(suite="torchbench", mode="training", batch_size=2), suite, spec).batch_size == 2
+    # torchbench.yaml batch_size.training: densenet121 trains at 4
+    densenet = next(m for m in suite.models() if m.name == "densenet121")
+    assert (densenet.default_batch_size("inference"), densenet.default_batch_size("training")) == (64, 4)
+
+
+@pytest.mark.parametrize("table, message", [
+    ("[batch_size.divisors]\na = 0\n", "divisors of 'a' must be a positive integer"),
+    ("[batch_size.divisors]\na = 1.5\n", "divisors of 'a' must be a positive integer"),
+    ("[batch_size.training]\na = -4\n", "training of 'a' must be a positive integer"),
+    ("[batch_size]\nsizes = 2\n", "may only hold"),
+    ("[batch_size]\ndivisors = 2\n", "must map model names"),
+])
+def test_bad_divisors_name_the_file(tmp_path: Path, table: str, message: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(table + '\n[[model]]\nname = "a"\nbatch_size = 8\n')
+    with pytest.raises(SuiteError, match=f"bad.toml: .*{message}"):
+        load_model_list(path, "timm")
+
+
+def test_default_batch_sizes_are_pytorchs_on_every_device() -> None:
+    """The batch sizes PyTorch's harness picks by default: list size over yaml divisor (its current huggingface.py and
+    timm_models.py apply the divisors on every device)."""
+    hf = {m.name: m.batch_size for m in get_suite("huggingface").models()}
+    timm = {m.name: m.batch_size for m in get_suite("timm_models").models()}
+    assert hf["DistilBertForMaskedLM"] == 128  # 256 / 2
+    assert hf["BlenderbotForCausalLM"] == 4  # 32 / 8
+    assert hf["MobileBertForMaskedLM"] == 128  # 256 / 2
+    assert hf["OPTForCausalLM"] == 2  # 4 / 2
+    for name in ("beit_base_patch16_224", "deit_base_distilled_patch16_224", "mobilevit_s",
+                 "swin_base_patch4_window7_224"):
+        assert timm[name] == 64, name  # 128 / 2
+    assert timm["adv_inception_v3"] == 128 and timm["ghostnet_100"] == 512  # no divisor
+    from runner.api import make_job
+
+    options = RunOptions(suite="timm_models", only="mobilevit_s")
+    suite, models = validate(options)
+    assert make_job(options, suite, models[0]).batch_size == 64
+    options = RunOptions(suite="timm_models", only="mobilevit_s", batch_size=3)
+    assert make_job(options, suite, models[0]).batch_size == 3  # --batch-size overrides the default
+
+
+def test_accuracy_is_checked_at_pytorch_accuracy_batch_sizes() -> None:
+    """common.py run() with --accuracy and no --batch-size: huggingface 1, torchbench 4, timm_models 8."""
+    from runner.api import make_job
+
+    for suite_name, expected in (("huggingface", 1), ("torchbench", 4), ("timm_models", 8)):
+        suite = get_suite(suite_name)
+        spec = suite.models()[0]
+        job = make_job(RunOptions(suite=suite_name), suite, spec)
+        assert (job.batch_size, job.accuracy_batch_size) == (spec.batch_size, expected)
+        given = make_job(RunOptions(suite=suite_name, batch_size=3), suite, spec)
+        assert (given.batch_size, given.accuracy_batch_size) == (3, 3)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from perfdash import spool
 from perfdash.cli import main
 
 DATA = Path(__file__).parent / "data" / "pytorch_run"
@@ -61,7 +62,7 @@ def test_ingest_directly_then_summary(database, capsys):
     assert main(["summary", "--run", "999999"]) == 1
 
 
-def test_default_timestamp_makes_reingest_idempotent(tmp_path, monkeypatch, capsys):
+def test_reingest_without_timestamp_is_idempotent(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'p.db'}")
     copy = tmp_path / "results"
     shutil.copytree(DATA, copy)
@@ -144,12 +145,14 @@ def test_post_spool_while_down_and_retry_spool_next_time(tmp_path, monkeypatch, 
         out = capsys.readouterr().out
         assert out.index("spooled") < out.index(str(second.resolve()))
         assert _count_runs(server_db) == 2
-        assert [p for p in spool_dir.iterdir() if p.name != "rejected"] == []
+        assert spool.entries(spool_dir) == []
 
-        # a wrong token is refused, not spooled
+        # a wrong token fails the command, but the upload is kept for a valid token: the files are not at fault
         assert main(["ingest", str(DATA), "--url", url, "--token", "nope", "--retries", "1"]) == 1
         assert "HTTP 401" in capsys.readouterr().err
-        assert [p for p in spool_dir.iterdir() if p.name != "rejected"] == []
+        assert len(spool.entries(spool_dir)) == 1 and _count_runs(server_db) == 2
+        assert main(["ingest", str(second), *flags, "--timestamp", "2026-07-02T01:00:00+00:00"]) == 0
+        assert _count_runs(server_db) == 3 and spool.entries(spool_dir) == []
 
 
 def test_db_upgrade_and_current(tmp_path, monkeypatch, capsys):

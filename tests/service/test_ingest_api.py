@@ -118,6 +118,50 @@ def test_manifest_and_samples_beside_the_csvs(upload, session, run_files, manife
     assert result.samples == {"eager_ms": [2.0, 2.2], "compiled_ms": [1.4, 1.5]}
 
 
+def test_activation_peak_is_kept_with_the_samples_not_in_pytorchs_columns(upload, client, auth, session, run_files,
+                                                                            manifest):
+    """perfdash's own activation peak travels in the samples file (or the JSON body) and is stored with the samples;
+    PyTorch's peak memory columns keep the CSV's values."""
+    from perfdash.contract import ModelSamples
+
+    meta = manifest(night="2026-02-04")
+    files = run_files({"resnet18": 1.4}, manifest=meta)
+    files[meta.config.key().stem + "_samples.jsonl"] = (
+        ModelSamples("resnet18", 8, (2.0, 2.2), (1.4, 1.5), eager_activation_peak_mem=0.024,
+                     dynamo_activation_peak_mem=0.015).to_json() + "\n").encode()
+    response = upload(files)
+    assert response.status_code == 201, response.text
+    result = session.scalar(sa.select(Result).where(Result.run_id == response.json()["runs"][0]["run_id"]))
+    assert result.samples == {"eager_ms": [2.0, 2.2], "compiled_ms": [1.4, 1.5], "eager_activation_peak_mem": 0.024,
+                              "dynamo_activation_peak_mem": 0.015}
+    assert (result.eager_peak_mem, result.dynamo_peak_mem) != (0.024, 0.015)
+
+    body = {"manifest": json.loads(manifest(night="2026-02-05").model_dump_json()), "results": [
+        {"name": "resnet50", "batch_size": 8, "accuracy": "pass", "speedup": 1.5, "abs_latency": 3.0,
+         "compilation_latency": 30.0, "compression_ratio": 0.9, "eager_peak_mem": 1.8, "dynamo_peak_mem": 2.0,
+         "eager_ms": [2.0, 2.1], "compiled_ms": [1.0, 1.1], "eager_activation_peak_mem": 0.3,
+         "dynamo_activation_peak_mem": 0.1}]}
+    response = client.post("/api/v1/runs", json=body, headers=auth)
+    assert response.status_code == 201, response.text
+    stored = session.scalar(sa.select(Result).where(Result.run_id == response.json()["runs"][0]["run_id"]))
+    assert (stored.eager_peak_mem, stored.dynamo_peak_mem, stored.compression_ratio) == (1.8, 2.0, 0.9)
+    assert (stored.samples["eager_activation_peak_mem"], stored.samples["dynamo_activation_peak_mem"]) == (0.3, 0.1)
+
+
+def test_a_bad_activation_peak_names_the_samples_line(upload, session, run_files, manifest):
+    meta = manifest(night="2026-02-06")
+    files = run_files({"resnet18": 1.4}, manifest=meta)
+    name = meta.config.key().stem + "_samples.jsonl"
+    files[name] = (b'{"name": "resnet18", "batch_size": 8, "eager_ms": [2.0], "compiled_ms": [1.0]}\n'
+                   b'{"name": "resnet18", "batch_size": 8, "eager_ms": [2.0], "compiled_ms": [1.0], '
+                   b'"eager_activation_peak_mem": "lots"}\n')
+    response = upload(files)
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert (detail["file"], detail["line"]) == (name, 2)
+    assert _count(session, Run) == 0
+
+
 def _parts(files: dict[str, bytes]) -> list:
     return [("files", (name, data, "text/csv")) for name, data in files.items()]
 
@@ -209,11 +253,12 @@ def test_unknown_but_wellformed_status_is_kept_and_counts_as_failure(upload, ses
 
 def test_a_failing_run_rolls_back_the_whole_upload(upload, session, run_files):
     good = run_files({"resnet18": 1.3}, stem="inductor_timm_models_float32_inference_cpu")
-    # A model name longer than the column allows fails inside the database, after the first run was written.
+    # A model name longer than the column allows: refused by the contract, naming where, before anything is stored.
     bad = run_files({"x" * 300: 1.1}, stem="inductor_torchbench_float32_inference_cpu")
     response = upload({**good, **bad}, machine="m", timestamp="2026-01-01T00:00:00")
     assert response.status_code == 422
-    assert "too long" in response.json()["detail"]["message"]
+    detail = response.json()["detail"]
+    assert "at most 200" in detail["message"] and (detail["line"], detail["column"]) == (2, "name")
     assert _count(session, Run) == 0 and _count(session, Result) == 0 and _count(session, Machine) == 0
 
 

@@ -82,3 +82,31 @@ def test_indexes_for_the_queries_exist(migrated_url: str):
     assert ("night",) in run_indexes  # a night's summary
     assert ("series_id", "run_id") in result_indexes  # a model's history
     assert ("run_id", "name") in result_uniques  # one run's results
+
+
+def test_0003_brings_stored_totals_to_runner_py_count(empty_database: str):
+    """A run stored under the old count (never-ran models in the total) gets runner.py's total on upgrade."""
+    from pathlib import Path
+
+    from service.db import make_engine, make_session_factory
+    from service.ingest import IngestDefaults, bundles_from_files, ingest
+
+    folder = Path(__file__).parents[1] / "contract" / "data" / "runner_py_statuses"
+    upgrade(empty_database)
+    engine = make_engine(empty_database)
+    try:
+        with make_session_factory(engine)() as session:
+            ingest(session, bundles_from_files({p.name: p.read_bytes() for p in folder.iterdir()},
+                                               IngestDefaults(machine="Xeon")))
+
+        def totals() -> list[tuple[int, int]]:
+            with engine.connect() as connection:
+                return [tuple(r) for r in connection.execute(sa.text("SELECT passed, total FROM run_summaries"))]
+
+        assert totals() == [(3, 5)]
+        downgrade(empty_database, "0002")
+        assert totals() == [(3, 7)]  # what the old rule stored: model_fail_to_load and eager_fail_to_run counted
+        upgrade(empty_database)
+        assert totals() == [(3, 5)]
+    finally:
+        engine.dispose()

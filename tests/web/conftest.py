@@ -167,3 +167,62 @@ class Lookup:
 @pytest.fixture(scope="session")
 def lookup(populated: LiveServer) -> Lookup:
     return Lookup(populated.database_url)
+
+
+NOISE_NIGHTS = ("2026-10-01", "2026-10-02")
+
+
+def write_noise_nights(root: Path) -> list[Path]:
+    """Two nights of one configuration with raw samples, written by the contract's own writers: on night 2 every
+    compiled timing of both models is the night-1 timing / 0.9 (speedups exactly 10 % lower). ``steady`` has 0.5 %
+    noise (its 95 % intervals are far apart: a regression); ``noisy`` has 40 % noise (they overlap: within noise)."""
+    from datetime import datetime, timedelta
+    from statistics import median
+
+    import numpy as np
+
+    from perfdash.contract import (
+        AccuracyRow,
+        MachineInfo,
+        Manifest,
+        ModelSamples,
+        PerformanceRow,
+        RunConfig,
+        append_row,
+        append_samples,
+    )
+
+    rng = np.random.default_rng(7)
+    base = {name: (10 * (1 + noise * rng.uniform(-1, 1, 40)), 5 * (1 + noise * rng.uniform(-1, 1, 40)))
+            for name, noise in (("steady", 0.005), ("noisy", 0.4))}
+    config = RunConfig(suite="timm_models", backend="inductor", threads=8)
+    key = config.key()
+    folders = []
+    for index, (night, factor) in enumerate(zip(NOISE_NIGHTS, (1.0, 0.9), strict=True)):
+        folder = root / night
+        folder.mkdir(parents=True)
+        start = datetime.fromisoformat(night + "T01:00:00+00:00")
+        Manifest(config=config, machine=MachineInfo(host="noise-01", device="cpu", cpu_model="Noise Xeon", cpu_count=8),
+                 torch_git_commit=str(index + 1) * 40, start_time=start,
+                 end_time=start + timedelta(hours=1)).write(folder / key.filename("manifest"))
+        for name, (eager, compiled) in base.items():
+            compiled = compiled / factor
+            speedup = median(eager) / median(compiled)
+            append_row(folder / key.filename("performance"),
+                       PerformanceRow("cpu", name, 8, speedup, median(compiled), 10.0, 1.1, 1.0, 0.9))
+            append_row(folder / key.filename("accuracy"), AccuracyRow("cpu", name, 8, "pass"))
+            append_samples(folder / key.filename("samples"),
+                           ModelSamples(name, 8, tuple(map(float, eager)), tuple(map(float, compiled))))
+        folders.append(folder)
+    return folders
+
+
+@pytest.fixture(scope="session")
+def noise_server(postgres_url: str, tmp_path_factory) -> Iterator[LiveServer]:
+    """The app on a database holding the two nights of :func:`write_noise_nights`."""
+    url = fresh_database(postgres_url)
+    for folder in write_noise_nights(tmp_path_factory.mktemp("noise")):
+        ingest_dir(url, folder)
+    server = start_server(url)
+    yield server
+    server.stop()

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from perfdash.contract import join_results, read_accuracy_csv, read_performance_csv
+from perfdash.contract import join_results, read_accuracy_csv, read_performance_csv, read_samples
 from perfdash.metrics import SuiteSummary, summarize_results
 
 DATA = Path(__file__).parent / "data"
@@ -199,6 +199,33 @@ def test_model_page_charts_history_and_repro_command(populated, lookup, page: Pa
     # A range without data says so instead of drawing empty charts.
     page.goto(f"{populated.url}/model/{series}?from=2020-01-01&to=2020-12-31")
     expect(page.locator(".empty-range")).to_contain_text("No results of this model")
+
+
+def test_model_page_shows_perfdash_activation_peak_beside_pytorchs_memory_ratio(populated, lookup, page: Page) -> None:
+    """The activation peak from perfdash's samples file has its own name, chart and column; the memory ratio chart
+    stays PyTorch's compression_ratio from the CSV."""
+    stem = "inductor_timm_models_float32_inference_cpu"
+    act = {n: {s.name: s for s in read_samples(DATA / n / f"{stem}_samples.jsonl")}["convnext_tiny"]
+           for n in ("night1", "night2")}
+    csv = {r.name: r for r in read_performance_csv(DATA / "night2" / f"{stem}_performance.csv")}["convnext_tiny"]
+    page.goto(f"{populated.url}/model/{lookup.series_id('timm_models', 'inductor', 'convnext_tiny')}")
+    expect(page.locator(".chart canvas")).to_have_count(5)
+    latest = page.locator("#activation-peak")
+    expect(latest).to_contain_text("activation peak (perfdash)")
+    expect(latest).to_contain_text(f"eager {act['night2'].eager_activation_peak_mem:.4f} GB")
+    expect(latest).to_contain_text(f"compiled {act['night2'].dynamo_activation_peak_mem:.4f} GB")
+    expect(latest).to_contain_text(f"ratio {act['night2'].activation_ratio:.2f}x")
+    data = page.evaluate("JSON.parse(document.getElementById('chart-data').textContent).series")
+    assert data["activation_ratio"] == [pytest.approx(act[n].activation_ratio, abs=1e-4) for n in ("night1", "night2")]
+    assert data["compression_ratio"][-1] == pytest.approx(csv.compression_ratio, abs=1e-4)
+    page.locator("details.points summary").click()
+    expect(page.locator("#points thead")).to_contain_text("activation peak (perfdash) GB")
+    expect(page.locator("#points tbody tr").first.locator("td.activation")).to_have_text(
+        f"{act['night2'].eager_activation_peak_mem:.4f} / {act['night2'].dynamo_activation_peak_mem:.4f}")
+    # A model without perfdash's samples (PyTorch's files) has no such chart or column.
+    page.goto(f"{populated.url}/model/{lookup.series_id('timm_models', 'inductor', 'resnet18')}")
+    expect(page.locator(".chart canvas")).to_have_count(4)
+    expect(page.locator("#activation-peak")).to_have_count(0)
 
 
 def test_trends_filters_live_in_the_url(populated, page: Page) -> None:

@@ -26,6 +26,8 @@ def configuration(**overrides: object) -> Configuration:
     {"compile_mode": "max-autotune", "variant": "max_autotune", "device": "cuda", "dtype": "bfloat16"},
     {"dynamic_shapes": True, "variant": "dynamic", "mode": "training", "dtype": "amp", "device": "cuda"},
     {"batch_size_override": 16, "suite": "huggingface"},
+    {"backend": "onnxruntime", "variant": "int8_dynamic"},
+    {"backend": "openvino"},
 ])
 def test_repro_command_parses_back_to_the_same_configuration(overrides: dict[str, object]) -> None:
     from runner.cli import options_from_args

@@ -63,9 +63,13 @@
       });
       const chart = echarts.init(node, null, { renderer: "canvas" });
       const option = baseOption(node.dataset.title, data.nights);
+      const band = (data.intervals || {})[metric];
+      const hasBand = band && band.low.some(function (v) { return v !== null; });
       option.tooltip.formatter = function (params) {
         const i = params[0].dataIndex;
-        return esc(data.nights[i]) + "<br>" + esc(node.dataset.title) + ": <b>" + esc(fmt(values[i])) + "</b>" +
+        const ci = hasBand && band.low[i] !== null ? "<br>95 % CI: " + esc(fmt(band.low[i])) + " – " +
+          esc(fmt(band.high[i])) : "";
+        return esc(data.nights[i]) + "<br>" + esc(node.dataset.title) + ": <b>" + esc(fmt(values[i])) + "</b>" + ci +
           "<br>status: " + esc(data.status[i]) + "<br>commit: " + esc((data.commits[i] || "-").slice(0, 12));
       };
       option.series = [{
@@ -73,6 +77,14 @@
         connectNulls: false, lineStyle: { width: 1.5 },
         markLine: marks.length ? { symbol: "none", silent: false, data: marks, label: { fontSize: 9 } } : undefined,
       }];
+      if (hasBand) {
+        // the confidence interval as a shaded band: the low bound, then the width stacked on it
+        option.series.push({ type: "line", name: "95 % CI low", data: band.low, stack: "ci", symbol: "none",
+          lineStyle: { opacity: 0 }, silent: true, connectNulls: false });
+        option.series.push({ type: "line", name: "95 % CI", stack: "ci", symbol: "none", silent: true,
+          connectNulls: false, lineStyle: { opacity: 0 }, areaStyle: { color: "#0969da", opacity: 0.15 },
+          data: band.high.map(function (h, i) { return h === null || band.low[i] === null ? null : h - band.low[i]; }) });
+      }
       chart.setOption(option);
       chart.on("click", function (p) {
         if (p.componentType === "series" && data.runs[p.dataIndex]) {

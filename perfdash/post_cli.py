@@ -1,0 +1,230 @@
+"""`perfdash ingest PATH... --url URL`: post result files to a service, spooling what it cannot take now.
+
+Runs in the runner images, which install the runner extra only: it imports nothing from service/.
+
+Per upload (the spool first, oldest first, then the PATHs):
+- stored: done (a spooled entry is removed);
+- unavailable (connection error, timeout, 408/429/502/503/504) or a server error (another 5xx): kept in the spool
+  and retried by the next invocation; after the first unavailable answer the rest get one attempt each, so a service
+  that is down costs one backoff, not one per upload;
+- unauthorized (401/403): kept in the spool, the upload is fine and the token is not;
+- refused (another 4xx, or more than --max-server-errors 5xx for the same upload): a spooled entry is moved to
+  ``rejected/`` in the spool with the reason; a PATH's files stay where they are. Never retried.
+One entry never stops the others. Exit status: 1 if anything was refused or unauthorized, else 4 if an upload could
+be neither posted nor spooled (its files stay where they are), else 3 if anything was spooled, else 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfdash import spool
+from perfdash.contract import ContractError
+from perfdash.resultfiles import collect, named_by_flags
+from perfdash.upload import Answer, Upload, Verdict, post_upload
+
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+EXIT_SPOOLED = 3
+EXIT_NOT_KEPT = 4
+DEFAULT_SPOOL = Path.home() / ".cache" / "perfdash" / "spool"
+
+
+class TokenError(Exception):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class PostConfig:
+    """What the upload client reads from the environment (the service's Settings stay the service's)."""
+
+    spool_dir: Path
+    token: str | None
+    token_file: Path | None
+    ingest_tokens: tuple[str, ...]
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> PostConfig:
+        token_file = environ.get("PERFDASH_TOKEN_FILE")
+        return cls(spool_dir=Path(environ.get("PERFDASH_SPOOL_DIR") or DEFAULT_SPOOL),
+                   token=environ.get("PERFDASH_TOKEN") or None,
+                   token_file=Path(token_file) if token_file else None,
+                   ingest_tokens=tuple(t.strip() for t in environ.get("PERFDASH_INGEST_TOKENS", "").split(",")
+                                       if t.strip()))
+
+
+def resolve_token(args: argparse.Namespace, config: PostConfig) -> str:
+    """--token, --token-file, $PERFDASH_TOKEN, $PERFDASH_TOKEN_FILE, then the first of $PERFDASH_INGEST_TOKENS.
+    A file or the environment keeps the token out of the process list; --token shows in `ps`."""
+    if args.token:
+        return args.token
+    if args.token_file is not None:
+        return _read_token(Path(args.token_file))
+    if config.token:
+        return config.token
+    if config.token_file is not None:
+        return _read_token(config.token_file)
+    if config.ingest_tokens:
+        return config.ingest_tokens[0]
+    raise TokenError("--url needs a token: PERFDASH_TOKEN, PERFDASH_TOKEN_FILE or --token-file "
+                     "(or --token, which shows in the process list)")
+
+
+def _read_token(path: Path) -> str:
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise TokenError(f"cannot read the token file {path}: {exc.strerror or exc}") from exc
+    if not token:
+        raise TokenError(f"the token file {path} is empty")
+    return token
+
+
+@dataclass
+class Tally:
+    """How the invocation went, for the exit status."""
+
+    refused: list[str] = field(default_factory=list)
+    not_kept: list[str] = field(default_factory=list)
+    spooled: list[str] = field(default_factory=list)
+
+    def exit_status(self) -> int:
+        if self.refused:
+            return EXIT_REFUSED
+        if self.not_kept:
+            return EXIT_NOT_KEPT
+        return EXIT_SPOOLED if self.spooled else 0
+
+
+@dataclass
+class _Poster:
+    url: str
+    token: str
+    attempts: int
+    max_server_errors: int
+    spool_dir: Path
+    tally: Tally = field(default_factory=Tally)
+    service_down: bool = False
+
+    def post(self, upload: Upload, server_errors: int = 0) -> Answer:
+        answer = post_upload(self.url, self.token, upload, attempts=1 if self.service_down else self.attempts,
+                             server_errors=server_errors, max_server_errors=self.max_server_errors)
+        if answer.verdict is Verdict.UNAVAILABLE:
+            self.service_down = True
+        return answer
+
+    def drain_spool(self) -> None:
+        with spool.drain_lock(self.spool_dir) as mine:
+            if not mine:
+                print(f"note: another perfdash ingest is posting the spool {self.spool_dir}; leaving it to that one",
+                      file=sys.stderr)
+                return
+            for entry in spool.entries(self.spool_dir):
+                try:
+                    spooled = spool.load(entry)
+                except (OSError, ValueError) as exc:
+                    self._reject(entry, f"unreadable spool entry: {exc}", None)
+                    continue
+                answer = self.post(spooled.upload, spooled.server_errors)
+                if answer.verdict is Verdict.STORED:
+                    _report(answer.body or {}, f"spooled {entry.name}")
+                    try:
+                        shutil.rmtree(entry)
+                    except OSError as exc:
+                        print(f"warning: posted {entry} but cannot remove it ({exc.strerror or exc}); the next "
+                              "ingest posts it again and the service answers 'already stored'", file=sys.stderr)
+                elif answer.verdict is Verdict.REFUSED:
+                    self._reject(entry, answer.detail, answer.status)
+                else:
+                    self._keep(entry, answer)
+
+    def _reject(self, entry: Path, reason: str, status: int | None) -> None:
+        try:
+            where = f"moved to {spool.reject(entry, reason, status)}"
+        except OSError as exc:
+            where = f"could not be moved aside ({exc.strerror or exc}), it stays at {entry}"
+        print(f"error: REJECTED spooled upload {entry.name}: the service refused it ({reason}); it is not retried, "
+              f"{where}", file=sys.stderr)
+        self.tally.refused.append(entry.name)
+
+    def _keep(self, entry: Path, answer: Answer) -> None:
+        try:
+            spool.record_failure(entry, answer.server_errors, answer.detail)
+        except OSError:
+            pass  # the count only hastens a refusal; the entry itself is intact
+        if answer.verdict is Verdict.UNAUTHORIZED:
+            print(f"error: spooled upload {entry.name}: the token is refused ({answer.detail}); it stays spooled",
+                  file=sys.stderr)
+            self.tally.refused.append(entry.name)
+        else:
+            print(f"warning: spooled upload {entry.name} not taken ({answer.verdict}: {answer.detail}); it stays "
+                  "spooled for the next ingest", file=sys.stderr)
+            self.tally.spooled.append(entry.name)
+
+    def post_directory(self, directory: Path, upload: Upload) -> None:
+        answer = self.post(upload)
+        if answer.verdict is Verdict.STORED:
+            _report(answer.body or {}, str(directory))
+            return
+        if answer.verdict is Verdict.REFUSED:
+            print(f"error: REJECTED {directory}: the service refused it ({answer.detail}); not retried, the files "
+                  f"stay in {directory}", file=sys.stderr)
+            self.tally.refused.append(str(directory))
+            return
+        try:
+            where = spool.save(self.spool_dir, upload, server_errors=answer.server_errors, last_error=answer.detail)
+        except OSError as exc:
+            print(f"error: {directory} was not posted ({answer.verdict}: {answer.detail}) and cannot be spooled to "
+                  f"{self.spool_dir} ({exc.strerror or exc}); the files stay in {directory}: run this ingest again "
+                  "later, or set PERFDASH_SPOOL_DIR to a writable directory", file=sys.stderr)
+            self.tally.not_kept.append(str(directory))
+            return
+        if answer.verdict is Verdict.UNAUTHORIZED:
+            print(f"error: {directory}: the token is refused ({answer.detail}); spooled to {where}, posted by the "
+                  "next ingest with a valid token", file=sys.stderr)
+            self.tally.refused.append(str(directory))
+        else:
+            print(f"warning: {directory} not taken ({answer.verdict}: {answer.detail}); spooled to {where}, "
+                  "retried on the next ingest", file=sys.stderr)
+            self.tally.spooled.append(str(directory))
+
+
+def post_results(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
+    config = PostConfig.from_environ(os.environ if environ is None else environ)
+    try:
+        token = resolve_token(args, config)
+        groups = named_by_flags(args, collect(args.paths))
+    except (TokenError, FileNotFoundError, ContractError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not groups:
+        print("error: no result files found", file=sys.stderr)
+        return EXIT_USAGE
+    poster = _Poster(args.url, token, args.retries, args.max_server_errors, config.spool_dir)
+    poster.drain_spool()
+    for directory, files in sorted(groups.items()):
+        form = {k: v for k, v in {
+            "machine": args.machine, "commit": args.commit, "torch_version": args.torch_version,
+            "timestamp": args.timestamp.isoformat() if args.timestamp else None}.items() if v}
+        poster.post_directory(directory, Upload(files=files, form=form))
+    tally = poster.tally
+    if len(tally.refused) + len(tally.not_kept) > 1:  # one problem is already one clear line
+        print(f"error: {len(tally.refused)} upload(s) refused, {len(tally.not_kept)} neither posted nor spooled, "
+              f"{len(tally.spooled)} spooled for later (spool: {config.spool_dir})", file=sys.stderr)
+    return tally.exit_status()
+
+
+def _report(body: dict, what: str) -> None:
+    for run in body.get("runs", []):
+        state = "stored" if run["created"] else "already stored"
+        print(f"{what}: run {run['run_id']} {state}: {run['suite']} {run['backend']}, {run['models']} models")
+    for notice in body.get("notices", []):
+        print(f"note: {notice}")
+    for error in body.get("hook_errors", []):
+        print(f"warning: post-ingest hook failed: {error}", file=sys.stderr)

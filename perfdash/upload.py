@@ -1,0 +1,121 @@
+"""Posting one upload (the result files of one directory plus form fields) to a perfdash service, and what the
+answer means for it: stored; refused (retrying cannot help: set it aside); or not taken now (keep it, retry later).
+
+Needs only httpx and tenacity (in the runner and the service extras): the runner images post with it and never
+import the service.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import httpx
+from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attempt, wait_exponential
+
+# The service, or a proxy in front of it, is not taking uploads now: the same body will do later.
+UNAVAILABLE_STATUSES = frozenset({408, 429, 502, 503, 504})
+# The credential is refused, not the body: keep the upload for when the token is fixed.
+UNAUTHORIZED_STATUSES = frozenset({401, 403})
+
+
+class Verdict(enum.StrEnum):
+    STORED = "stored"
+    UNAVAILABLE = "unavailable"  # connection error, timeout, 408/429/502/503/504
+    SERVER_ERROR = "server error"  # another 5xx: maybe this body, maybe a passing fault; counted per body
+    UNAUTHORIZED = "unauthorized"  # 401/403
+    REFUSED = "refused"  # another 4xx, or a body that got SERVER_ERROR more than the allowed number of times
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """One multipart upload: the files of one results directory and the metadata form fields."""
+
+    files: Mapping[str, bytes]
+    form: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What posting an upload came to. ``server_errors`` counts the non-gateway 5xx answers this body has had in
+    all (earlier attempts included), which is what turns a repeated 500 into a refusal."""
+
+    verdict: Verdict
+    detail: str
+    status: int | None = None
+    body: dict | None = None
+    server_errors: int = 0
+    retry_after_s: float = 0.0
+
+    @property
+    def retryable(self) -> bool:
+        return self.verdict in (Verdict.UNAVAILABLE, Verdict.SERVER_ERROR)
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        detail = response.text.strip()
+    if isinstance(detail, dict):  # the service's contract errors: "error" names the file, line and column
+        detail = detail.get("error") or detail.get("message") or detail
+    text = " ".join(str(detail).split())[:1000]
+    return f"HTTP {response.status_code}: {text or response.reason_phrase}"
+
+
+def _retry_after(response: httpx.Response) -> float:
+    try:
+        return max(0.0, float(response.headers.get("Retry-After", "0")))
+    except ValueError:  # an HTTP date: the exponential wait is close enough
+        return 0.0
+
+
+def _post_once(url: str, token: str, upload: Upload, timeout_s: float, server_errors: int,
+               max_server_errors: int) -> Answer:
+    files = [("files", (name, data, "application/octet-stream")) for name, data in sorted(upload.files.items())]
+    try:
+        response = httpx.post(url.rstrip("/") + "/api/v1/runs", files=files, data=dict(upload.form),
+                              headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s)
+    except httpx.TransportError as exc:
+        return Answer(Verdict.UNAVAILABLE, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+                      server_errors=server_errors)
+    status = response.status_code
+    if status < 300:
+        return Answer(Verdict.STORED, f"HTTP {status}", status, response.json(), server_errors)
+    if status in UNAVAILABLE_STATUSES:
+        return Answer(Verdict.UNAVAILABLE, _detail(response), status, server_errors=server_errors,
+                      retry_after_s=_retry_after(response))
+    if status in UNAUTHORIZED_STATUSES:
+        return Answer(Verdict.UNAUTHORIZED, _detail(response), status, server_errors=server_errors)
+    if status >= 500:
+        count = server_errors + 1
+        if count > max_server_errors:
+            return Answer(Verdict.REFUSED, f"{_detail(response)} ({count} server errors for this upload)", status,
+                          server_errors=count)
+        return Answer(Verdict.SERVER_ERROR, _detail(response), status, server_errors=count)
+    return Answer(Verdict.REFUSED, _detail(response), status, server_errors=server_errors)
+
+
+def post_upload(url: str, token: str, upload: Upload, *, attempts: int = 4, server_errors: int = 0,
+                max_server_errors: int = 3, wait_max_s: float = 8.0, timeout_s: float = 60.0) -> Answer:
+    """POST to ``{url}/api/v1/runs`` up to ``attempts`` times while the answer is retryable. ``server_errors``: how
+    many 5xx this body has had before (from the spool); one more than ``max_server_errors`` makes it REFUSED."""
+    backoff = wait_exponential(multiplier=0.5, max=wait_max_s)
+
+    def wait(state: RetryCallState) -> float:
+        answer: Answer = state.outcome.result()  # type: ignore[union-attr]
+        return min(wait_max_s, max(backoff(state), answer.retry_after_s))
+
+    errors = server_errors
+
+    def attempt() -> Answer:
+        nonlocal errors
+        answer = _post_once(url, token, upload, timeout_s, errors, max_server_errors)
+        errors = answer.server_errors
+        return answer
+
+    retrying = Retrying(retry=retry_if_result(lambda answer: answer.retryable),
+                        stop=stop_after_attempt(max(1, attempts)), wait=wait,
+                        retry_error_callback=lambda state: state.outcome.result())  # type: ignore[union-attr]
+    return retrying(attempt)

@@ -1,0 +1,93 @@
+"""The suites' models build from their own configs, offline, with the inputs PyTorch's harness gives them.
+
+Builds models on the meta device (no memory, no weights) or one small real model; compiles nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import pytest
+import torch
+
+from runner.suites import ModelSpec, get_suite
+from runner.suites.builders import BuildContext, build
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nothing may come from the hub: a model that needed a download fails here instead of fetching it.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.mark.parametrize("training, side", [(False, 288), (True, 224)])
+def test_a_timm_model_gets_its_own_test_input_size_in_inference(training: bool, side: int) -> None:
+    # resnet18's pretrained config: input 224, test input 288 (timm_models.py resolves with use_test_size=not training).
+    built = build(ModelSpec("resnet18", 2, "timm:resnet18"), BuildContext(device="cpu", batch_size=2,
+                                                                          training=training))
+    (images,) = built.args
+    assert tuple(images.shape) == (2, 3, side, side)
+    assert built.module(images).shape == (2, 1000)
+
+
+def test_an_explicit_input_size_still_wins() -> None:
+    spec = ModelSpec("resnet18", 1, "timm:resnet18", options={"input_size": [3, 32, 32]})
+    (images,) = build(spec, BuildContext(device="cpu", batch_size=1, training=False)).args
+    assert tuple(images.shape) == (1, 3, 32, 32)
+
+
+def _timm_on_meta(name: str) -> torch.nn.Module:
+    import timm
+
+    with torch.device("meta"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return timm.create_model(name, pretrained=False)
+
+
+def test_every_timm_model_builds_from_its_config_offline() -> None:
+    from timm.data import resolve_data_config
+
+    sides = {}
+    for spec in get_suite("timm_models").models(model_list="extended"):
+        module = _timm_on_meta(spec.builder_target)
+        sides[spec.name] = resolve_data_config({}, model=module, use_test_size=True)["input_size"][-1]
+    # The tags of PyTorch's current list pick their own pretrained configs (sizes from timm's configs).
+    assert sides["convnextv2_nano.fcmae_ft_in22k_in1k"] == 288
+    assert sides["vit_base_patch14_dinov2.lvd142m"] == 518
+    assert sides["vit_base_patch16_siglip_256"] == 256
+    assert sides["nfnet_l0"] == 288 and sides["dm_nfnet_f0"] == 256
+    assert sides["mobilenetv2_100"] == 224
+
+
+@pytest.mark.parametrize("model_list", ["default", "extended"])
+def test_every_huggingface_model_builds_from_its_config_offline_at_pytorchs_length(model_list: str) -> None:
+    import transformers
+
+    for spec in get_suite("huggingface").models(model_list=model_list):
+        cls = getattr(transformers, spec.builder_target)
+        config = cls.config_class(**spec.options.get("config", {}))
+        with torch.device("meta"):
+            module = cls(config)
+        assert module.config.vocab_size > 0, spec.name
+        # PyTorch's sequence length must fit the model's positions, or the builder would silently shorten it.
+        positions = getattr(config, "max_position_embeddings", None)
+        if isinstance(positions, int) and positions > 0:
+            assert spec.options["seq_len"] <= positions, spec.name
+
+
+def test_hub_config_models_carry_their_published_values() -> None:
+    import transformers
+
+    hf = {m.name: m for m in get_suite("huggingface").models()}
+    longformer = hf["AllenaiLongformerBase"]
+    config = transformers.LongformerConfig(**longformer.options["config"])
+    # allenai/longformer-base-4096: RoBERTa's vocabulary, 4096 tokens (+2), one token type.
+    assert (config.vocab_size, config.max_position_embeddings, config.type_vocab_size) == (50265, 4098, 1)
+    t5 = transformers.T5Config(**hf["T5Small"].options["config"])
+    assert (t5.d_model, t5.num_layers, t5.num_decoder_layers, t5.num_heads) == (512, 6, 6, 8)
+    assert transformers.GPT2Config(**hf["DistillGPT2"].options["config"]).n_layer == 6
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
