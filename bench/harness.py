@@ -4,8 +4,8 @@ For one small model (torchvision resnet18, the torchbench suite's builder, batch
 otherwise) this runs the real harness (``runner.api.run_suite``: fork server, one worker process per model,
 performance only, warm Inductor cache) on a list of ``--runs`` copies of the model, and after each copy a bare
 in-process loop (eager and compiled interleaved, same repeat), so both see the machine at the same moments. The bench
-restarts itself with the harness's allocator settings (runner.options.CPU_MALLOC_ENV) so that the bare loop runs under
-them too. It prints:
+runs the harness with ``allocator="perfdash"`` and restarts itself with those settings (runner.options.CPU_MALLOC_ENV)
+so that the bare loop runs under them too. It prints:
 
 - per model, the harness's overhead: the model's wall time outside the timed iterations and outside compilation, as
   a share of its wall time outside compilation, with where it goes: the worker's fork and exit, its imports, the model
@@ -127,7 +127,7 @@ def main() -> None:
             models = workdir / f"{name}.toml"
             models.write_text("".join(MODEL_ENTRY.format(name=n, batch_size=args.batch_size) for n in copies))
             return RunOptions(suite="torchbench", models_file=models, performance=True, repeat=repeat,
-                              output_dir=workdir / name)
+                              output_dir=workdir / name, allocator="perfdash")
 
         run_suite(options("fill-cache", ["resnet18"], 1))  # compiles once so the measured runs hit a warm cache
         bare = BareLoop(args.batch_size, args.repeat)

@@ -9,7 +9,7 @@ from typing import Any
 
 from perfdash.contract import COMPILE_MODES, DEVICES, DTYPES, MODES
 from runner.backends import QUANTIZE_CHOICES, RUNNABLE_BACKENDS
-from runner.options import DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, RunOptions
+from runner.options import ALLOCATORS, DEFAULT_ALLOCATOR, DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, RunOptions
 from runner.suites import available_suites
 
 
@@ -43,6 +43,9 @@ def register(subparsers: Any) -> None:
     cfg.add_argument("--threads", type=int, metavar="N", help="1: single-core single-thread (pinned); default all")
     cfg.add_argument("--batch-size", type=int, metavar="N", help="override the suite's batch sizes")
     cfg.add_argument("--dynamic-shapes", action="store_true")
+    cfg.add_argument("--allocator", default=DEFAULT_ALLOCATOR, choices=ALLOCATORS,
+                     help="CPU workers' C allocator settings: pytorch = as PyTorch's harness (glibc defaults), "
+                          "perfdash = no mmap/trim (MALLOC_*; less noise); recorded in the manifest's env")
     meas = p.add_argument_group("measurement")
     meas.add_argument("--accuracy", action="store_true", help="check accuracy (both when neither flag is given)")
     meas.add_argument("--performance", action="store_true", help="measure performance")
@@ -67,7 +70,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         dynamic_shapes=args.dynamic_shapes, repeat=args.repeat, warmup=args.warmup, timeout_s=args.timeout,
         accuracy=args.accuracy, performance=args.performance, total_partitions=args.total_partitions,
         partition_id=args.partition_id, cold_start=args.cold_start, models_file=args.models_file,
-        model_list=args.model_list, quantize=args.quantize)
+        model_list=args.model_list, quantize=args.quantize, allocator=args.allocator)
 
 
 class BarProgress:

@@ -20,6 +20,11 @@ assert set(RUNNABLE_BACKENDS) <= set(BACKENDS)
 # CV 4.7 % over ten workers; about 1 % with them, bench/README.md). PyTorch's CPU launcher
 # (torch.backends.xeon.run_cpu) gets the same from jemalloc with dirty_decay_ms:-1; jemalloc ignores these.
 CPU_MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(16 << 30), "MALLOC_TOP_PAD_": str(256 << 20)}
+# --allocator: "pytorch" leaves the C allocator as PyTorch's harness leaves it when run by hand (glibc defaults, no
+# MALLOC_* variables), so eager and compiled times match PyTorch's; "perfdash" gives CPU workers CPU_MALLOC_ENV (lower
+# worker-to-worker noise; bench/README.md says how much it changes eager). The variables land in the manifest's env.
+ALLOCATORS: tuple[str, ...] = ("pytorch", "perfdash")
+DEFAULT_ALLOCATOR = "pytorch"
 DEFAULT_REPEAT = 30
 DEFAULT_WARMUP = 5  # PyTorch's warm-up iterations (run_performance_test in benchmarks/dynamo/common.py)
 DEFAULT_TIMEOUT_S = 1800.0
@@ -53,6 +58,7 @@ class RunOptions:
     partition_id: int = 0
     cold_start: bool = False
     models_file: Path | None = None
+    allocator: str = DEFAULT_ALLOCATOR
     model_list: str = DEFAULT_MODEL_LIST  # one of the suite's named lists (runner/suites/data/<suite>.<list>.toml)
     quantize: str | None = None  # int8-dynamic (onnxruntime): a series of its own, variant int8_dynamic
     # Extra worker environment (recorded in the manifest): tests use it, agents may pin settings with it.
@@ -78,7 +84,7 @@ class RunOptions:
     def worker_env(self) -> dict[str, str]:
         """Settings every worker of this run gets; all of them are part of the series (manifest config.env)."""
         env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        if self.device == "cpu":
+        if self.device == "cpu" and self.allocator == "perfdash":
             env.update(CPU_MALLOC_ENV)
         if self.device == "cpu" and self.mode == "inference" and self.backend == "inductor":
             env["TORCHINDUCTOR_FREEZING"] = "1"  # as PyTorch's CPU dashboard runs
@@ -112,6 +118,7 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
     _choice("device", options.device, DEVICES)
     _choice("dtype", options.dtype, DTYPES)
     _choice("mode", options.mode, MODES)
+    _choice("allocator", options.allocator, ALLOCATORS)
     for name, value, minimum in (("repeat", options.repeat, 1), ("threads", options.threads, 1),
                                  ("batch-size", options.batch_size, 1), ("total-partitions",
                                                                          options.total_partitions, 1),

@@ -1,0 +1,375 @@
+"""Parity of perfdash with PyTorch's own harness (benchmarks/dynamo) on the same models, settings and machine.
+
+For each round and model it runs PyTorch's harness (``DIR/<suite>.py --performance ...``, one process per model, as
+its suite runner does) and ``perfdash run --performance`` on the same model, device, dtype, batch size, threads,
+freezing and allocator environment, the order of the two swapped every round; each run gets an empty Inductor cache
+(cold compile on both sides). Once per model it runs both accuracy checks. It prints, per model, the medians over the
+rounds of speedup, abs_latency, compilation_latency, peak memory and compression ratio of each side with the ratio
+perfdash / PyTorch, both accuracy statuses, every round's raw values, the one-time cost of Inductor's first use in a
+fresh process (which PyTorch's compiled warm-up pays and perfdash's fork server pays before forking) and the machine's
+load (os.getloadavg) around every run. Run it as a module from the repository root (bench/bisect.py shadows the
+standard library's ``bisect`` when bench/ comes first on sys.path):
+
+    python -m bench.pt_parity --pytorch-dir DIR [--models timm_models:lcnet_050 ...] [--rounds 2] [--batch-size N]
+
+DIR is a checkout of PyTorch's benchmarks/dynamo (never part of this repository); bench/README.md says how to get
+one and what this compares.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# Issue 18's five models at the batch sizes of the recorded "before" table (small enough for a 2-core machine).
+DEFAULT_MODELS = ("timm_models:lcnet_050@8", "timm_models:mobilenetv2_100@8", "timm_models:resnet18@8",
+                  "huggingface:DistilBertForMaskedLM@2", "huggingface:BlenderbotSmallForCausalLM@4")
+PT_SCRIPTS = {"timm_models": "timm_models.py", "huggingface": "huggingface.py", "torchbench": "torchbench.py"}
+METRICS = ("speedup", "abs_latency", "compilation_latency", "compression_ratio", "eager_peak_mem", "dynamo_peak_mem")
+# The issue's targets: (metric, allowed relative difference of perfdash / PyTorch from 1).
+TARGETS = {"speedup": 0.05, "abs_latency": 0.05, "compilation_latency": 0.10, "compression_ratio": 0.10}
+SIDES = ("pytorch", "perfdash")
+
+# Timed in a fresh interpreter that has imported what PyTorch's common.py imports at its top. "import": importing
+# Inductor's compiler modules, which the first compile does; "first use": the first compile of a trivial function
+# minus the second (imports plus one-time set-up such as the C++ compiler and vector-ISA checks, which a fresh Inductor
+# cache makes a process redo). PyTorch's compiled warm-up pays both in its one-model process; perfdash's fork server
+# imports the modules once before forking.
+FIRST_USE_PROBE = """
+import time, torch, torch._dynamo, torch._inductor.config, torch._inductor.utils
+t = time.perf_counter()
+import torch._inductor.compile_fx, torch._inductor.graph, torch._inductor.scheduler, torch._inductor.lowering
+import torch._inductor.codegen.cpp, torch._inductor.codegen.cpp_wrapper_cpu
+imported = time.perf_counter() - t
+def timed(fn, x):
+    t = time.perf_counter(); torch.compile(fn, backend="inductor")(x); return time.perf_counter() - t
+x = torch.randn(8, 8)
+first = timed(lambda a: a.sin() + 1, x)
+second = timed(lambda a: a.cos() * 2, x)
+print(imported, first - second)
+"""
+
+
+@dataclass(frozen=True)
+class Model:
+    suite: str
+    name: str
+    batch_size: int | None  # None: each side its own default
+
+    @property
+    def label(self) -> str:
+        return f"{self.suite}:{self.name}"
+
+
+@dataclass
+class RunResult:
+    side: str
+    model: str
+    round: int
+    kind: str  # "performance" or "accuracy"
+    row: dict[str, str] = field(default_factory=dict)
+    wall_s: float = 0.0
+    load_before: float = 0.0
+    load_after: float = 0.0
+    error: str = ""
+
+
+def parse_model(spec: str, batch_size: int | None) -> Model:
+    suite, sep, rest = spec.partition(":")
+    if not sep or suite not in PT_SCRIPTS or not rest:
+        raise argparse.ArgumentTypeError(f"model {spec!r}: write SUITE:NAME[@BATCH], SUITE one of "
+                                         f"{', '.join(PT_SCRIPTS)}")
+    name, at, bs = rest.partition("@")
+    if at and not bs.isdigit():
+        raise argparse.ArgumentTypeError(f"model {spec!r}: batch size after @ must be a positive integer")
+    return Model(suite, name, int(bs) if at else batch_size)
+
+
+def perfdash_models(suite: str) -> dict[str, int]:
+    from runner.suites import get_suite  # torch-free: reads the suite's data file
+
+    return {m.name: m.batch_size for m in get_suite(suite).models()}
+
+
+def common_env(args: argparse.Namespace, cache_dir: Path) -> dict[str, str]:
+    """What both sides get: the settings of perfdash's CPU workers that PyTorch's harness reads from the environment."""
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache_dir), "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "bisect")])}
+    for key in [k for k in env if k.startswith("MALLOC_")]:
+        del env[key]
+    if args.device == "cpu":
+        env["TORCHINDUCTOR_FREEZING"] = "1"
+        if args.allocator == "perfdash":
+            from runner.options import CPU_MALLOC_ENV
+
+            env.update(CPU_MALLOC_ENV)
+    if args.threads:
+        env["OMP_NUM_THREADS"] = str(args.threads)
+    return env
+
+
+def pytorch_command(args: argparse.Namespace, model: Model, kind: str, out_csv: Path) -> list[str]:
+    cmd = [sys.executable, str(args.pytorch_dir / PT_SCRIPTS[model.suite]), f"--{kind}", "--inference",
+           "--backend", "inductor", "--devices", args.device, "--only", model.name, "--output", str(out_csv),
+           "--repeat", str(args.repeat), "--dashboard"]
+    if args.device == "cpu":
+        cmd.append("--freezing")
+    if model.batch_size:
+        cmd += ["--batch-size", str(model.batch_size)]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    return cmd
+
+
+def perfdash_command(args: argparse.Namespace, model: Model, kind: str, out_dir: Path) -> list[str]:
+    cmd = [str(Path(sys.executable).parent / "perfdash"), "run", "--suite", model.suite, f"--{kind}",
+           "--device", args.device, "--repeat", str(args.repeat), "--output-dir", str(out_dir), "--no-progress",
+           "--cold-start", "--allocator", args.allocator]
+    known = perfdash_models(model.suite)
+    if model.name in known:
+        cmd += ["--only", model.name]
+    else:  # a model perfdash's list lacks (timm resnet18): a one-model list in the suite's data-file format
+        if model.batch_size is None:
+            raise SystemExit(f"{model.label} is not in perfdash's {model.suite} list: give its batch size "
+                             f"({model.label}@N or --batch-size N)")
+        models_file = out_dir / "models.toml"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        models_file.write_text(f'[[model]]\nname = "{model.name}"\nbatch_size = {model.batch_size}\n')
+        cmd += ["--models-file", str(models_file)]
+    if model.batch_size:
+        cmd += ["--batch-size", str(model.batch_size)]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    return cmd
+
+
+def read_row(paths: list[Path], name: str) -> dict[str, str]:
+    """The last row of ``name`` in the first of ``paths`` that has one (the harness appends)."""
+    for path in paths:
+        with path.open(newline="") as fh:
+            rows = [r for r in csv.DictReader(fh) if r.get("name") == name]
+        if rows:
+            return rows[-1]
+    return {}
+
+
+def run_one(args: argparse.Namespace, side: str, model: Model, kind: str, rnd: int, work: Path) -> RunResult:
+    run_dir = work / f"r{rnd}_{side}_{kind}_{model.name.replace('/', '_')}"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    env = common_env(args, run_dir / "inductor-cache")
+    if side == "pytorch":
+        out_csv = run_dir / f"{kind}.csv"
+        cmd = pytorch_command(args, model, kind, out_csv)
+    else:
+        cmd = perfdash_command(args, model, kind, run_dir / "out")
+    result = RunResult(side, model.label, rnd, kind, load_before=os.getloadavg()[0])
+    start = time.perf_counter()
+    with (run_dir / "log.txt").open("w") as log:
+        log.write(" ".join(cmd) + "\n")
+        log.flush()
+        try:
+            proc = subprocess.run(["nice", "-n", str(args.nice), *cmd], cwd=run_dir, env=env, stdout=log,
+                                  stderr=subprocess.STDOUT, timeout=args.timeout)
+            if proc.returncode:
+                result.error = f"exit {proc.returncode} (log: {run_dir / 'log.txt'})"
+        except subprocess.TimeoutExpired:
+            result.error = f"timed out after {args.timeout:.0f} s"
+    result.wall_s = time.perf_counter() - start
+    result.load_after = os.getloadavg()[0]
+    csvs = [out_csv] if side == "pytorch" else sorted((run_dir / "out").glob(f"*_{kind}.csv"))
+    csvs = [p for p in csvs if p.exists()]
+    result.row = read_row(csvs, model.name)
+    if not result.row and not result.error:
+        result.error = f"no {kind} row for {model.name} (log: {run_dir / 'log.txt'})"
+    return result
+
+
+def first_use_cost(args: argparse.Namespace, work: Path) -> tuple[float, float] | None:
+    """(Inductor import seconds, first-use seconds) in a fresh process with an empty Inductor cache."""
+    cache = Path(tempfile.mkdtemp(prefix="first-use-", dir=work))
+    proc = subprocess.run(["nice", "-n", str(args.nice), sys.executable, "-c", FIRST_USE_PROBE],
+                          env=common_env(args, cache), capture_output=True, text=True, timeout=600)
+    try:
+        imported, first = proc.stdout.strip().splitlines()[-1].split()
+        return float(imported), float(first)
+    except (IndexError, ValueError):
+        return None
+
+
+def number(row: dict[str, str], key: str) -> float | None:
+    if key == "eager_latency":  # not a CSV column: the eager median, ms (abs_latency is the compiled one)
+        speedup, compiled = number(row, "speedup"), number(row, "abs_latency")
+        return speedup * compiled if speedup and compiled else None
+    try:
+        value = float(row[key])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return value if value == value else None  # NaN is missing
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def ratio_cell(pd: float | None, pt: float | None, metric: str) -> str:
+    if pd is None or pt is None or pt == 0:
+        return "–"
+    r = pd / pt
+    mark = ""
+    if metric in TARGETS:
+        mark = " ✓" if abs(r - 1) <= TARGETS[metric] else " ✗"
+    return f"{r:.3f}{mark}"
+
+
+def summary_table(models: list[Model], results: list[RunResult], first_use: list[tuple[float, float]]) -> list[str]:
+    fu = median([imported for imported, _ in first_use])
+    lines = ["| model | batch pt / pd | metric | PyTorch | perfdash | perfdash / PyTorch |",
+             "|---|---|---|---|---|---|"]
+    for model in models:
+        perf = {s: [r for r in results if r.model == model.label and r.side == s and r.kind == "performance"]
+                for s in SIDES}
+        acc = {s: next((r for r in results if r.model == model.label and r.side == s and r.kind == "accuracy"),
+                       None) for s in SIDES}
+        bs = " / ".join(next((r.row.get("batch_size", "?") for r in perf[s] if r.row), "?") for s in SIDES)
+        first = True
+        for metric in (*METRICS[:2], "eager_latency", *METRICS[2:]):
+            med = {s: median([v for r in perf[s] if (v := number(r.row, metric)) is not None]) for s in SIDES}
+            head = f"| {model.label} | {bs} " if first else "| | "
+            first = False
+            lines.append(f"{head}| {metric} | {fmt(med['pytorch'])} | {fmt(med['perfdash'])} | "
+                         f"{ratio_cell(med['perfdash'], med['pytorch'], metric)} |")
+            if metric == "compilation_latency" and fu is not None and med["pytorch"] is not None:
+                adj = med["pytorch"] - fu
+                lines.append(f"| | | compilation_latency − Inductor import ({fu:.2f} s) | {fmt(adj)} | "
+                             f"{fmt(med['perfdash'])} | {ratio_cell(med['perfdash'], adj, metric)} |")
+        statuses = {s: (acc[s].row.get("accuracy") or acc[s].error or "–") if acc[s] else "not run" for s in SIDES}
+        same = ("–" if not any(acc.values()) else
+                "equal ✓" if statuses["pytorch"] == statuses["perfdash"] else "differ ✗")
+        lines.append(f"| | | accuracy | {statuses['pytorch']} | {statuses['perfdash']} | {same} |")
+        errors = [f"{r.side} round {r.round}: {r.error}" for s in SIDES for r in perf[s] if r.error]
+        for err in errors:
+            lines.append(f"| | | error | {err} | | |")
+    return lines
+
+
+def rounds_table(results: list[RunResult]) -> list[str]:
+    lines = ["| round | side | model | speedup | abs_latency ms | compile s | compression | eager_peak_mem | "
+             "dynamo_peak_mem | wall s | load before → after |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        if r.kind != "performance":
+            continue
+        cells = " | ".join(fmt(number(r.row, m)) for m in METRICS)
+        lines.append(f"| {r.round} | {r.side} | {r.model} | {cells} | {r.wall_s:.0f} | "
+                     f"{r.load_before:.2f} → {r.load_after:.2f} |")
+    return lines
+
+
+def report(args: argparse.Namespace, models: list[Model], results: list[RunResult],
+           first_use: list[tuple[float, float]], loads: list[float]) -> str:
+    cpu = os.cpu_count()
+    head = [f"# perfdash / PyTorch harness parity, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
+            f"device {args.device}, float32 inference, backend inductor"
+            f"{' with freezing (TORCHINDUCTOR_FREEZING=1, --freezing)' if args.device == 'cpu' else ''}, "
+            f"repeat {args.repeat}, threads {args.threads or f'default ({cpu} CPUs)'}, "
+            f"allocator environment {args.allocator}, cold Inductor cache for every run, {args.rounds} round(s), "
+            f"batch size {args.batch_size or 'each side its default unless given per model'}; "
+            f"PyTorch harness: {args.pytorch_dir}.",
+            f"Machine load (1-min os.getloadavg) around the runs: min {min(loads):.2f}, median "
+            f"{statistics.median(loads):.2f}, max {max(loads):.2f}.",
+            "Inductor in a fresh process, per round (PyTorch's compiled warm-up pays it, perfdash's fork server "
+            "imports before forking): import "
+            f"{', '.join(f'{i:.2f} s' for i, _ in first_use) or 'not measured'}; first use (import and one-time "
+            f"set-up with an empty cache) {', '.join(f'{f:.2f} s' for _, f in first_use) or 'not measured'}.",
+            "Medians over the rounds; ✓/✗: within the issue's target (speedup, abs_latency ±5 %; compilation "
+            "latency, compression ratio ±10 %). Peak memory is in each side's own unit (PyTorch's CPU value is "
+            "psutil memory_percent × total / 1e9, i.e. 100 × GB of RSS).", ""]
+    return "\n".join(head + summary_table(models, results, first_use) + ["", "Every round:", ""]
+                     + rounds_table(results)) + "\n"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.pt_parity", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pytorch-dir", type=Path, required=True,
+                   help="a checkout of PyTorch's benchmarks/dynamo (holds timm_models.py, huggingface.py, common.py)")
+    p.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS), metavar="SUITE:NAME[@BATCH]",
+                   help=f"models to compare (default: {' '.join(DEFAULT_MODELS)})")
+    p.add_argument("--rounds", type=int, default=2, help="performance rounds per model (default 2)")
+    p.add_argument("--batch-size", type=int, help="batch size for every model on both sides (default: each side "
+                                                  "its own default, shown in the table)")
+    p.add_argument("--repeat", type=int, default=30, help="timed iterations on both sides (default 30, both defaults)")
+    p.add_argument("--threads", type=int, help="threads on both sides (default: all)")
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    p.add_argument("--allocator", default="pytorch", choices=("pytorch", "perfdash"),
+                   help="C allocator environment of both sides and perfdash's --allocator: pytorch = glibc defaults "
+                        "(the runner's default), perfdash = runner.options.CPU_MALLOC_ENV (what every CPU worker had "
+                        "before --allocator existed)")
+    p.add_argument("--no-accuracy", action="store_true", help="skip the accuracy runs")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per run (default 1800)")
+    p.add_argument("--nice", type=int, default=5, help="niceness of every run (default 5)")
+    p.add_argument("--workdir", type=Path, help="where runs write (default: a new temporary directory, kept)")
+    p.add_argument("--out", type=Path, help="also write the markdown report here")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    if not (args.pytorch_dir / "common.py").is_file():
+        raise SystemExit(f"--pytorch-dir {args.pytorch_dir}: no common.py there (want PyTorch's benchmarks/dynamo)")
+    if args.rounds < 1 or args.repeat < 1:
+        raise SystemExit("--rounds and --repeat must be >= 1")
+    try:
+        models = [parse_model(spec, args.batch_size) for spec in args.models]
+    except argparse.ArgumentTypeError as exc:
+        raise SystemExit(str(exc)) from None
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="pt-parity-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"runs write under {work}", file=sys.stderr)
+    results: list[RunResult] = []
+    first_use: list[tuple[float, float]] = []
+    loads = [os.getloadavg()[0]]
+    raw = (work / "results.jsonl").open("a")
+    for rnd in range(1, args.rounds + 1):
+        if (cost := first_use_cost(args, work)) is not None:
+            first_use.append(cost)
+            raw.write(json.dumps({"round": rnd, "inductor_import_s": cost[0], "inductor_first_use_s": cost[1]}) + "\n")
+        for i, model in enumerate(models):
+            order = SIDES if (rnd + i) % 2 else tuple(reversed(SIDES))  # swap who goes first each round
+            kinds = ["performance"] + (["accuracy"] if rnd == 1 and not args.no_accuracy else [])
+            for kind in kinds:
+                for side in order:
+                    res = run_one(args, side, model, kind, rnd, work)
+                    results.append(res)
+                    loads += [res.load_before, res.load_after]
+                    raw.write(json.dumps(res.__dict__) + "\n")
+                    raw.flush()
+                    shown = res.row.get("speedup") or res.row.get("accuracy") or res.error
+                    print(f"round {rnd} {side:8} {kind:11} {model.label}: {shown} ({res.wall_s:.0f} s, load "
+                          f"{res.load_after:.2f})", file=sys.stderr)
+    text = report(args, models, results, first_use, loads)
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
