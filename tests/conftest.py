@@ -25,6 +25,34 @@ def postgres_url() -> Iterator[str]:
         yield started
 
 
+@pytest.fixture
+def serve_in_thread():
+    """``with serve_in_thread(app, port) as app:`` serves an ASGI app with a real uvicorn on 127.0.0.1:port in a
+    thread for the block, and stops it after."""
+    import contextlib
+    import threading
+    import time
+
+    import uvicorn
+
+    @contextlib.contextmanager
+    def serve(app, port: int):
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        try:
+            deadline = time.monotonic() + 20
+            while not server.started:
+                assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+                time.sleep(0.05)
+            yield app
+        finally:
+            server.should_exit = True
+            thread.join(10)
+
+    return serve
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[object]:
     """Debian's headless Chromium, driven by Playwright. One per session: two sync Playwright instances cannot run

@@ -13,8 +13,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -71,29 +69,11 @@ class _FailsForOneBody:
         await self.app(scope, replay, send)
 
 
-class _Service:
-    def __init__(self, database_url: str, port: int) -> None:
-        import uvicorn
+def _service_app(database_url: str) -> _FailsForOneBody:
+    from service.app import create_app
+    from service.settings import Settings
 
-        from service.app import create_app
-        from service.settings import Settings
-
-        self.app = _FailsForOneBody(create_app(Settings(database_url=database_url, ingest_tokens=TOKEN),
-                                               post_ingest_hooks=[]))
-        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> _Service:
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
+    return _FailsForOneBody(create_app(Settings(database_url=database_url, ingest_tokens=TOKEN), post_ingest_hooks=[]))
 
 
 @pytest.fixture
@@ -144,7 +124,8 @@ def _ingest(path: Path, url: str, night: int, *extra: str) -> int:
                  "--timestamp", f"2026-07-{night:02d}T01:00:00+00:00", *extra])
 
 
-def test_a_refused_spool_entry_never_holds_back_the_good_ones(tmp_path, client_env, database, capsys) -> None:
+def test_a_refused_spool_entry_never_holds_back_the_good_ones(tmp_path, client_env, database, capsys,
+                                                              serve_in_thread) -> None:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     # The service is down for three nights: a 500-poisoned upload, a malformed one and a good one are spooled.
@@ -154,7 +135,7 @@ def test_a_refused_spool_entry_never_holds_back_the_good_ones(tmp_path, client_e
     assert len(spool.entries(client_env)) == 3
     capsys.readouterr()
 
-    with _Service(database, port) as service:
+    with serve_in_thread(_service_app(database), port) as app:
         # Back up: the malformed entry is refused at once (422) and set aside, the good spooled night and tonight's
         # are stored whatever the order, and the poisoned one (500) stays spooled, its server errors counted.
         assert _ingest(_results(tmp_path, "good2"), url, 4, "--max-server-errors", "2") == 1
@@ -181,7 +162,7 @@ def test_a_refused_spool_entry_never_holds_back_the_good_ones(tmp_path, client_e
         assert _runs(database) == 4
         assert spool.entries(client_env) == []
         assert len(list((client_env / spool.REJECTED).iterdir())) == 2
-        assert service.app.poisoned == 3
+        assert app.poisoned == 3
 
         # Nothing left to hold back: a clean night exits 0.
         assert _ingest(_results(tmp_path, "good5"), url, 7) == 0
@@ -189,27 +170,27 @@ def test_a_refused_spool_entry_never_holds_back_the_good_ones(tmp_path, client_e
 
 
 def test_a_body_the_service_answers_500_for_is_refused_after_the_allowed_attempts(tmp_path, client_env, database,
-                                                                                   capsys) -> None:
+                                                                                   capsys, serve_in_thread) -> None:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     poisoned = _results(tmp_path, "poisoned", poison=True)
-    with _Service(database, port) as service:
+    with serve_in_thread(_service_app(database), port) as app:
         assert _ingest(poisoned, url, 1, "--retries", "6", "--max-server-errors", "3") == 1
-        assert service.app.poisoned == 4  # three allowed, the fourth refuses it: not six attempts, not forever
+        assert app.poisoned == 4  # three allowed, the fourth refuses it: not six attempts, not forever
     err = capsys.readouterr().err
     assert f"REJECTED {poisoned.resolve()}" in err and "HTTP 500" in err and "Traceback" not in err
     assert spool.entries(client_env) == [] and _runs(database) == 0
 
 
 def test_an_outage_is_retried_later_and_never_counted_against_the_upload(tmp_path, client_env, database,
-                                                                          capsys) -> None:
+                                                                          capsys, serve_in_thread) -> None:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     results = _results(tmp_path, "night")
     for _ in range(5):  # far more than --max-server-errors: an outage is never counted against the body
         assert _ingest(results, url, 1, "--max-server-errors", "1") == 3
     assert len(spool.entries(client_env)) == 5
-    with _Service(database, port):
+    with serve_in_thread(_service_app(database), port):
         assert _ingest(results, url, 1) == 0
     out = capsys.readouterr().out
     assert out.count("already stored") == 5 and _runs(database) == 1
@@ -236,12 +217,12 @@ def test_an_unwritable_spool_is_one_line_and_the_files_stay(tmp_path, monkeypatc
 
 
 def test_the_token_comes_from_a_file_or_the_environment(tmp_path, client_env, database, monkeypatch,
-                                                        capsys) -> None:
+                                                        capsys, serve_in_thread) -> None:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
-    with _Service(database, port):
+    with serve_in_thread(_service_app(database), port):
         monkeypatch.delenv("PERFDASH_TOKEN")
         assert _ingest(_results(tmp_path, "a"), url, 1) == 2
         assert "needs a token" in capsys.readouterr().err
@@ -257,7 +238,7 @@ def test_the_token_comes_from_a_file_or_the_environment(tmp_path, client_env, da
 
 
 def test_one_ingest_drains_a_shared_spool_and_an_unreadable_entry_is_set_aside(tmp_path, client_env, database,
-                                                                               capsys) -> None:
+                                                                               capsys, serve_in_thread) -> None:
     # Cells on one agent share the spool volume: while one ingest posts the spool another leaves it alone (each
     # still posts its own results), so no entry is posted twice at once.
     port = _free_port()
@@ -265,7 +246,7 @@ def test_one_ingest_drains_a_shared_spool_and_an_unreadable_entry_is_set_aside(t
     assert _ingest(_results(tmp_path, "night1"), url, 1) == 3
     broken = spool.save(client_env, spool.load(spool.entries(client_env)[0]).upload)
     (broken / spool.FORM).write_text("{not json")
-    with _Service(database, port):
+    with serve_in_thread(_service_app(database), port):
         with spool.drain_lock(client_env) as mine:
             assert mine
             assert _ingest(_results(tmp_path, "night2"), url, 2) == 0

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,29 +88,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-class _Server:
-    def __init__(self, url: str, port: int) -> None:
-        import uvicorn
+def _service_app(url: str):
+    from service.app import create_app
+    from service.settings import Settings
 
-        from service.app import create_app
-        from service.settings import Settings
-
-        settings = Settings(database_url=url, ingest_tokens="secret-token")
-        self.server = uvicorn.Server(uvicorn.Config(create_app(settings, post_ingest_hooks=[]), host="127.0.0.1",
-                                                    port=port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> _Server:
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
+    return create_app(Settings(database_url=url, ingest_tokens="secret-token"), post_ingest_hooks=[])
 
 
 @pytest.fixture
@@ -124,7 +104,7 @@ def server_db(tmp_path) -> Iterator[str]:
     yield url
 
 
-def test_post_spool_while_down_and_retry_spool_next_time(tmp_path, monkeypatch, capsys, server_db):
+def test_post_spool_while_down_and_retry_spool_next_time(tmp_path, serve_in_thread, monkeypatch, capsys, server_db):
     spool_dir = tmp_path / "spool"
     monkeypatch.setenv("PERFDASH_SPOOL_DIR", str(spool_dir))
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'unused.db'}")
@@ -139,7 +119,7 @@ def test_post_spool_while_down_and_retry_spool_next_time(tmp_path, monkeypatch, 
 
     second = tmp_path / "second"
     shutil.copytree(DATA, second)
-    with _Server(server_db, port):
+    with serve_in_thread(_service_app(server_db), port):
         # the next invocation posts the spooled upload first, then its own
         assert main(["ingest", str(second), *flags, "--timestamp", "2026-07-02T01:00:00+00:00"]) == 0
         out = capsys.readouterr().out
