@@ -17,6 +17,7 @@ import io
 import json
 import math
 import re
+import statistics
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
@@ -574,7 +575,8 @@ class ModelSamples:
     """perfdash's own per-model record: raw per-iteration timings, ms (interleaved: eager_ms[i] and compiled_ms[i] ran
     back to back), and perfdash's activation peak, GB of 10^9 bytes: the peak of one warm step above what was in use
     before it (weights and inputs excluded). PyTorch's peak memory columns mean something else (see
-    ``MEMORY_DEFINITIONS``); the activation peak never goes into them."""
+    ``MEMORY_DEFINITIONS``); the activation peak never goes into them. ``*_throughput``: samples per second of one
+    side, batch size over the median step time (a training run's figure; PyTorch's CSVs have no column for it)."""
 
     name: str
     batch_size: int
@@ -582,6 +584,8 @@ class ModelSamples:
     compiled_ms: tuple[float, ...]
     eager_activation_peak_mem: float | None = None
     dynamo_activation_peak_mem: float | None = None
+    eager_throughput: float | None = None
+    compiled_throughput: float | None = None
 
     def __post_init__(self) -> None:
         for label, values in (("eager_ms", self.eager_ms), ("compiled_ms", self.compiled_ms)):
@@ -591,6 +595,10 @@ class ModelSamples:
                              ("dynamo_activation_peak_mem", self.dynamo_activation_peak_mem)):
             if value is not None and (not math.isfinite(value) or value < 0):
                 raise ValueError(f"{label} must be a finite non-negative number of GB")
+        for label, value in (("eager_throughput", self.eager_throughput),
+                             ("compiled_throughput", self.compiled_throughput)):
+            if value is not None and (not math.isfinite(value) or value < 0):
+                raise ValueError(f"{label} must be a finite non-negative number of samples per second")
 
     @property
     def activation_ratio(self) -> float | None:
@@ -609,7 +617,17 @@ class ModelSamples:
         return cls(name=data["name"], batch_size=int(data["batch_size"]), eager_ms=tuple(data["eager_ms"]),
                    compiled_ms=tuple(data["compiled_ms"]),
                    eager_activation_peak_mem=_optional_float(data.get("eager_activation_peak_mem")),
-                   dynamo_activation_peak_mem=_optional_float(data.get("dynamo_activation_peak_mem")))
+                   dynamo_activation_peak_mem=_optional_float(data.get("dynamo_activation_peak_mem")),
+                   eager_throughput=_optional_float(data.get("eager_throughput")),
+                   compiled_throughput=_optional_float(data.get("compiled_throughput")))
+
+
+def throughput(batch_size: int, step_ms: Sequence[float], world_size: int = 1) -> float | None:
+    """Samples per second of a step: the global batch (``batch_size`` per process) over the median step time;
+    None without timings or a batch."""
+    if not step_ms or batch_size <= 0:
+        return None
+    return batch_size * world_size * 1000.0 / statistics.median(step_ms)
 
 
 def _optional_float(value: object) -> float | None:
@@ -704,6 +722,10 @@ class RunConfig(BaseModel):
     total_partitions: int = Field(1, ge=1, le=INT32_MAX)
     partition_id: int = Field(0, ge=0, le=INT32_MAX)
     env: dict[str, str] = Field(default_factory=dict)  # settings such as TORCHINDUCTOR_FREEZING
+    # DistributedDataParallel: processes (devices or CPU slices) of the run and their process-group backend;
+    # 1 and None: a single process, no torch.distributed
+    world_size: int = Field(1, ge=1, le=65536)
+    distributed_backend: Literal["gloo", "nccl"] | None = None
 
     @property
     def thread_config(self) -> str:

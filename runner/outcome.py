@@ -6,7 +6,7 @@ import signal
 import statistics
 from dataclasses import dataclass, field
 
-from perfdash.contract import STAT_COLUMNS, AccuracyRow, GraphStats, ModelSamples, PerformanceRow
+from perfdash.contract import STAT_COLUMNS, AccuracyRow, GraphStats, ModelSamples, PerformanceRow, throughput
 from runner.process import WorkerOutcome
 from runner.protocol import (
     PHASE_ACCURACY_COMPILED,
@@ -111,7 +111,9 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
             samples = ModelSamples(name=name, batch_size=batch_size, eager_ms=perf.eager_ms,
                                    compiled_ms=perf.compiled_ms,
                                    eager_activation_peak_mem=perf.eager_activation_peak_mem,
-                                   dynamo_activation_peak_mem=perf.dynamo_activation_peak_mem)
+                                   dynamo_activation_peak_mem=perf.dynamo_activation_peak_mem,
+                                   eager_throughput=throughput(batch_size, perf.eager_ms),
+                                   compiled_throughput=throughput(batch_size, perf.compiled_ms))
     # The accuracy row carries the check's own counters and compile time, as PyTorch's accuracy CSV does.
     check_stats, check_compile_s = GraphStats(), None
     if result is not None and result.accuracy_stats is not None:

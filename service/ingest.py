@@ -106,22 +106,26 @@ class RunBundle:
 
 
 _MANIFEST_FIELDS_SINCE_V1 = ("environment", "memory_definitions", "backend")
-_CONFIG_FIELDS_SINCE_V1 = ("warmup",)
+# configuration fields added since, with the value that means "as before"
+_CONFIG_FIELDS_SINCE_V1: dict[str, object] = {"warmup": None, "world_size": 1, "distributed_backend": None}
 
 
 def _unset_since_v1(manifest: Manifest) -> dict[str, object]:
     """The manifest fields added after runs were first hashed that this one leaves empty (a model_dump exclude)."""
     exclude: dict[str, object] = {name: True for name in _MANIFEST_FIELDS_SINCE_V1 if not getattr(manifest, name)}
-    config = {name for name in _CONFIG_FIELDS_SINCE_V1 if getattr(manifest.config, name) is None}
+    config = {name for name, unset in _CONFIG_FIELDS_SINCE_V1.items() if getattr(manifest.config, name) == unset}
     if config:
         exclude["config"] = config
     return exclude
 
 
 def _activation(samples: ModelSamples) -> list[list[float | None]]:
-    """The activation peaks for the content hash; nothing when absent, so older files hash as they did."""
+    """The activation peaks and throughputs for the content hash; nothing when absent, so older files hash as they
+    did."""
     peaks = [samples.eager_activation_peak_mem, samples.dynamo_activation_peak_mem]
-    return [] if peaks == [None, None] else [peaks]
+    throughput = [samples.eager_throughput, samples.compiled_throughput]
+    return ([] if peaks == [None, None] else [peaks]) + ([] if throughput == [None, None] else [["throughput",
+                                                                                                 *throughput]])
 
 
 # How far ahead of the server's clock a run may start (clocks of agents drift; a night never starts tomorrow).
@@ -327,6 +331,8 @@ class ResultPayload(BaseModel):
     compiled_ms: list[float] | None = None
     eager_activation_peak_mem: float | None = None  # perfdash's own, kept with the samples
     dynamo_activation_peak_mem: float | None = None
+    eager_throughput: float | None = Field(None, ge=0)  # samples per second (training runs)
+    compiled_throughput: float | None = Field(None, ge=0)
 
     @model_validator(mode="after")
     def _no_nul_bytes(self) -> ResultPayload:
@@ -366,7 +372,8 @@ def bundle_from_payload(payload: RunPayload) -> RunBundle:
             if item.eager_ms is not None and item.compiled_ms is not None:
                 samples.append(ModelSamples(item.name, item.batch_size, tuple(item.eager_ms),
                                             tuple(item.compiled_ms), item.eager_activation_peak_mem,
-                                            item.dynamo_activation_peak_mem))
+                                            item.dynamo_activation_peak_mem, item.eager_throughput,
+                                            item.compiled_throughput))
         except ValueError as exc:
             raise ContractError(str(exc), file=where) from None
         if item.speedup is None and item.accuracy is None:
@@ -392,6 +399,9 @@ def configuration_key(config: RunConfig, fingerprint: str) -> str:
         "compile_mode": config.compile_mode, "dtype": config.dtype, "mode": config.mode, "device": config.device,
         "thread_config": config.thread_config, "batch_size": config.batch_size,
         "dynamic_shapes": config.dynamic_shapes, "env": dict(sorted(config.env.items())), "machine": fingerprint,
+        # axes added later enter the key only when set, so configurations stored before them keep their keys
+        **({"world_size": config.world_size} if config.world_size != 1 else {}),
+        **({"distributed_backend": config.distributed_backend} if config.distributed_backend else {}),
     })
 
 
@@ -447,7 +457,8 @@ def _configurations(session: Session, manifests: Iterable[Manifest], machine_ids
         key=key, machine_id=machine_id, suite=c.suite, backend=c.backend, variant=c.variant,
         compile_mode=c.compile_mode, dtype=c.dtype, mode=c.mode, device=c.device, threads=c.threads,
         thread_config=c.thread_config, batch_size_override=c.batch_size, dynamic_shapes=c.dynamic_shapes,
-        env=dict(c.env)) for key, (c, machine_id) in wanted.items() if key not in ids]
+        env=dict(c.env), world_size=c.world_size, distributed_backend=c.distributed_backend)
+        for key, (c, machine_id) in wanted.items() if key not in ids]
     if missing:
         session.add_all(missing)
         session.flush()
@@ -500,6 +511,8 @@ def _result_row(run_id: int, series_id: int, result: ModelResult, samples: Model
         "graph_breaks": stats.graph_breaks, "unique_graph_breaks": stats.unique_graph_breaks,
         "speedup_ci_low": interval.low if interval else None,
         "speedup_ci_high": interval.high if interval else None,
+        "eager_throughput": samples.eager_throughput if samples else None,
+        "compiled_throughput": samples.compiled_throughput if samples else None,
         "samples": _samples_json(samples) if samples else None,
         "error": error,
     }

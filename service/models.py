@@ -69,6 +69,9 @@ class Configuration(Base):
     batch_size_override: Mapped[int | None]
     dynamic_shapes: Mapped[bool] = mapped_column(default=False)
     env: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # DistributedDataParallel processes and their backend (gloo/nccl); 1 and None for a single process
+    world_size: Mapped[int] = mapped_column(default=1, server_default="1")
+    distributed_backend: Mapped[str | None] = mapped_column(sa.String(16))
 
     machine: Mapped[Machine] = relationship(lazy="joined")
 
@@ -154,6 +157,9 @@ class Result(Base):
     # 95 % confidence interval of the speedup from the raw samples (perfdash.confidence), set at ingest
     speedup_ci_low: Mapped[float | None]
     speedup_ci_high: Mapped[float | None]
+    # samples per second of each side (batch size over the median step time), perfdash's own (training runs)
+    eager_throughput: Mapped[float | None]
+    compiled_throughput: Mapped[float | None]
     # {"eager_ms": [...], "compiled_ms": [...]}; deferred: ~100 floats a row that only detail views want
     samples: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON(none_as_null=True), deferred=True)
     error: Mapped[str | None] = mapped_column(sa.Text)  # why it failed, from the manifest

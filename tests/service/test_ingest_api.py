@@ -317,3 +317,35 @@ def test_performance_csv_without_accuracy_counts_every_speedup(upload, session):
     assert summary.mean_compile_time_s == pytest.approx(6.0)
     accuracy = session.scalars(sa.select(Result.accuracy).where(Result.run_id == summary.run_id)).all()
     assert accuracy == [None, None, None]
+
+
+def test_throughput_is_stored_and_world_size_is_its_own_configuration(upload, session, run_files, manifest):
+    """A training run's samples per second travel in the samples file; a DDP run at another world size or process
+    group backend is another configuration, and a single-process run keeps the key it had before those axes."""
+    from perfdash.contract import ModelSamples, throughput
+    from service.ingest import configuration_key
+
+    single = manifest(night="2026-02-06", mode="training")
+    assert configuration_key(single.config, "fp") == configuration_key(
+        single.config.model_copy(update={"world_size": 1, "distributed_backend": None}), "fp")
+    run_ids = []
+    for meta, eager_ms, compiled_ms in ((single, (20.0, 22.0, 30.0), (10.0, 12.0, 11.0)),
+                                        (manifest(night="2026-02-06", mode="training", world_size=2,
+                                                  distributed_backend="gloo"), (25.0, 26.0), (14.0, 15.0))):
+        files = run_files({"resnet18": 1.8}, manifest=meta)
+        world = meta.config.world_size
+        files[meta.config.key().stem + "_samples.jsonl"] = (ModelSamples(
+            "resnet18", 8, eager_ms, compiled_ms, eager_throughput=throughput(8, eager_ms, world),
+            compiled_throughput=throughput(8, compiled_ms, world)).to_json() + "\n").encode()
+        response = upload(files)
+        assert response.status_code == 201, response.text
+        run_ids.append(response.json()["runs"][0]["run_id"])
+    one, two = (session.get(Run, run_id) for run_id in run_ids)
+    assert one.configuration_id != two.configuration_id
+    assert (one.configuration.world_size, one.configuration.distributed_backend) == (1, None)
+    assert (two.configuration.world_size, two.configuration.distributed_backend) == (2, "gloo")
+    stored = {r.run_id: r for r in session.scalars(sa.select(Result).where(Result.run_id.in_(run_ids)))}
+    # batch over the median step: 8 samples in 22 ms eager, 11 ms compiled; two processes of 8 in 25.5 / 14.5 ms
+    assert stored[one.id].eager_throughput == pytest.approx(8 / 0.022)
+    assert stored[one.id].compiled_throughput == pytest.approx(8 / 0.011)
+    assert stored[two.id].compiled_throughput == pytest.approx(16 / 0.0145)
