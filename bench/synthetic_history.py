@@ -2,7 +2,11 @@
 
 Fills a database (``DATABASE_URL``-style SQLAlchemy URL, Postgres or SQLite) with years of nightly runs:
 3 suites x ~150 synthetic models x 6 configurations, one run per configuration per night (~3M result rows for three
-years). Model names say ``synthetic``; the machines are invented; commits are hashes of the night.
+years). Model names say ``synthetic``; the machines are invented; commits are hashes of the night. Torch versions
+follow PyTorch's cadence: a release every ``RELEASE_EVERY`` nights (that night's runs carry the release's version, as
+a release check would), nightly builds (``2.N.0.devYYYYMMDD``) in between. The training configuration carries
+throughput (samples/s), and a DDP scaling experiment (world sizes 1, 2, 4, 8 over nccl; one suite) runs on release
+nights only.
 
 The first night of every configuration goes through the service's own ingest (so machines, configurations, series
 and keys are exactly what ingest makes); the remaining nights are bulk-loaded (COPY on Postgres, executemany on
@@ -54,6 +58,10 @@ CONFIGS: tuple[tuple[str, str, str, str, int | None, dict[str, str]], ...] = (
     ("cuda", "float16", "inference", "no_cudagraphs", None, {}),
 )
 FAILURES = ("fail_accuracy", "fail_to_run", "timeout", "OOM", "eager_two_runs_differ")
+RELEASE_EVERY = 120  # nights between two releases (PyTorch ships a minor release about every 3-4 months)
+LATEST_MINOR = 14  # the last release of the history is 2.14.0
+SCALING_WORLD_SIZES = (1, 2, 4, 8)
+SCALING_EFFICIENCY = 0.93  # throughput kept per doubling of devices (the publication's 90-95 % per added GPU)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +69,7 @@ class SyntheticConfig:
     suite: str
     config: RunConfig
     machine: MachineInfo
+    releases_only: bool = False  # a scaling experiment: run on release nights, not nightly
 
 
 def configurations(n_configs: int = len(CONFIGS)) -> list[SyntheticConfig]:
@@ -70,7 +79,32 @@ def configurations(n_configs: int = len(CONFIGS)) -> list[SyntheticConfig]:
             config = RunConfig(suite=suite, backend="inductor", variant=variant, dtype=dtype, mode=mode,
                                device=device, threads=threads, env=env)
             out.append(SyntheticConfig(suite, config, CPU if device == "cpu" else GPU))
+    if n_configs == len(CONFIGS):
+        for world_size in SCALING_WORLD_SIZES:
+            config = RunConfig(suite=SUITES[0], backend="inductor", dtype="amp", mode="training", device="cuda",
+                               world_size=world_size, distributed_backend="nccl")
+            out.append(SyntheticConfig(SUITES[0], config, GPU, releases_only=True))
     return out
+
+
+def release_nights(nights: Sequence[date]) -> dict[date, int]:
+    """Release nights of the history and their minor version, the last release ``RELEASE_EVERY // 2`` nights before
+    the end."""
+    out = {}
+    index, minor = len(nights) - 1 - RELEASE_EVERY // 2, LATEST_MINOR
+    while index >= 0 and minor >= 0:
+        out[nights[index]] = minor
+        index, minor = index - RELEASE_EVERY, minor - 1
+    return out
+
+
+def torch_version_of(night: date, releases: dict[date, int]) -> str:
+    """The release's version on a release night, else the nightly of the next minor version."""
+    if night in releases:
+        return f"2.{releases[night]}.0"
+    earlier = [minor for released, minor in releases.items() if released < night]
+    upcoming = (max(earlier) if earlier else min(releases.values(), default=LATEST_MINOR) - 1) + 1
+    return f"2.{upcoming}.0.dev{night:%Y%m%d}"
 
 
 def model_names(suite: str, n_models: int) -> list[str]:
@@ -81,9 +115,9 @@ def commit_of(night: date) -> str:
     return hashlib.sha1(f"synthetic-{night.isoformat()}".encode()).hexdigest()
 
 
-def manifest_for(sc: SyntheticConfig, night: date) -> Manifest:
+def manifest_for(sc: SyntheticConfig, night: date, torch_version: str = "2.14.0.dev-synthetic") -> Manifest:
     start = datetime(night.year, night.month, night.day, 1, 0, tzinfo=UTC)
-    return Manifest(source="perfdash", config=sc.config, machine=sc.machine, torch_version="2.14.0.dev-synthetic",
+    return Manifest(source="perfdash", config=sc.config, machine=sc.machine, torch_version=torch_version,
                     torch_git_commit=commit_of(night), suite_versions={"synthetic": "1"}, start_time=start,
                     end_time=start + timedelta(hours=2),
                     command="SYNTHETIC (bench/synthetic_history.py)")
@@ -192,7 +226,7 @@ RUN_COLUMNS = ("id", "run_key", "content_sha256", "configuration_id", "night", "
                "partition_id", "total_partitions", "ingested_at")
 RESULT_COLUMNS = ("run_id", "series_id", "name", "batch_size", "accuracy", "passed", "speedup", "abs_latency",
                   "compilation_latency", "compression_ratio", "eager_peak_mem", "dynamo_peak_mem", "calls_captured",
-                  "unique_graphs", "graph_breaks", "unique_graph_breaks")
+                  "unique_graphs", "graph_breaks", "unique_graph_breaks", "eager_throughput", "compiled_throughput")
 SUMMARY_COLUMNS = ("run_id", "passed", "total", "geomean_speedup", "geomean_speedup_unclipped",
                    "mean_compile_time_s", "mean_compression_ratio", "warnings")
 
@@ -222,17 +256,24 @@ def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_config
     started = time.perf_counter()
     upgrade(url)
     last_night = last_night or (datetime.now(UTC).date() - timedelta(days=1))
-    nights = nights_of(years, last_night)
+    all_nights = nights_of(years, last_night)
+    releases = release_nights(all_nights)
     engine = make_engine(url)
     total_runs = total_results = 0
     try:
         for index, sc in enumerate(configurations(n_configs)):
             names = model_names(sc.suite, n_models)
-            model = SeriesModel(n_models, len(nights), seed=seed * 1000 + index)
+            nights = sorted(releases) if sc.releases_only else all_nights
+            if not nights:  # a history too short to hold a release
+                continue
+            # a scaling experiment's world sizes share one model (same levels and noise), scaled by world size
+            model = SeriesModel(n_models, len(nights), seed=seed * 1000 + (999 if sc.releases_only else index))
+            scale = sc.config.world_size * SCALING_EFFICIENCY ** np.log2(sc.config.world_size)
             # the first night through the service's ingest: machine, configuration, series as ingest makes them
             first = model.night(0, names, sc.config.device)
+            first_manifest = manifest_for(sc, nights[0], torch_version_of(nights[0], releases))
             with make_session_factory(engine)() as session:
-                (stored,) = ingest(session, [RunBundle(manifest_for(sc, nights[0]), tuple(first), {})]).runs
+                (stored,) = ingest(session, [RunBundle(first_manifest, tuple(first), {})]).runs
                 configuration_id = session.get_one(Run, stored.run_id).configuration_id
                 series = dict(session.execute(sa.select(Series.name, Series.id)
                                               .where(Series.configuration_id == configuration_id)).all())
@@ -241,7 +282,7 @@ def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_config
                 runs, results, summaries = [], [], []
                 for offset, night in enumerate(nights[1:], start=1):
                     run_id = next_id + offset - 1
-                    manifest = manifest_for(sc, night)
+                    manifest = manifest_for(sc, night, torch_version_of(night, releases))
                     night_results = model.night(offset, names, sc.config.device)
                     runs.append((run_id, run_key(RunBundle(manifest, (), {})), "synthetic", configuration_id, night,
                                  manifest.start_time, manifest.end_time, manifest.torch_version,
@@ -251,10 +292,15 @@ def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_config
                         p = r.performance
                         assert p is not None
                         failure = p.is_failure
+                        # training: samples/s of the global batch, compiled from the latency, eager from the speedup
+                        compiled_tp = (None if failure or sc.config.mode != "training"
+                                       else float(r.batch_size * 1000.0 / p.abs_latency * scale))
+                        eager_tp = compiled_tp / p.speedup if compiled_tp is not None else None
                         results.append((run_id, series[r.name], r.name, r.batch_size, r.accuracy,
                                         r.gated_speedup > 0, p.speedup, p.abs_latency, p.compilation_latency,
                                         p.compression_ratio, None if failure else p.eager_peak_mem,
-                                        None if failure else p.dynamo_peak_mem, None, None, None, None))
+                                        None if failure else p.dynamo_peak_mem, None, None, None, None, eager_tp,
+                                        compiled_tp))
                     s = summarize_results(night_results)
                     warnings = [{"name": w.name, "reason": w.reason} for w in model_warnings(night_results)]
                     summaries.append((run_id, s.passed, s.total, s.geomean_speedup, s.geomean_speedup_unclipped,
@@ -275,7 +321,7 @@ def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_config
                 connection.execute(sa.text("VACUUM ANALYZE"))
     finally:
         engine.dispose()
-    return Filled(runs=total_runs, results=total_results, first_night=nights[0], last_night=nights[-1],
+    return Filled(runs=total_runs, results=total_results, first_night=all_nights[0], last_night=all_nights[-1],
                   seconds=time.perf_counter() - started)
 
 

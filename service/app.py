@@ -16,6 +16,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from perfdash.contract import ContractError
 from service.api import annotations, bisections, compare, configurations, findings, history, runs, summary
+from service.api import releases as releases_api
+from service.api import training as training_api
 from service.api.errors import RETRY_AFTER_S, ErrorBoundary, RejectNulBytes, ascii_json
 from service.api.limits import BodySizeLimit
 from service.db import InputRejected, make_engine, make_session_factory
@@ -56,7 +58,8 @@ def create_app(settings: Settings | None = None, post_ingest_hooks: Sequence[Pos
     app.add_middleware(BodySizeLimit)
     app.add_middleware(RejectNulBytes)
     app.add_middleware(ErrorBoundary)  # added last: the outermost of ours, so it sees every other one's exception
-    for module in (runs, summary, history, compare, configurations, annotations, findings, bisections):
+    for module in (runs, summary, history, compare, configurations, annotations, findings, bisections, releases_api,
+                   training_api):
         app.include_router(module.router)
     install_web(app)  # HTML pages and /static (service/web)
 

@@ -46,6 +46,8 @@ class ConfigurationOut(BaseModel):
     dynamic_shapes: bool
     env: dict[str, Any]
     machine: MachineOut
+    world_size: int = 1  # DistributedDataParallel processes; 1: a single process
+    distributed_backend: str | None = None
 
     @classmethod
     def from_row(cls, row: Configuration) -> ConfigurationOut:
@@ -53,7 +55,8 @@ class ConfigurationOut(BaseModel):
                    backend_variant=row.backend_variant, compile_mode=row.compile_mode, dtype=row.dtype, mode=row.mode,
                    device=row.device, threads=row.threads, thread_config=row.thread_config,
                    batch_size_override=row.batch_size_override, dynamic_shapes=row.dynamic_shapes, env=row.env,
-                   machine=MachineOut.from_row(row.machine))
+                   machine=MachineOut.from_row(row.machine), world_size=row.world_size,
+                   distributed_backend=row.distributed_backend)
 
 
 class WarningOut(BaseModel):
@@ -165,6 +168,8 @@ class ResultOut(BaseModel):
     unique_graph_breaks: int | None
     speedup_ci_low: float | None = None  # 95 % confidence interval of the speedup (perfdash.confidence)
     speedup_ci_high: float | None = None
+    eager_throughput: float | None = None  # samples/s (training runs)
+    compiled_throughput: float | None = None
     error: str | None
     samples: dict[str, Any] | None = None
 

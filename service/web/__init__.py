@@ -18,6 +18,8 @@ CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'se
 def install(app: FastAPI) -> None:
     from service.web.backends import router as backends_router
     from service.web.pages import router
+    from service.web.releases import router as releases_router
+    from service.web.training import router as training_router
     from service.web.vision import router as vision_router
 
     app.state.web_templates = build_templates()
@@ -25,6 +27,8 @@ def install(app: FastAPI) -> None:
     app.include_router(router)
     app.include_router(vision_router)
     app.include_router(backends_router)
+    app.include_router(training_router)
+    app.include_router(releases_router)
 
     @app.middleware("http")
     async def page_headers(request: Request, call_next) -> Response:  # type: ignore[no-untyped-def]

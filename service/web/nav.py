@@ -23,4 +23,6 @@ NAV: tuple[NavItem, ...] = (
     NavItem("runs", "Runs", "/runs"),
     NavItem("vision", "Vision", "/vision"),
     NavItem("backends", "Backends", "/backends"),
+    NavItem("training", "Training", "/training"),
+    NavItem("releases", "Releases", "/releases"),
 )

@@ -1,0 +1,24 @@
+"""/api/v1/training: a model's training throughput by torch version and its DDP scaling experiments."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from service.api.deps import json_response
+from service.api.releases import FilterDep
+from service.db import SessionDep
+from service.queries.training import TrainingView, training_view
+
+router = APIRouter(prefix="/api/v1/training", tags=["training"])
+
+
+@router.get("", response_model=TrainingView,
+            summary="Samples/s eager and compiled per torch version (last run of each), and scaling over world sizes")
+def training(session: SessionDep, filters: FilterDep,
+             model: Annotated[str | None, Query(max_length=200, description="default: the first model")] = None,
+             nightlies: Annotated[bool, Query(description="every version, not only releases")] = False,
+             scaling_version: Annotated[str | None, Query(max_length=64)] = None) -> Response:
+    return json_response(training_view(session, model or None, filters, nightlies=nightlies,
+                                       scaling_version=scaling_version or None))
