@@ -277,3 +277,12 @@ def test_training_api_every_nightly(history: History) -> None:
     api = httpx.get(f"{_url(history)}/api/v1/training", params={"model": "tiny_train", "nightlies": "true"}).json()
     assert [b["torch_version"] for b in api["throughput"][0]["bars"]] == ["2.5.0", NIGHTLY, "2.6.0"]
     assert not any(b["release"] for b in api["throughput"][0]["bars"] if b["torch_version"] == NIGHTLY)
+
+
+def test_pages_say_how_to_get_data_on_an_empty_database(empty, page: Page) -> None:
+    page.goto(f"{empty.url}/training")
+    expect(page.locator("#no-training")).to_be_visible()
+    page.goto(f"{empty.url}/releases")
+    expect(page.locator("#no-versions")).to_be_visible()
+    assert httpx.get(f"{empty.url}/api/v1/training").json() == {"model": None, "models": [], "throughput": [],
+                                                                 "scaling": []}
