@@ -136,8 +136,17 @@ def pick_pages(database_url: str) -> list[tuple[str, str]]:
             first, last = c.execute(sa.text("SELECT min(night), max(night) FROM runs")).one()
             commit = c.execute(sa.text("SELECT torch_git_commit FROM runs WHERE id = :r"), {"r": base}).scalar() or ""
             new_commit = c.execute(sa.text("SELECT torch_git_commit FROM runs WHERE id = :r"), {"r": new}).scalar()
+            # a model of a DDP scaling experiment (it also has single-process training runs), else any training one
+            trained = c.execute(sa.text(
+                "SELECT s.name FROM series s JOIN configurations c ON c.id = s.configuration_id "
+                "WHERE c.mode = 'training' ORDER BY c.world_size DESC, s.name LIMIT 1")).scalar()
+            versions = c.execute(sa.text("SELECT DISTINCT torch_version FROM runs WHERE torch_version IS NOT NULL")
+                                 ).scalars().all()
     finally:
         engine.dispose()
+    from service.queries.torch_versions import is_release, ordered
+
+    releases = [v for v in ordered(versions) if is_release(v)]
     backend_variant = f"{backend}_{variant}" if variant else backend
     return [
         ("home", "/"),
@@ -153,6 +162,13 @@ def pick_pages(database_url: str) -> list[tuple[str, str]]:
          f"/compare?config={config_id}&base_commit={commit[:10]}&new_commit={(new_commit or '')[:10]}"),
         ("runs", "/runs"),
         ("runs (filtered)", f"/runs?suite={suite}&device={device}&page=3"),
+        ("training", f"/training?model={trained}"),
+        ("training (nightlies)", f"/training?model={trained}&nightlies=true"),
+        ("releases (default)", "/releases"),
+        ("releases (2 releases)", f"/releases?base={releases[-2] if len(releases) > 1 else ''}&new="
+                                  f"{releases[-1] if releases else ''}"),
+        ("releases (1st..latest)", f"/releases?base={releases[0] if releases else ''}&new=latest"),
+        ("releases (1 suite)", f"/releases?base={releases[-1] if releases else ''}&new=latest&suite={suite}"),
     ]
 
 

@@ -14,19 +14,18 @@ nightly).
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from datetime import date
-from typing import Literal, Protocol
+from typing import Literal
 
+import numpy as np
 import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from perfdash.confidence import Interval, within_noise
 from service.models import Result, Run
 from service.queries import torch_versions
-from service.queries.compare import DEFAULT_THRESHOLD, Verdict
+from service.queries.compare import DEFAULT_THRESHOLD
 from service.queries.filters import ConfigFilter
 from service.queries.schemas import ConfigurationOut
 
@@ -112,125 +111,130 @@ class ReleaseComparison(BaseModel):
     models: list[ModelChange]  # sorted by impact, at most ``limit``, unchanged models left out unless asked
 
 
-class Measured(Protocol):
-    """What judging reads of a result (a row of :data:`JUDGED_COLUMNS`)."""
-
-    series_id: int
-    name: str
-    accuracy: str | None
-    passed: bool
-    speedup: float | None
-    speedup_ci_low: float | None
-    speedup_ci_high: float | None
-    abs_latency: float | None
-    compilation_latency: float | None
-    compression_ratio: float | None
-    dynamo_peak_mem: float | None
-    compiled_throughput: float | None
+# The columns paired per model: status, the speedup's interval, then each metric (base and new side of each).
+_STATUS = ("series_id", "name", "accuracy", "passed")
+_NUMBERS = ("speedup_ci_low", "speedup_ci_high", *(m.key for m in METRICS))
+_VERDICT_INDEX = {v: i for i, v in enumerate(VERDICT_ORDER)}
 
 
-JUDGED_COLUMNS: tuple[str, ...] = tuple(Measured.__annotations__)
-
-
-def status_of(result: Measured | None) -> str | None:
-    if result is None:
+def status_of(accuracy: str | None, passed: bool | None) -> str | None:
+    """The status shown for a result (None: not in that run)."""
+    if passed is None:
         return None
-    return result.accuracy or ("pass" if result.passed else "fail_to_run")
-
-
-def _interval(result: Measured) -> Interval | None:
-    if result.speedup_ci_low is None or result.speedup_ci_high is None:
-        return None
-    return Interval(result.speedup_ci_low, result.speedup_ci_high)
-
-
-def status_verdict(base: Measured | None, new: Measured | None) -> Verdict:
-    """compare.py's verdict order on status (its ``_delta`` needs full ResultOut rows, too slow for thousands of
-    models in one request): in one run only, pass -> fail, fail -> pass, failing in both; both passing:
-    ``within_noise`` when the speedup moved beyond its minimum effect inside both confidence intervals."""
-    if base is None or new is None:
-        return "added" if base is None else "removed"
-    if base.passed and not new.passed:
-        return "new_failure"
-    if new.passed and not base.passed:
-        return "fixed"
-    if not new.passed:
-        return "still_failing"
-    change = metric_change(SPEEDUP, base.speedup, new.speedup)
-    if change is not None and change[3] != "same" and within_noise(_interval(base), _interval(new)):
-        return "within_noise"
-    return "unchanged"  # judged metric by metric
+    return accuracy or ("pass" if passed else "fail_to_run")
 
 
 @dataclass(frozen=True, slots=True)
-class Judged:
-    """A model's verdict before it becomes a :class:`ModelChange` (most of them only count: kept light)."""
+class Paired:
+    """Every model of the compared configurations, one array element each (NaN: no value), base and new side."""
 
-    configuration_id: int
-    series_id: int
-    name: str
-    verdict: ReleaseVerdict
-    base_status: str | None
-    new_status: str | None
-    impact: float
-    metrics: dict[str, tuple[float, float, float, str]]  # key -> (base, new, change, direction)
-
-    def out(self) -> ModelChange:
-        metrics = {k: MetricChange(base=b, new=n, change=c, direction=d)  # type: ignore[arg-type]
-                   for k, (b, n, c, d) in self.metrics.items()}
-        return ModelChange(configuration_id=self.configuration_id, series_id=self.series_id, name=self.name,
-                           verdict=self.verdict, base_status=self.base_status, new_status=self.new_status,
-                           impact=self.impact, metrics=metrics)
+    configuration_id: np.ndarray
+    series_id: list[int]
+    name: list[str]
+    accuracy: tuple[list[str | None], list[str | None]]
+    passed: tuple[np.ndarray, np.ndarray]  # 1.0 passed, 0.0 not, NaN: not in that run
+    numbers: dict[str, tuple[np.ndarray, np.ndarray]]
 
 
-def metric_change(rule: MetricRule, base: float | None, new: float | None) -> tuple[float, float, float, str] | None:
-    """(base, new, relative change, direction) of one metric; None unless both runs measured it."""
-    if base is None or new is None or base <= 0 or new <= 0:
-        return None  # a failure row's zeros are not a measurement
-    change = new / base - 1.0
-    direction = "same"
-    if abs(change) > rule.min_effect:
-        direction = "better" if (change > 0) == rule.higher_is_better else "worse"
-    return base, new, change, direction
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    verdict: np.ndarray  # index into VERDICT_ORDER
+    impact: np.ndarray
+    change: dict[str, np.ndarray]  # metric key -> new / base - 1 (NaN: not both measured, or not both passing)
+    direction: dict[str, np.ndarray]  # -1 worse, 0 same, +1 better beyond the metric's minimum effect
 
 
-def judge(configuration_id: int, name: str, base: Measured | None, new: Measured | None) -> Judged:
-    """One model's verdict: its status change, else every metric."""
-    status = status_verdict(base, new)
-    metrics: dict[str, tuple[float, float, float, str]] = {}
-    verdict: ReleaseVerdict
-    impact = 0.0
-    if status in ("within_noise", "unchanged"):
-        assert base is not None and new is not None
+def judge(paired: Paired) -> Judgement:
+    """Every model's verdict at once (thousands per request: vectorised). Status first, as compare.py orders it:
+    in one run only (added / removed), pass -> fail, fail -> pass, failing in both; between two passing results
+    every metric, a speedup change inside both confidence intervals not counting (compare.py's within noise)."""
+    (base_passed, new_passed), size = paired.passed, len(paired.name)
+    in_base, in_new = ~np.isnan(base_passed), ~np.isnan(new_passed)
+    both = in_base & in_new
+    passing = both & (base_passed == 1.0) & (new_passed == 1.0)
+    change: dict[str, np.ndarray] = {}
+    direction: dict[str, np.ndarray] = {}
+    with np.errstate(invalid="ignore", divide="ignore"):
         for rule in METRICS:
-            found = metric_change(rule, getattr(base, rule.key), getattr(new, rule.key))
-            if found is not None:
-                metrics[rule.key] = found
-        # a speedup change inside both runs' confidence intervals is not a change
-        counted = [m for k, m in metrics.items() if not (k == SPEEDUP.key and status == "within_noise")]
-        worse = [abs(m[2]) for m in counted if m[3] == "worse"]
-        better = [abs(m[2]) for m in counted if m[3] == "better"]
-        if worse:
-            verdict, impact = "regression", max(worse)
-        elif better:
-            verdict, impact = "improvement", max(better)
-        else:
-            verdict = "within_noise" if status == "within_noise" else "unchanged"
-    else:
-        verdict = status
-        impact = 1.0 if status in ("new_failure", "fixed") else 0.0
-    series = new or base
-    assert series is not None
-    return Judged(configuration_id, series.series_id, name, verdict, status_of(base), status_of(new), impact,
-                  metrics)
+            base, new = paired.numbers[rule.key]
+            measured = passing & (base > 0) & (new > 0)  # a failure row's zeros are not a measurement
+            relative = np.where(measured, new / np.where(measured, base, 1.0) - 1.0, np.nan)
+            moved = measured & (np.abs(relative) > rule.min_effect)
+            sign = np.where((relative > 0) == rule.higher_is_better, 1, -1)
+            change[rule.key], direction[rule.key] = relative, np.where(moved, sign, 0)
+        (base_low, new_low), (base_high, new_high) = (paired.numbers["speedup_ci_low"],
+                                                      paired.numbers["speedup_ci_high"])
+        overlap = (base_low <= new_high) & (new_low <= base_high)  # False where an interval is missing (NaN)
+    noise = (direction[SPEEDUP.key] != 0) & overlap
+    counted = {k: np.where(noise, 0, d) if k == SPEEDUP.key else d for k, d in direction.items()}
+    worse_impact = np.zeros(size)
+    better_impact = np.zeros(size)
+    for key, d in counted.items():
+        magnitude = np.nan_to_num(np.abs(change[key]))
+        worse_impact = np.maximum(worse_impact, np.where(d < 0, magnitude, 0.0))
+        better_impact = np.maximum(better_impact, np.where(d > 0, magnitude, 0.0))
+    worse = np.zeros(size, dtype=bool)
+    better = np.zeros(size, dtype=bool)
+    for d in counted.values():
+        worse |= d < 0
+        better |= d > 0
+    index = _VERDICT_INDEX
+    verdict = np.select(
+        [~in_base, ~in_new, (base_passed == 1.0) & (new_passed == 0.0), (base_passed == 0.0) & (new_passed == 1.0),
+         ~passing, worse, better, noise],
+        [index["added"], index["removed"], index["new_failure"], index["fixed"], index["still_failing"],
+         index["regression"], index["improvement"], index["within_noise"]], default=index["unchanged"])
+    impact = np.select([worse & passing, better & passing, verdict == index["new_failure"], verdict == index["fixed"]],
+                       [worse_impact, better_impact, 1.0, 1.0], default=0.0)
+    return Judgement(verdict=verdict, impact=impact, change=change, direction=direction)
 
 
-def sort_key(change: Judged | ModelChange) -> tuple[int, float, str, int]:
-    return (VERDICT_ORDER.index(change.verdict), -change.impact, change.name, change.configuration_id)
+def model_change(paired: Paired, judged: Judgement, i: int) -> ModelChange:
+    metrics = {}
+    for rule in METRICS:
+        relative = judged.change[rule.key][i]
+        if not np.isnan(relative):
+            base, new = paired.numbers[rule.key]
+            metrics[rule.key] = MetricChange(
+                base=float(base[i]), new=float(new[i]), change=float(relative),
+                direction=("worse", "same", "better")[int(judged.direction[rule.key][i]) + 1])
+    base_passed, new_passed = (None if np.isnan(p[i]) else bool(p[i]) for p in paired.passed)
+    return ModelChange(configuration_id=int(paired.configuration_id[i]), series_id=paired.series_id[i],
+                       name=paired.name[i], verdict=VERDICT_ORDER[int(judged.verdict[i])],
+                       base_status=status_of(paired.accuracy[0][i], base_passed),
+                       new_status=status_of(paired.accuracy[1][i], new_passed), impact=float(judged.impact[i]),
+                       metrics=metrics)
 
 
 # --------------------------------------------------------------------------------------------------------------------
 # Reads
+
+
+def pair_results(session: Session, runs: dict[int, tuple[int, int]]) -> Paired:
+    """``runs``: configuration id -> (base run id, new run id). The database pairs the two runs' models by name."""
+    pairs = sa.values(sa.column("configuration_id", sa.Integer), sa.column("base_run", sa.Integer),
+                      sa.column("new_run", sa.Integer), name="pairs").data(
+        [(c, b, n) for c, (b, n) in runs.items()])
+    sides = []
+    for run_column in (pairs.c.base_run, pairs.c.new_run):
+        sides.append(sa.select(pairs.c.configuration_id, *(getattr(Result, k) for k in (*_STATUS, *_NUMBERS)))
+                     .join(Result, Result.run_id == run_column).subquery())
+    base, new = sides
+    on = sa.and_(base.c.configuration_id == new.c.configuration_id, base.c.name == new.c.name)
+    columns = [sa.func.coalesce(base.c.configuration_id, new.c.configuration_id),
+               sa.func.coalesce(new.c.series_id, base.c.series_id), sa.func.coalesce(new.c.name, base.c.name),
+               base.c.accuracy, new.c.accuracy, base.c.passed, new.c.passed,
+               *(side.c[k] for k in _NUMBERS for side in (base, new))]
+    rows = session.execute(sa.select(*columns).select_from(base).join(new, on, full=True)).all() if runs else []
+    values = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
+
+    def floats(column: tuple) -> np.ndarray:
+        return np.array(column, dtype=float)  # None -> NaN
+
+    numbers = {k: (floats(values[7 + 2 * i]), floats(values[8 + 2 * i])) for i, k in enumerate(_NUMBERS)}
+    return Paired(configuration_id=np.array(values[0], dtype=int), series_id=list(values[1]), name=list(values[2]),
+                  accuracy=(list(values[3]), list(values[4])), passed=(floats(values[5]), floats(values[6])),
+                  numbers=numbers)
 
 
 def versions(session: Session, filters: ConfigFilter = ConfigFilter()) -> list[str]:
@@ -252,16 +256,6 @@ def last_runs(session: Session, version: str, filters: ConfigFilter) -> dict[int
     return {run.configuration_id: run for run in session.scalars(query).unique()}
 
 
-def _results(session: Session, run_ids: list[int]) -> dict[int, dict[str, Measured]]:
-    out: dict[int, dict[str, Measured]] = {run_id: {} for run_id in run_ids}
-    if not run_ids:
-        return out
-    columns = [Result.run_id] + [getattr(Result, name) for name in JUDGED_COLUMNS]
-    for row in session.execute(sa.select(*columns).where(Result.run_id.in_(run_ids))):
-        out[row.run_id][row.name] = row  # type: ignore[assignment]  # a Row has the Protocol's attributes
-    return out
-
-
 def _ref(run: Run) -> RunRef:
     return RunRef(id=run.id, night=run.night, torch_version=run.torch_version, torch_git_commit=run.torch_git_commit)
 
@@ -270,26 +264,26 @@ def compare_versions(session: Session, base: str, new: str, filters: ConfigFilte
                      limit: int = DEFAULT_LIMIT, include_unchanged: bool = False) -> ReleaseComparison:
     before, after = last_runs(session, base, filters), last_runs(session, new, filters)
     both = sorted(set(before) & set(after))
-    results = _results(session, sorted({before[c].id for c in both} | {after[c].id for c in both}))
-    configurations: list[ConfigurationChange] = []
-    changes: list[Judged] = []
-    totals: Counter[str] = Counter()
-    for configuration_id in both:
-        old_run, new_run = before[configuration_id], after[configuration_id]
-        old, now = results[old_run.id], results[new_run.id]
-        judged = [judge(configuration_id, name, old.get(name), now.get(name)) for name in sorted(set(old) | set(now))]
-        counts = Counter(c.verdict for c in judged)
-        totals.update(counts)
-        configurations.append(ConfigurationChange(
-            configuration=ConfigurationOut.from_row(new_run.configuration), base_run=_ref(old_run),
-            new_run=_ref(new_run), counts={v: counts.get(v, 0) for v in VERDICT_ORDER}))
-        changes.extend(c for c in judged if include_unchanged or c.verdict != "unchanged")
-    changes.sort(key=sort_key)
+    paired = pair_results(session, {c: (before[c].id, after[c].id) for c in both})
+    judged = judge(paired)
+    counts = {c: np.bincount(judged.verdict[paired.configuration_id == c], minlength=len(VERDICT_ORDER))
+              for c in both}
+    configurations = [ConfigurationChange(
+        configuration=ConfigurationOut.from_row(after[c].configuration), base_run=_ref(before[c]),
+        new_run=_ref(after[c]), counts={v: int(n) for v, n in zip(VERDICT_ORDER, counts[c], strict=True)})
+        for c in both]
     configurations.sort(key=lambda c: (-(c.counts["new_failure"] + c.counts["regression"]),
                                        c.configuration.suite, c.configuration.id))
+    totals = np.bincount(judged.verdict, minlength=len(VERDICT_ORDER))
+    shown = np.flatnonzero(judged.verdict != _VERDICT_INDEX["unchanged"]) if not include_unchanged \
+        else np.arange(len(paired.name))
+    # status changes and regressions first, then by impact, name, configuration
+    order = sorted(shown.tolist(), key=lambda i: (judged.verdict[i], -judged.impact[i], paired.name[i],
+                                                  paired.configuration_id[i]))
     return ReleaseComparison(
         base=base, new=new, metrics=[MetricRuleOut(key=m.key, label=m.label, min_effect=m.min_effect,
                                                    higher_is_better=m.higher_is_better) for m in METRICS],
         configurations=configurations, only_base=sorted(set(before) - set(after)),
-        only_new=sorted(set(after) - set(before)), totals={v: totals.get(v, 0) for v in VERDICT_ORDER},
-        models_total=len(changes), models=[c.out() for c in changes[:limit]])
+        only_new=sorted(set(after) - set(before)),
+        totals={v: int(n) for v, n in zip(VERDICT_ORDER, totals, strict=True)}, models_total=len(order),
+        models=[model_change(paired, judged, i) for i in order[:limit]])
