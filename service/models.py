@@ -85,6 +85,7 @@ class Run(Base):
     __table_args__ = (
         # previous night of a configuration; suite-summary history over a date range
         sa.Index("ix_runs_configuration_night", "configuration_id", "night"),
+        sa.Index("ix_runs_torch_version", "torch_version", "configuration_id"),  # the Releases view
         # every ingest looks for runs whose hooks have not run: only those rows are indexed
         sa.Index("ix_runs_hooks_pending", "id", postgresql_where=sa.text("hooks_pending"),
                  sqlite_where=sa.text("hooks_pending")),

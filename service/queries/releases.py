@@ -21,6 +21,7 @@ from typing import Literal
 import numpy as np
 import sqlalchemy as sa
 from pydantic import BaseModel
+from sqlalchemy import orm
 from sqlalchemy.orm import Session
 
 from service.models import Result, Run
@@ -246,7 +247,8 @@ def versions(session: Session, filters: ConfigFilter = ConfigFilter()) -> list[s
 
 def last_runs(session: Session, version: str, filters: ConfigFilter) -> dict[int, Run]:
     """Per configuration, its last run at ``version`` (LATEST: its last run)."""
-    query = sa.select(Run).join(Run.configuration).where(*filters.clauses()).order_by(Run.night, Run.id)
+    query = (sa.select(Run).join(Run.configuration).where(*filters.clauses()).order_by(Run.night, Run.id)
+             .options(orm.lazyload(Run.summary)))  # the summary (and its warnings) is not shown here
     if version == LATEST:
         last = (sa.select(Run.configuration_id, sa.func.max(Run.night).label("night"))
                 .group_by(Run.configuration_id).subquery())

@@ -9,10 +9,12 @@ PEP 440 versions are kept, sorted before every version, and never count as relea
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from packaging.version import InvalidVersion, Version
 
 
+@lru_cache(maxsize=8192)  # a pure function of the text; pages parse every version of years of nightlies
 def parse(text: str) -> Version | None:
     try:
         return Version(text)
