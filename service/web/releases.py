@@ -7,22 +7,27 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from service.api.releases import FilterDep
 from service.db import SessionDep
-from service.models import Configuration
 from service.queries import torch_versions
+from service.queries.filters import ConfigFilter
 from service.queries.releases import DEFAULT_LIMIT, LATEST, compare_versions, versions
 from service.queries.schemas import ConfigurationOut
+from service.web import queries as q
 
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 
-FILTER_FIELDS = ("suite", "device", "dtype", "mode")
+FILTER_FIELDS = ("suite", "backend", "compile_mode", "dtype", "mode", "device", "thread_config", "machine")
 NIGHTLIES_LISTED = 20
 Version = Annotated[str | None, Query(max_length=64)]
+
+
+def filter_params(filters: ConfigFilter) -> dict[str, str]:
+    """The filters set, as the permalink's query parameters."""
+    return {field: value for field in FILTER_FIELDS if (value := getattr(filters, field))}
 
 
 def default_pair(known: list[str]) -> tuple[str | None, str]:
@@ -40,20 +45,18 @@ def releases(request: Request, session: SessionDep, filters: FilterDep, base: Ve
     default_base, default_new = default_pair(known)
     chosen_base = base if base in known else default_base
     chosen_new = new if new in known or new == LATEST else default_new
-    choices = {field: list(session.scalars(sa.select(getattr(Configuration, field)).distinct().order_by(
-        getattr(Configuration, field)))) for field in FILTER_FIELDS}
-    selected = {field: getattr(filters, field) or "" for field in FILTER_FIELDS}
     comparison = (compare_versions(session, chosen_base, chosen_new, filters, limit=limit)
                   if chosen_base is not None else None)
     # every release, the newest nightlies and what the URL chose (any older nightly stays reachable by URL)
     nightlies = [v for v in known if not torch_versions.is_release(v)][:NIGHTLIES_LISTED]
     listed = [v for v in known if torch_versions.is_release(v) or v in nightlies or v in (chosen_base, chosen_new)]
-    params = {"base": chosen_base or "", "new": chosen_new, **{k: v for k, v in selected.items() if v}}
+    params = {"base": chosen_base or "", "new": chosen_new, **filter_params(filters)}
     if limit != DEFAULT_LIMIT:
         params["limit"] = str(limit)
     context: dict[str, Any] = {
         "active": "releases", "title": "Releases", "versions": listed, "latest": LATEST, "base": chosen_base,
-        "new": chosen_new, "choices": choices, "selected": selected, "comparison": comparison, "limit": limit,
+        "new": chosen_new, "choices": q.distinct_values(session), "selected": filters, "comparison": comparison,
+        "limit": limit,
         "labels": {c.configuration.id: label(c.configuration) for c in (comparison.configurations
                                                                         if comparison else [])},
         "permalink": "/releases?" + urlencode(params), "api_link": "/api/v1/releases/compare?" + urlencode(params),

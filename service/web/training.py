@@ -8,20 +8,16 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from service.api.releases import FilterDep
 from service.db import SessionDep
-from service.models import Configuration
-from service.queries.training import TRAINING, ScalingExperiment, ThroughputByVersion, training_view
-from service.web.releases import label
+from service.queries.training import ScalingExperiment, ThroughputByVersion, training_view
+from service.web import queries as q
+from service.web.releases import filter_params, label
 
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
-
-FILTER_FIELDS = ("suite", "device", "dtype")
-
 
 def _round(value: float | None) -> float | None:
     return round(value, 3) if value is not None else None
@@ -51,11 +47,7 @@ def training(request: Request, session: SessionDep, filters: FilterDep,
              scaling_version: Annotated[str | None, Query(max_length=64)] = None) -> Response:
     view = training_view(session, model or None, filters, nightlies=nightlies,
                          scaling_version=scaling_version or None)
-    training_configs = sa.select(Configuration).where(Configuration.mode == TRAINING).subquery()
-    choices = {field: list(session.scalars(sa.select(training_configs.c[field]).distinct()
-                                           .order_by(training_configs.c[field]))) for field in FILTER_FIELDS}
-    selected = {field: getattr(filters, field) or "" for field in FILTER_FIELDS}
-    params = {"model": view.model or "", **{k: v for k, v in selected.items() if v}}
+    params = {"model": view.model or "", **filter_params(filters)}
     if nightlies:
         params["nightlies"] = "true"
     if scaling_version:
@@ -63,7 +55,8 @@ def training(request: Request, session: SessionDep, filters: FilterDep,
     charts = {"bars": [bar_chart(f"tp-{t.configuration.id}", t) for t in view.throughput],
               "scaling": [scaling_chart(f"sc-{s.configuration.id}", s) for s in view.scaling]}
     context: dict[str, Any] = {
-        "active": "training", "title": "Training", "view": view, "choices": choices, "selected": selected,
+        "active": "training", "title": "Training", "view": view, "choices": q.distinct_values(session),
+        "selected": filters,
         "nightlies": nightlies, "charts": charts, "label": label, "permalink": "/training?" + urlencode(params),
         "api_link": "/api/v1/training?" + urlencode(params)}
     return request.app.state.web_templates.TemplateResponse(request, "pages/training.html", context)

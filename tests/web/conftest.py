@@ -6,6 +6,7 @@ tests/conftest.py: one Playwright for the whole session, shared with tests/hf_vi
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -130,6 +131,12 @@ def populated(postgres_url: str) -> Iterator[LiveServer]:
     server = start_server(url)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def web_harness():  # type: ignore[no-untyped-def]
+    """This module's helpers (fresh_database, ingest_dir, start_server), for tests that build their own history."""
+    return sys.modules[__name__]
 
 
 @pytest.fixture(scope="session")

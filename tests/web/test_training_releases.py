@@ -10,8 +10,6 @@ The history (four nights, torch 2.5.0 twice, a nightly, 2.6.0):
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,20 +30,6 @@ from perfdash.contract import (
     append_samples,
     throughput,
 )
-
-
-def _load_web_harness():  # type: ignore[no-untyped-def]
-    """tests/web/conftest.py's helpers (fresh database, ingest, live server), as test_backends_page loads them."""
-    path = Path(__file__).parent / "conftest.py"
-    spec = importlib.util.spec_from_file_location("perfdash_tests_web_harness_releases", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-web = _load_web_harness()
 
 MACHINE = MachineInfo(host="release-01", device="cpu", cpu_model="Release Xeon", cpu_count=8)
 INFERENCE = RunConfig(suite="timm_models", backend="inductor", threads=8)
@@ -116,7 +100,8 @@ def _training_row(steps: tuple[float, float]) -> list[tuple[str, str, float, flo
 
 
 @pytest.fixture(scope="module")
-def history(postgres_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
+def history(postgres_url: str, tmp_path_factory: pytest.TempPathFactory, web_harness) -> Iterator[History]:
+    web = web_harness
     root = tmp_path_factory.mktemp("releases")
     url = web.fresh_database(postgres_url)
     for index, (night, version) in enumerate(NIGHTS):
