@@ -213,13 +213,10 @@ def model_change(paired: Paired, judged: Judgement, i: int) -> ModelChange:
 
 def pair_results(session: Session, runs: dict[int, tuple[int, int]]) -> Paired:
     """``runs``: configuration id -> (base run id, new run id). The database pairs the two runs' models by name."""
-    pairs = sa.values(sa.column("configuration_id", sa.Integer), sa.column("base_run", sa.Integer),
-                      sa.column("new_run", sa.Integer), name="pairs").data(
-        [(c, b, n) for c, (b, n) in runs.items()])
     sides = []
-    for run_column in (pairs.c.base_run, pairs.c.new_run):
-        sides.append(sa.select(pairs.c.configuration_id, *(getattr(Result, k) for k in (*_STATUS, *_NUMBERS)))
-                     .join(Result, Result.run_id == run_column).subquery())
+    for run_ids in ([b for b, _ in runs.values()], [n for _, n in runs.values()]):
+        sides.append(sa.select(Run.configuration_id, *(getattr(Result, k) for k in (*_STATUS, *_NUMBERS)))
+                     .join(Run, Run.id == Result.run_id).where(Result.run_id.in_(run_ids)).subquery())
     base, new = sides
     on = sa.and_(base.c.configuration_id == new.c.configuration_id, base.c.name == new.c.name)
     columns = [sa.func.coalesce(base.c.configuration_id, new.c.configuration_id),
@@ -282,8 +279,9 @@ def compare_versions(session: Session, base: str, new: str, filters: ConfigFilte
     shown = np.flatnonzero(judged.verdict != _VERDICT_INDEX["unchanged"]) if not include_unchanged \
         else np.arange(len(paired.name))
     # status changes and regressions first, then by impact, name, configuration
-    order = sorted(shown.tolist(), key=lambda i: (judged.verdict[i], -judged.impact[i], paired.name[i],
-                                                  paired.configuration_id[i]))
+    names = np.array(paired.name, dtype=str)
+    order = shown[np.lexsort((paired.configuration_id[shown], names[shown], -judged.impact[shown],
+                              judged.verdict[shown]))].tolist()
     return ReleaseComparison(
         base=base, new=new, metrics=[MetricRuleOut(key=m.key, label=m.label, min_effect=m.min_effect,
                                                    higher_is_better=m.higher_is_better) for m in METRICS],
