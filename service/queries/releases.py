@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from sqlalchemy import orm
 from sqlalchemy.orm import Session
 
-from service.models import Result, Run
+from service.models import Configuration, Result, Run
 from service.queries import torch_versions
 from service.queries.compare import DEFAULT_THRESHOLD
 from service.queries.filters import ConfigFilter
@@ -216,7 +216,8 @@ def pair_results(session: Session, runs: dict[int, tuple[int, int]]) -> Paired:
     sides = []
     for run_ids in ([b for b, _ in runs.values()], [n for _, n in runs.values()]):
         sides.append(sa.select(Run.configuration_id, *(getattr(Result, k) for k in (*_STATUS, *_NUMBERS)))
-                     .join(Run, Run.id == Result.run_id).where(Result.run_id.in_(run_ids)).subquery())
+                     .join(Run, Run.id == Result.run_id)
+                     .where(Result.run_id.in_(run_ids), Run.id.in_(run_ids)).subquery())  # both: no scan of runs
     base, new = sides
     on = sa.and_(base.c.configuration_id == new.c.configuration_id, base.c.name == new.c.name)
     columns = [sa.func.coalesce(base.c.configuration_id, new.c.configuration_id),
@@ -239,8 +240,9 @@ def pair_results(session: Session, runs: dict[int, tuple[int, int]]) -> Paired:
 
 def versions(session: Session, filters: ConfigFilter = ConfigFilter()) -> list[str]:
     """Torch versions that have runs of the selected configurations, newest first."""
-    query = (sa.select(Run.torch_version).distinct().join(Run.configuration)
-             .where(Run.torch_version.is_not(None), *filters.clauses()))
+    query = sa.select(Run.torch_version).distinct().where(Run.torch_version.is_not(None))
+    if clauses := filters.clauses():  # unfiltered: an index-only scan of ix_runs_torch_version, no join
+        query = query.join(Run.configuration).where(*clauses)
     return list(reversed(torch_versions.ordered(session.scalars(query))))
 
 
@@ -249,8 +251,11 @@ def last_runs(session: Session, version: str, filters: ConfigFilter) -> dict[int
     query = (sa.select(Run).join(Run.configuration).where(*filters.clauses()).order_by(Run.night, Run.id)
              .options(orm.lazyload(Run.summary)))  # the summary (and its warnings) is not shown here
     if version == LATEST:
-        last = (sa.select(Run.configuration_id, sa.func.max(Run.night).label("night"))
-                .group_by(Run.configuration_id).subquery())
+        # one index probe per configuration (ix_runs_configuration_night), not a pass over every run
+        earlier = orm.aliased(Run)
+        last_night = (sa.select(sa.func.max(earlier.night)).where(earlier.configuration_id == Configuration.id)
+                      .correlate(Configuration).scalar_subquery())
+        last = sa.select(Configuration.id.label("configuration_id"), last_night.label("night")).subquery()
         query = query.join(last, sa.and_(last.c.configuration_id == Run.configuration_id, last.c.night == Run.night))
     else:
         query = query.where(Run.torch_version == version)
