@@ -34,4 +34,9 @@ def sort_key(text: str) -> tuple[int, Version, str]:
 
 def ordered(versions: Iterable[str]) -> list[str]:
     """Distinct versions, oldest first."""
-    return sorted(set(versions), key=sort_key)
+    return list(_ordered(frozenset(versions)))
+
+
+@lru_cache(maxsize=64)  # the same set every request until a new version is ingested; Version.__lt__ is Python
+def _ordered(versions: frozenset[str]) -> tuple[str, ...]:
+    return tuple(sorted(versions, key=sort_key))

@@ -30,9 +30,9 @@ def filter_params(filters: ConfigFilter) -> dict[str, str]:
     return {field: value for field in FILTER_FIELDS if (value := getattr(filters, field))}
 
 
-def default_pair(known: list[str]) -> tuple[str | None, str]:
+def default_pair(known: list[str], release: dict[str, bool]) -> tuple[str | None, str]:
     """The newest release against each configuration's latest run; without releases, the second-newest version."""
-    releases = [v for v in known if torch_versions.is_release(v)]
+    releases = [v for v in known if release[v]]
     if releases:
         return releases[0], LATEST
     return (known[1] if len(known) > 1 else None), LATEST
@@ -42,14 +42,15 @@ def default_pair(known: list[str]) -> tuple[str | None, str]:
 def releases(request: Request, session: SessionDep, filters: FilterDep, base: Version = None, new: Version = None,
              limit: Annotated[int, Query(ge=1, le=100_000)] = DEFAULT_LIMIT) -> Response:
     known = versions(session, filters)
-    default_base, default_new = default_pair(known)
+    release = {v: torch_versions.is_release(v) for v in known}
+    default_base, default_new = default_pair(known, release)
     chosen_base = base if base in known else default_base
     chosen_new = new if new in known or new == LATEST else default_new
     comparison = (compare_versions(session, chosen_base, chosen_new, filters, limit=limit)
                   if chosen_base is not None else None)
     # every release, the newest nightlies and what the URL chose (any older nightly stays reachable by URL)
-    nightlies = [v for v in known if not torch_versions.is_release(v)][:NIGHTLIES_LISTED]
-    listed = [v for v in known if torch_versions.is_release(v) or v in nightlies or v in (chosen_base, chosen_new)]
+    nightlies = set([v for v in known if not release[v]][:NIGHTLIES_LISTED])
+    listed = [v for v in known if release[v] or v in nightlies or v in (chosen_base, chosen_new)]
     params = {"base": chosen_base or "", "new": chosen_new, **filter_params(filters)}
     if limit != DEFAULT_LIMIT:
         params["limit"] = str(limit)
@@ -60,7 +61,7 @@ def releases(request: Request, session: SessionDep, filters: FilterDep, base: Ve
         "labels": {c.configuration.id: label(c.configuration) for c in (comparison.configurations
                                                                         if comparison else [])},
         "permalink": "/releases?" + urlencode(params), "api_link": "/api/v1/releases/compare?" + urlencode(params),
-        "is_release": torch_versions.is_release}
+        "release": release}
     return request.app.state.web_templates.TemplateResponse(request, "pages/releases.html", context)
 
 
