@@ -7,7 +7,9 @@ charts). Targets (issue 4): p95 < 150 ms per page, home rendered < 1 s. Screensh
 bench/out/pages/ for a human look.
 
 The history comes from the service benchmark's generator (bench/synthetic_history.py) in a throwaway Postgres, or
-from ``--database-url`` when one is already filled.
+from ``--database-url`` when one is already filled. It carries torch versions (releases and nightlies), training
+throughput and a DDP scaling experiment, for the Training page and the Releases view (issue 15; their figures, and
+the latest run of all pages: bench/README.md).
 
 Run from the repository root as a module (``python bench/pages.py`` would put bench/ first on sys.path, where
 bench/bisect.py shadows the standard library's bisect):
