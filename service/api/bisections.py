@@ -10,23 +10,15 @@ The result of a ``confirm`` request (a candidate's A/B re-measurement) decides t
 from __future__ import annotations
 
 import logging
-from typing import Literal
 
 from fastapi import APIRouter, HTTPException, Response, status
 from sqlalchemy.orm import Session
 
+from perfdash.bisection import BisectionIn, BisectionOut, BisectionResult, BisectionStatus
 from service.api.deps import IngestAuth
 from service.db import SessionDep, SettingsDep
 from service.detection.models import BisectionRequest, Finding
-from service.detection.queries import (
-    BisectionError,
-    BisectionIn,
-    BisectionOut,
-    BisectionResult,
-    list_bisections,
-    record_result,
-    request_bisection,
-)
+from service.detection.queries import BisectionError, list_bisections, record_result, request_bisection
 from service.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -55,7 +47,7 @@ def bisections_create(session: SessionDep, body: BisectionIn, response: Response
 
 @router.get("", response_model=list[BisectionOut], summary="List bisection requests")
 def bisections_list(session: SessionDep,
-                    status: Literal["pending", "running", "done"] | None = None) -> list[BisectionOut]:
+                    status: BisectionStatus | None = None) -> list[BisectionOut]:
     return list_bisections(session, status)
 
 

@@ -1,19 +1,26 @@
-"""Findings and bisection requests as API shapes, and the queries the routers and pages use (no FastAPI here)."""
+"""Findings as API shapes, bisection requests (shapes from perfdash.bisection), and the queries the routers and pages
+use (no FastAPI here)."""
 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Any, Literal
+from typing import Any
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
+from perfdash.bisection import (
+    BISECT_METRICS,
+    BisectionFields,
+    BisectionIn,
+    BisectionOut,
+    BisectionPurpose,
+    BisectionResult,
+)
 from service.detection.changepoint import HIGHER_IS_BETTER, MIN_EFFECT
 from service.detection.models import BisectionRequest, Finding
 from service.models import Run
-
-BISECT_METRICS = ("speedup", "abs_latency", "compilation_latency", "compression_ratio", "accuracy")
 
 
 class FindingOut(BaseModel):
@@ -89,121 +96,7 @@ def get_finding(session: Session, finding_id: int) -> FindingOut | None:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Bisection requests (the agreed contract: see the bisect engineer's client)
-
-
-class Culprit(BaseModel):
-    sha: str
-    subject: str = ""
-    author: str = ""
-    date: str = ""
-
-
-class BisectStep(BaseModel):
-    sha: str
-    samples: list[float] = Field(default_factory=list)
-    decision: str
-
-
-class BisectionResult(BaseModel):
-    # "confirmed": the answer of a confirm request (good and bad measured side by side, the regression reproduced)
-    verdict: Literal["culprit_found", "confirmed", "not_reproduced", "inconclusive", "error"]
-    culprit: Culprit | None = None
-    steps: list[BisectStep] = Field(default_factory=list)
-    good_samples: list[float] = Field(default_factory=list)
-    bad_samples: list[float] = Field(default_factory=list)
-    summary: str = ""
-    jenkins_build_url: str | None = None
-    change_pct: float | None = None  # the A/B change of good to bad (% worse), when the tool reports it
-    p_value: float | None = None
-
-
-def _thread_count(value: object) -> object:
-    """Threads as a count, or a name as the bisect pipeline sends it: ``single`` is 1; ``all``/``socket``/
-    ``all-cores``/empty mean all cores (None)."""
-    if isinstance(value, str):
-        name = value.strip().lower()
-        if name in ("", "all", "socket", "all-cores"):
-            return None
-        if name in ("single", "single-thread"):
-            return 1
-        return int(name) if name.isdigit() else value
-    return value
-
-
-class BisectionFields(BaseModel):
-    """A request made without a finding: every field of the configuration explicitly."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    suite: str
-    model: str
-    backend: str
-    variant: str = ""
-    compile_mode: str = "default"
-    dtype: str = "float32"
-    mode: str = "inference"
-    device: str = "cpu"
-    threads: int | None = None
-    batch_size: int | None = None
-    metric: Literal["speedup", "abs_latency", "compilation_latency", "compression_ratio", "accuracy"]
-    direction: Literal["higher", "lower"] | None = None
-    good_commit: str = Field(min_length=4, max_length=64)
-    bad_commit: str = Field(min_length=4, max_length=64)
-    threshold_pct: float | None = Field(None, ge=0)
-
-    _threads = field_validator("threads", mode="before")(_thread_count)
-
-
-class BisectionIn(BaseModel):
-    """``{"finding_id": int}`` or the explicit fields."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    finding_id: int | None = None
-    suite: str | None = None
-    model: str | None = None
-    backend: str | None = None
-    variant: str = ""
-    compile_mode: str = "default"
-    dtype: str = "float32"
-    mode: str = "inference"
-    device: str = "cpu"
-    threads: int | None = None
-    batch_size: int | None = None
-    metric: str | None = None
-    direction: Literal["higher", "lower"] | None = None
-    good_commit: str | None = None
-    bad_commit: str | None = None
-    threshold_pct: float | None = Field(None, ge=0)
-
-    _threads = field_validator("threads", mode="before")(_thread_count)
-
-
-class BisectionOut(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-
-    id: int
-    status: Literal["pending", "running", "done"]
-    purpose: Literal["bisect", "confirm"]
-    finding_id: int | None
-    suite: str
-    model: str
-    backend: str
-    variant: str
-    compile_mode: str
-    dtype: str
-    mode: str
-    device: str
-    threads: int | None
-    batch_size: int | None
-    metric: str
-    direction: Literal["higher", "lower"]
-    good_commit: str
-    bad_commit: str
-    threshold_pct: float
-    created_at: datetime
-    result: BisectionResult | None
+# Bisection requests (the contract's models live in perfdash.bisection; the bisect tool imports the same ones)
 
 
 class BisectionError(ValueError):
@@ -228,7 +121,7 @@ def _threshold(metric: str, purpose: str = "bisect") -> float:
 
 
 def request_bisection(session: Session, body: BisectionIn,
-                      purpose: Literal["bisect", "confirm"] = "bisect") -> tuple[BisectionRequest, bool]:
+                      purpose: BisectionPurpose = "bisect") -> tuple[BisectionRequest, bool]:
     """(request, created). One request per finding and purpose: asking again returns the existing one. Flushes.
 
     ``confirm``: the candidate's A/B re-measurement (service.detection.confirmation), not a search."""
