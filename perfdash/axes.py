@@ -17,6 +17,7 @@ The Jenkinsfile's parameters stay text, named after these axes. Torch-free and s
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -94,6 +95,23 @@ def configuration_identity(config: RunConfig, machine_fingerprint: str) -> dict[
 def configuration_columns(config: RunConfig) -> dict[str, Any]:
     """The stored configuration's columns (service.models.Configuration), machine and key aside."""
     return {axis.column: axis.value(config) for axis in AXES if axis.column is not None}
+
+
+def run_command(values: Mapping[str, Any], model: str | None = None) -> str:
+    """The `perfdash run` command line that measures a configuration (its axis values by name; the variant is
+    derived by the runner, except the quantized series' ``int8_dynamic`` prefix, which is --quantize) again, for one
+    model when given. Quoted for a shell."""
+    args = ["perfdash", "run", *run_flags(values)]
+    if str(values.get("variant") or "").split("_")[:2] == ["int8", "dynamic"]:  # onnxruntime's quantized series
+        args += ["--quantize", "int8-dynamic"]
+    if model is not None:
+        args += ["--only", model]
+    return shlex.join(args)
+
+
+def stored_axes(configuration: Any) -> dict[str, Any]:
+    """The axis values of a stored configuration (anything with the axes' columns as attributes), by axis name."""
+    return {axis.name: getattr(configuration, axis.column) for axis in AXES if axis.column is not None}
 
 
 def run_flags(values: Mapping[str, Any]) -> list[str]:

@@ -13,6 +13,8 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from perfdash.axes import AXIS
+
 # What a bisection (or a confirm request: good and bad measured side by side) concluded. "confirmed" answers a confirm
 # request: the regression reproduced; a bisection that names the first bad commit says "culprit_found".
 BisectionVerdict = Literal["culprit_found", "confirmed", "not_reproduced", "inconclusive", "error"]
@@ -26,6 +28,11 @@ BisectMetric = Literal["speedup", "abs_latency", "compilation_latency", "compres
 BISECT_METRICS: tuple[str, ...] = get_args(BisectMetric)
 # One measurement: the metric's value, or a status word (an accuracy status, "crash", "timeout") when there is none.
 Sample = float | str
+
+# The configuration axes (perfdash.axes) a request carries to the bisect tool: what `perfdash run` needs to measure the
+# model again. The service stores the request as a pointer to its configuration and sends these.
+REQUEST_AXES: tuple[str, ...] = ("suite", "backend", "variant", "compile_mode", "dtype", "mode", "device", "threads")
+assert set(REQUEST_AXES) <= set(AXIS)
 
 # Thread configurations by name, as the Jenkins bisect pipeline sends them: None means all cores (of a socket).
 _ALL_CORES_NAMES = frozenset({"", "all", "socket", "all-cores"})
@@ -131,15 +138,14 @@ class BisectionIn(_ThreadsField):
 
 
 class BisectionOut(BaseModel):
-    """A stored request as the service answers it and the bisect tool reads it: what to measure, where, and which
-    range; ``result`` once the tool has posted it."""
-
-    model_config = ConfigDict(from_attributes=True)
+    """A stored request as the service answers it and the bisect tool reads it: what to measure (the configuration's
+    REQUEST_AXES, the model and batch size), which range, and ``result`` once the tool has posted it."""
 
     id: int
     status: BisectionStatus
     purpose: BisectionPurpose
     finding_id: int | None
+    configuration_id: int
     suite: str
     model: str
     backend: str

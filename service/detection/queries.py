@@ -10,8 +10,10 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
+from perfdash.axes import AXIS
 from perfdash.bisection import (
     BISECT_METRICS,
+    REQUEST_AXES,
     BisectionFields,
     BisectionIn,
     BisectionOut,
@@ -20,7 +22,7 @@ from perfdash.bisection import (
 )
 from service.detection.changepoint import HIGHER_IS_BETTER, MIN_EFFECT
 from service.detection.models import BisectionRequest, Finding
-from service.models import Run
+from service.models import Configuration, Run
 
 
 class FindingOut(BaseModel):
@@ -137,41 +139,66 @@ def request_bisection(session: Session, body: BisectionIn,
             raise BisectionError(f"finding {finding.id} is not about one model's metric: nothing to bisect")
         if not finding.good_commit or not finding.bad_commit:
             raise BisectionError(f"finding {finding.id} has no commit range (runs without a torch git commit)")
-        c = finding.configuration
         row = BisectionRequest(
-            status="pending", purpose=purpose, finding_id=finding.id, suite=c.suite, model=finding.series.name,
-            backend=c.backend,
-            variant=c.variant, compile_mode=c.compile_mode, dtype=c.dtype, mode=c.mode, device=c.device,
-            threads=c.threads, batch_size=finding.series.batch_size, metric=finding.metric,
+            status="pending", purpose=purpose, finding_id=finding.id, configuration_id=finding.configuration_id,
+            model=finding.series.name, batch_size=finding.series.batch_size, metric=finding.metric,
             direction=body.direction or _direction(finding.metric), good_commit=finding.good_commit,
             bad_commit=finding.bad_commit,
             threshold_pct=body.threshold_pct if body.threshold_pct is not None else _threshold(finding.metric,
                                                                                                purpose))
     else:
         fields = BisectionFields.model_validate(body.model_dump(exclude={"finding_id"}))
-        data = fields.model_dump()
+        data = fields.model_dump(exclude=set(REQUEST_AXES))
         data["direction"] = data["direction"] or _direction(fields.metric)
         if data["threshold_pct"] is None:
             data["threshold_pct"] = _threshold(fields.metric)
-        row = BisectionRequest(status="pending", purpose=purpose, **data)
+        row = BisectionRequest(status="pending", purpose=purpose, configuration_id=_configuration_of(session, fields),
+                               **data)
     session.add(row)
     session.flush()
     session.refresh(row)
     return row, True
 
 
+def _configuration_of(session: Session, fields: BisectionFields) -> int:
+    """The stored configuration a request without a finding names (its REQUEST_AXES); of several (one per machine),
+    the one that ran last."""
+    query = sa.select(Configuration.id).join(Run, Run.configuration_id == Configuration.id)
+    for name in REQUEST_AXES:
+        column, value = getattr(Configuration, AXIS[name].column), getattr(fields, name)
+        query = query.where(column.is_(None) if value is None else column == value)
+    found = session.scalar(query.group_by(Configuration.id).order_by(sa.func.max(Run.id).desc()).limit(1))
+    if found is None:
+        described = ", ".join(f"{name}={getattr(fields, name)!r}" for name in REQUEST_AXES)
+        raise BisectionError(f"no stored run has this configuration ({described}): a bisection measures a series "
+                             "the dashboard holds")
+    return found
+
+
+def bisection_out(row: BisectionRequest) -> BisectionOut:
+    """The request as the API answers it: its configuration's axes sent along, so the bisect tool needs nothing
+    else."""
+    axes = {name: getattr(row.configuration, AXIS[name].column) for name in REQUEST_AXES}
+    return BisectionOut(
+        id=row.id, status=row.status, purpose=row.purpose, finding_id=row.finding_id,
+        configuration_id=row.configuration_id, model=row.model, batch_size=row.batch_size, metric=row.metric,
+        direction=row.direction, good_commit=row.good_commit, bad_commit=row.bad_commit,
+        threshold_pct=row.threshold_pct, created_at=row.created_at,
+        result=BisectionResult.model_validate(row.result) if row.result is not None else None, **axes)
+
+
 def list_bisections(session: Session, status: str | None = None, limit: int = 200) -> list[BisectionOut]:
     query = sa.select(BisectionRequest).order_by(BisectionRequest.id).limit(limit)
     if status is not None:
         query = query.where(BisectionRequest.status == status)
-    return [BisectionOut.model_validate(b) for b in session.scalars(query)]
+    return [bisection_out(b) for b in session.scalars(query)]
 
 
 def bisections_for_series(session: Session, series_id: int) -> list[BisectionOut]:
     """For the model page: the bisections of this series' findings, newest first."""
     query = (sa.select(BisectionRequest).join(Finding, Finding.id == BisectionRequest.finding_id)
              .where(Finding.series_id == series_id).order_by(BisectionRequest.id.desc()))
-    return [BisectionOut.model_validate(b) for b in session.scalars(query)]
+    return [bisection_out(b) for b in session.scalars(query)]
 
 
 def record_result(session: Session, bisection_id: int, result: BisectionResult) -> BisectionRequest:

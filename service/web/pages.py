@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
-from perfdash.axes import AXES, run_flags
+from perfdash.axes import run_command, stored_axes
 from service.db import SessionDep
 from service.models import Configuration, Run, Series
 from service.queries.compare import compare_runs
@@ -74,12 +74,7 @@ def repro_command(config: Configuration, name: str) -> str:
     (freezing, threads, malloc), so only flags appear here; --batch-size only when the configuration overrode it
     (an override is a different configuration).
     """
-    axes = {axis.name: getattr(config, axis.column) for axis in AXES if axis.flag and axis.column}
-    args = ["perfdash", "run", *run_flags(axes)]
-    if config.variant.split("_")[:2] == ["int8", "dynamic"]:  # onnxruntime's quantized series (runner.backends)
-        args += ["--quantize", "int8-dynamic"]
-    args += ["--only", name]
-    return shlex.join(args)
+    return run_command(stored_axes(config), name)
 
 
 # --------------------------------------------------------------------------------------------------------------------
