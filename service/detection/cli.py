@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     report = subparsers.add_parser(
         "report", help="the nightly report (markdown, PyTorch dashboard-comment layout); --post to GitHub",
-        description="Renders the report of the night and configuration group of --run (default: the latest run). "
+        description="Renders the report of the night and configuration scope of --run (default: the latest run). "
                     "--post comments it on PERFDASH_REPORT_ISSUE in GITHUB_REPOSITORY (edited in place if it was "
                     "posted before and changed), files one issue per confirmed regression, and first retries "
                     "whatever earlier runs could not post.")
@@ -120,7 +120,7 @@ def _post(session: Session, settings: Settings, context: ReportContext, body: st
             session.commit()
             if row.status != "posted":
                 failed.append(row)
-        report = publish(session, client, kind="report", key=f"{context.night.isoformat()}:{context.group_key}",
+        report = publish(session, client, kind="report", key=f"{context.night.isoformat()}:{context.scope_key}",
                          body=body, issue_number=settings.report_issue)
         session.commit()
         failed += [report] if report.status != "posted" else []

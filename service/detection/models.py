@@ -101,7 +101,7 @@ class GithubPost(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     kind: Mapped[str] = mapped_column(sa.String(16))  # report | issue | culprit
-    key: Mapped[str] = mapped_column(sa.String(200))  # report:<night>:<group> | finding:<id> | bisection:<id>
+    key: Mapped[str] = mapped_column(sa.String(200))  # report:<night>:<scope key> | finding:<id> | bisection:<id>
     repository: Mapped[str] = mapped_column(sa.String(200))
     issue_number: Mapped[int | None]  # where the comment went, or the issue created
     comment_id: Mapped[int | None] = mapped_column(sa.BigInteger)

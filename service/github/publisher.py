@@ -1,6 +1,6 @@
 """Posting to GitHub through the ledger (table github_posts): each thing is posted once, failures are kept for later.
 
-Every post has a ledger row keyed by (kind, key, repository) — ``report`` (one comment per night and group, edited in
+Every post has a ledger row keyed by (kind, key, repository) — ``report`` (one comment per night and scope, edited in
 place when the report changes), ``issue`` (one per regression change point), ``culprit`` (one comment per bisection
 result). A row is ``pending`` until GitHub accepted it, ``failed`` after an attempt that did not get through (the
 error kept, the token never in it), ``posted`` after. `perfdash report --post` retries pending and failed rows first.
