@@ -581,11 +581,6 @@ def store_runs(session: Session, bundles: Sequence[RunBundle]) -> list[IngestedR
     return [out[i] for i in range(len(keyed))]
 
 
-def store_run(session: Session, bundle: RunBundle) -> IngestedRun:
-    """Add one run (see :func:`store_runs`)."""
-    return store_runs(session, [bundle])[0]
-
-
 # Runs whose hooks are retried by one ingest: enough for the runs of a night that met a database outage.
 PENDING_HOOKS_BATCH = 50
 

@@ -90,10 +90,6 @@ class Finding(Base):
     def acknowledged(self) -> bool:
         return self.acknowledged_at is not None
 
-    @property
-    def is_candidate(self) -> bool:
-        return self.confirmation == "pending"
-
 
 class GithubPost(Base):
     __tablename__ = "github_posts"

@@ -194,13 +194,6 @@ def list_bisections(session: Session, status: str | None = None, limit: int = 20
     return [bisection_out(b) for b in session.scalars(query)]
 
 
-def bisections_for_series(session: Session, series_id: int) -> list[BisectionOut]:
-    """For the model page: the bisections of this series' findings, newest first."""
-    query = (sa.select(BisectionRequest).join(Finding, Finding.id == BisectionRequest.finding_id)
-             .where(Finding.series_id == series_id).order_by(BisectionRequest.id.desc()))
-    return [bisection_out(b) for b in session.scalars(query)]
-
-
 def record_result(session: Session, bisection_id: int, result: BisectionResult) -> BisectionRequest:
     row = session.get(BisectionRequest, bisection_id)
     if row is None:

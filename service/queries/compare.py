@@ -23,7 +23,7 @@ from service.queries.schemas import ResultOut, RunOut
 
 ModelChange = Literal["new_failure", "fixed", "still_failing", "added", "removed", "regression", "improvement",
                   "within_noise", "unchanged"]
-DEFAULT_THRESHOLD = 0.05  # DESIGN.md: speedup and memory effects under 5 % are noise
+DEFAULT_THRESHOLD = 0.05  # speedup and memory effects under 5 % are noise (the detection minimum effect)
 
 
 class ModelDelta(BaseModel):
