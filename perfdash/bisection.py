@@ -85,56 +85,49 @@ class BisectionResult(BaseModel):
     p_value: float | None = None
 
 
-class _ThreadsField(BaseModel):
-    @field_validator("threads", mode="before", check_fields=False)
+class _RequestFields(BaseModel):
+    """What both request bodies share: the configuration axes with perfdash.axes' defaults (suite and backend are
+    declared by each body), the batch size, and how to judge the metric."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    variant: str = AXIS["variant"].default
+    compile_mode: str = AXIS["compile_mode"].default
+    dtype: str = AXIS["dtype"].default
+    mode: str = AXIS["mode"].default
+    device: str = AXIS["device"].default
+    threads: int | None = AXIS["threads"].default
+    batch_size: int | None = None
+    direction: Direction | None = None
+    threshold_pct: float | None = Field(None, ge=0)
+
+    @field_validator("threads", mode="before")
     @classmethod
     def _threads(cls, value: object) -> int | None:
         return parse_threads(value)
 
 
-class BisectionFields(_ThreadsField):
+class BisectionFields(_RequestFields):
     """A request made without a finding: every field of the configuration explicitly."""
-
-    model_config = ConfigDict(extra="forbid")
 
     suite: str
     model: str
     backend: str
-    variant: str = ""
-    compile_mode: str = "default"
-    dtype: str = "float32"
-    mode: str = "inference"
-    device: str = "cpu"
-    threads: int | None = None
-    batch_size: int | None = None
     metric: BisectMetric
-    direction: Direction | None = None
     good_commit: str = Field(min_length=4, max_length=64)
     bad_commit: str = Field(min_length=4, max_length=64)
-    threshold_pct: float | None = Field(None, ge=0)
 
 
-class BisectionIn(_ThreadsField):
+class BisectionIn(_RequestFields):
     """The body of ``POST /api/v1/bisections``: ``{"finding_id": int}`` or the explicit fields (BisectionFields)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     finding_id: int | None = None
     suite: str | None = None
     model: str | None = None
     backend: str | None = None
-    variant: str = ""
-    compile_mode: str = "default"
-    dtype: str = "float32"
-    mode: str = "inference"
-    device: str = "cpu"
-    threads: int | None = None
-    batch_size: int | None = None
     metric: str | None = None
-    direction: Direction | None = None
     good_commit: str | None = None
     bad_commit: str | None = None
-    threshold_pct: float | None = Field(None, ge=0)
 
 
 class BisectionOut(BaseModel):
