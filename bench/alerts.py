@@ -120,7 +120,7 @@ class Alert:
 
 
 @dataclass
-class Outcome:
+class AlertTally:
     alerts: list[Alert] = field(default_factory=list)
     issues: list[Alert] = field(default_factory=list)
     environment_findings: list[int] = field(default_factory=list)  # nights
@@ -154,9 +154,9 @@ def confirm_candidate(rng: np.random.Generator, good_level: float, bad_level: fl
     return bool(bisector.confirm("good", "bad").reproduced)
 
 
-def perfdash(config: Configuration, rng: np.random.Generator, margin: int = CONFIRM_MARGIN) -> Outcome:
+def perfdash(config: Configuration, rng: np.random.Generator, margin: int = CONFIRM_MARGIN) -> AlertTally:
     started = time.perf_counter()
-    out = Outcome()
+    out = AlertTally()
     detection = DetectionConfig(min_effect=0.05)
     out.environment_findings = environment_resets(config, ShiftConfig())
     resets = set(out.environment_findings)
@@ -187,10 +187,10 @@ def perfdash(config: Configuration, rng: np.random.Generator, margin: int = CONF
     return out
 
 
-def baseline(config: Configuration, rule: Callable[[np.ndarray], float | None]) -> Outcome:
+def baseline(config: Configuration, rule: Callable[[np.ndarray], float | None]) -> AlertTally:
     """A baseline that alerts on tonight alone; every regression-direction alert is an issue (no confirmation)."""
     started = time.perf_counter()
-    out = Outcome()
+    out = AlertTally()
     series, nights = config.values.shape
     for s in range(series):
         for night in range(WARMUP, nights):
@@ -231,7 +231,7 @@ class Figures:
     false_candidates_per_month: float  # what perfdash would file without the A/B
 
 
-def figures(configs: Sequence[Configuration], outcomes: Sequence[Outcome]) -> Figures:
+def figures(configs: Sequence[Configuration], outcomes: Sequence[AlertTally]) -> Figures:
     steps = {0.05: 0, 0.10: 0}
     found: dict[float, list[int]] = {0.05: [], 0.10: []}
     issued: dict[float, list[int]] = {0.05: [], 0.10: []}
@@ -297,7 +297,8 @@ def run(series: int, nights: int, configurations: int, seed: int, noise_models: 
             continue
         rng = np.random.default_rng([seed, number])
         configs = [make_configuration(rng, series, nights, noise_model) for _ in range(configurations)]
-        rows: dict[str, list[Outcome]] = {"perfdash": [], "fixed 10% vs prev. night": [], "z>=5, 100-pt lookback": []}
+        rows: dict[str, list[AlertTally]] = {
+            "perfdash": [], "fixed 10% vs prev. night": [], "z>=5, 100-pt lookback": []}
         for config in configs:
             rows["perfdash"].append(perfdash(config, rng, margin))
             rows["fixed 10% vs prev. night"].append(baseline(config, fixed_rule))

@@ -90,11 +90,13 @@ import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
 from perfbisect.procedure import Bisector  # noqa: E402
-from perfbisect.search import Outcome, search  # noqa: E402
+from perfbisect.search import search  # noqa: E402
 from perfbisect.state import BisectState  # noqa: E402
 from perfbisect.stats import Policy  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
+
+from perfdash.bisection import StepDecision  # noqa: E402
 
 BROKEN_SHARE = 0.10
 OUTLIER_SHARE = 0.01
@@ -172,7 +174,7 @@ def run_fixed_rule(history: History, rng: random.Random, threshold: float = 0.10
     reference = oracle.measure("good", 0)
     measurements = 1
 
-    def probe(sha: str) -> Outcome:
+    def probe(sha: str) -> StepDecision:
         nonlocal measurements
         if oracle.build(sha) is not None:
             return "skip"

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.faults [--nights 12] [--models 30] [--schemathesis-s 60]
 
-Starts a throwaway Postgres (perfdash.pgcluster) and `perfdash serve` in its own process, writes synthetic nights of
+Starts a throwaway Postgres (tests/pgcluster.py) and `perfdash serve` in its own process, writes synthetic nights of
 PyTorch-format CSVs, and replays:
 
 1. service down, then up: `perfdash ingest --url` while nothing listens (spooled, exit 3), then with the service up
@@ -102,7 +102,7 @@ def write_night(root: Path, index: int, models: int, rng: random.Random, timesta
 
 
 class Postgres:
-    """The server perfdash.pgcluster started, found through its data directory, so a drill can kill it."""
+    """The server tests/pgcluster.py started, found through its data directory, so a drill can kill it."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -348,8 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schemathesis-s", type=int, default=60, help="schemathesis time budget, seconds")
     args = parser.parse_args(argv)
 
-    from perfdash.pgcluster import temporary_postgres
     from service.migrate import upgrade
+    from tests.pgcluster import temporary_postgres
 
     rng = random.Random(13)
     work = Path(tempfile.mkdtemp(prefix="perfdash-faults-"))

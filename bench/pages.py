@@ -278,7 +278,7 @@ def _database(args: argparse.Namespace) -> Iterator[str]:
     if args.database_url:
         yield args.database_url
         return
-    from perfdash.pgcluster import temporary_postgres
+    from tests.pgcluster import temporary_postgres
 
     with temporary_postgres() as url:
         fill_history(url, args.years, args.seed)  # migrates, fills, VACUUM ANALYZE

@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with-hooks", action="store_true", help="serve the default app with its post-ingest hooks")
     args = parser.parse_args(argv)
 
-    from perfdash.pgcluster import temporary_postgres
+    from tests.pgcluster import temporary_postgres
 
     if args.database_url:
         _run(args.database_url, args)

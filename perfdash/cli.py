@@ -3,6 +3,13 @@
 Each module in COMMAND_MODULES exposes ``register(subparsers)`` and sets ``handler`` on its parsers. Registration
 must stay cheap: handlers import torch, SQLAlchemy or FastAPI themselves, so ``perfdash --help`` and the service
 never import torch.
+
+Settings are read here, once: a subcommand that needs the service's settings says so with
+``set_defaults(reads_settings=True)`` (or a predicate of its arguments, e.g. ``ingest`` only without ``--url``) and
+finds them in ``args.settings``. A caller that already holds settings (``perfdash nightly`` running its steps) hands
+them to ``main`` instead of steering the steps through the environment. This module names the other parts only as
+strings (COMMAND_MODULES, SETTINGS_CLASS): the contract package imports none of them, and the runner-only install,
+which has no service, never loads the settings class.
 """
 
 from __future__ import annotations
@@ -11,11 +18,12 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 COMMAND_MODULES: tuple[str, ...] = (
     "service.cli",
     "service.detection.cli",
-    "perfdash.nightly",
+    "service.nightly",
     "runner.cli",
     "perfbisect.cli",
 )
@@ -32,9 +40,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+SETTINGS_CLASS = ("service.settings", "Settings")
+
+
+def _reads_settings(args: argparse.Namespace) -> bool:
+    wants = getattr(args, "reads_settings", False)
+    return bool(wants(args) if callable(wants) else wants)
+
+
+def read_settings() -> Any:
+    """The service's settings from the environment (pydantic-settings): the one place they are read."""
+    module, name = SETTINGS_CLASS
+    return getattr(importlib.import_module(module), name)()
+
+
+def main(argv: Sequence[str] | None = None, *, settings: Any = None) -> int:
+    """Parse ``argv`` and run the subcommand. ``settings``: the service's Settings when the caller already holds them
+    (default: read from the environment, if the subcommand needs them)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if _reads_settings(args):
+        args.settings = settings if settings is not None else read_settings()
     return int(args.handler(args) or 0)
 
 

@@ -65,13 +65,6 @@ def speedup_interval(eager_ms: Sequence[float], compiled_ms: Sequence[float], *,
     return Interval(low, high)
 
 
-def interval_of(samples: dict | None) -> Interval | None:
-    """From a stored result's ``{"eager_ms": [...], "compiled_ms": [...]}``."""
-    if not samples:
-        return None
-    return speedup_interval(samples.get("eager_ms") or (), samples.get("compiled_ms") or ())
-
-
 def within_noise(before: Interval | None, after: Interval | None) -> bool:
     """A change whose two intervals overlap is within the noise of the measurement; without both intervals the
     question cannot be answered (False: the caller falls back to its threshold)."""

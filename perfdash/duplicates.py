@@ -11,7 +11,7 @@ repeated model with the lines it dropped (what they said included), so a ``pass 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -42,10 +42,6 @@ def find_repeats(file: str, rows: Iterable[tuple[int, str, str]], unit: str = "l
     return [RepeatedModel(file=file, name=name, lines=tuple(line for line, _ in hits),
                           dropped=tuple(what for _, what in hits[:-1]), kept=hits[-1][1], unit=unit)
             for name, hits in seen.items() if len(hits) > 1]
-
-
-def messages(repeats: Sequence[RepeatedModel]) -> list[str]:
-    return [r.message for r in repeats]
 
 
 def csv_repeats(data: bytes, file: str, kind: str) -> list[RepeatedModel]:

@@ -85,7 +85,7 @@ def _times(value: float | None) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class GatedResult:
     """The values of one model that the summary needs, after accuracy gating."""
 
     name: str
@@ -101,7 +101,7 @@ class Outcome:
         return self.accuracy_passed if self.accuracy_passed is not None else self.speedup > 0
 
     @classmethod
-    def from_result(cls, result: ModelResult) -> Outcome:
+    def from_result(cls, result: ModelResult) -> GatedResult:
         perf = result.performance
         return cls(
             name=result.name,
@@ -116,7 +116,7 @@ def _mean(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
-def summarize(outcomes: Sequence[Outcome]) -> SuiteSummary:
+def summarize(outcomes: Sequence[GatedResult]) -> SuiteSummary:
     """As runner.py's passrate/geomean/comp_time/memory: speedup means over gated speedups > 0; compile time and
     memory over the accuracy-passing models whose value is > 0 (runner.py's ``get_passing_entries`` on the gated
     compilation_latency / compression_ratio columns)."""
@@ -145,7 +145,7 @@ def counted_results(results: Sequence[ModelResult]) -> list[ModelResult]:
 
 
 def summarize_results(results: Sequence[ModelResult]) -> SuiteSummary:
-    return summarize([Outcome.from_result(r) for r in counted_results(results)])
+    return summarize([GatedResult.from_result(r) for r in counted_results(results)])
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from pathlib import Path
 from perfdash import spool
 from perfdash.contract import ContractError
 from perfdash.resultfiles import collect, named_by_flags
-from perfdash.upload import Answer, Upload, Verdict, post_upload
+from perfdash.upload import Answer, Upload, UploadVerdict, post_upload
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
@@ -115,7 +115,7 @@ class _Poster:
     def post(self, upload: Upload, server_errors: int = 0) -> Answer:
         answer = post_upload(self.url, self.token, upload, attempts=1 if self.service_down else self.attempts,
                              server_errors=server_errors, max_server_errors=self.max_server_errors)
-        if answer.verdict is Verdict.UNAVAILABLE:
+        if answer.verdict is UploadVerdict.UNAVAILABLE:
             self.service_down = True
         return answer
 
@@ -132,14 +132,14 @@ class _Poster:
                     self._reject(entry, f"unreadable spool entry: {exc}", None)
                     continue
                 answer = self.post(spooled.upload, spooled.server_errors)
-                if answer.verdict is Verdict.STORED:
+                if answer.verdict is UploadVerdict.STORED:
                     _report(answer.body or {}, f"spooled {entry.name}")
                     try:
                         shutil.rmtree(entry)
                     except OSError as exc:
                         print(f"warning: posted {entry} but cannot remove it ({exc.strerror or exc}); the next "
                               "ingest posts it again and the service answers 'already stored'", file=sys.stderr)
-                elif answer.verdict is Verdict.REFUSED:
+                elif answer.verdict is UploadVerdict.REFUSED:
                     self._reject(entry, answer.detail, answer.status)
                 else:
                     self._keep(entry, answer)
@@ -158,7 +158,7 @@ class _Poster:
             spool.record_failure(entry, answer.server_errors, answer.detail)
         except OSError:
             pass  # the count only hastens a refusal; the entry itself is intact
-        if answer.verdict is Verdict.UNAUTHORIZED:
+        if answer.verdict is UploadVerdict.UNAUTHORIZED:
             print(f"error: spooled upload {entry.name}: the token is refused ({answer.detail}); it stays spooled",
                   file=sys.stderr)
             self.tally.refused.append(entry.name)
@@ -169,10 +169,10 @@ class _Poster:
 
     def post_directory(self, directory: Path, upload: Upload) -> None:
         answer = self.post(upload)
-        if answer.verdict is Verdict.STORED:
+        if answer.verdict is UploadVerdict.STORED:
             _report(answer.body or {}, str(directory))
             return
-        if answer.verdict is Verdict.REFUSED:
+        if answer.verdict is UploadVerdict.REFUSED:
             print(f"error: REJECTED {directory}: the service refused it ({answer.detail}); not retried, the files "
                   f"stay in {directory}", file=sys.stderr)
             self.tally.refused.append(str(directory))
@@ -185,7 +185,7 @@ class _Poster:
                   "later, or set PERFDASH_SPOOL_DIR to a writable directory", file=sys.stderr)
             self.tally.not_kept.append(str(directory))
             return
-        if answer.verdict is Verdict.UNAUTHORIZED:
+        if answer.verdict is UploadVerdict.UNAUTHORIZED:
             print(f"error: {directory}: the token is refused ({answer.detail}); spooled to {where}, posted by the "
                   "next ingest with a valid token", file=sys.stderr)
             self.tally.refused.append(str(directory))

@@ -20,7 +20,7 @@ UNAVAILABLE_STATUSES = frozenset({408, 429, 502, 503, 504})
 UNAUTHORIZED_STATUSES = frozenset({401, 403})
 
 
-class Verdict(enum.StrEnum):
+class UploadVerdict(enum.StrEnum):
     STORED = "stored"
     UNAVAILABLE = "unavailable"  # connection error, timeout, 408/429/502/503/504
     SERVER_ERROR = "server error"  # another 5xx: maybe this body, maybe a passing fault; counted per body
@@ -41,7 +41,7 @@ class Answer:
     """What posting an upload came to. ``server_errors`` counts the non-gateway 5xx answers this body has had in
     all (earlier attempts included), which is what turns a repeated 500 into a refusal."""
 
-    verdict: Verdict
+    verdict: UploadVerdict
     detail: str
     status: int | None = None
     body: dict | None = None
@@ -50,7 +50,7 @@ class Answer:
 
     @property
     def retryable(self) -> bool:
-        return self.verdict in (Verdict.UNAVAILABLE, Verdict.SERVER_ERROR)
+        return self.verdict in (UploadVerdict.UNAVAILABLE, UploadVerdict.SERVER_ERROR)
 
 
 def _detail(response: httpx.Response) -> str:
@@ -78,23 +78,23 @@ def _post_once(url: str, token: str, upload: Upload, timeout_s: float, server_er
         response = httpx.post(url.rstrip("/") + "/api/v1/runs", files=files, data=dict(upload.form),
                               headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s)
     except httpx.TransportError as exc:
-        return Answer(Verdict.UNAVAILABLE, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+        return Answer(UploadVerdict.UNAVAILABLE, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
                       server_errors=server_errors)
     status = response.status_code
     if status < 300:
-        return Answer(Verdict.STORED, f"HTTP {status}", status, response.json(), server_errors)
+        return Answer(UploadVerdict.STORED, f"HTTP {status}", status, response.json(), server_errors)
     if status in UNAVAILABLE_STATUSES:
-        return Answer(Verdict.UNAVAILABLE, _detail(response), status, server_errors=server_errors,
+        return Answer(UploadVerdict.UNAVAILABLE, _detail(response), status, server_errors=server_errors,
                       retry_after_s=_retry_after(response))
     if status in UNAUTHORIZED_STATUSES:
-        return Answer(Verdict.UNAUTHORIZED, _detail(response), status, server_errors=server_errors)
+        return Answer(UploadVerdict.UNAUTHORIZED, _detail(response), status, server_errors=server_errors)
     if status >= 500:
         count = server_errors + 1
         if count > max_server_errors:
-            return Answer(Verdict.REFUSED, f"{_detail(response)} ({count} server errors for this upload)", status,
+            return Answer(UploadVerdict.REFUSED, f"{_detail(response)} ({count} server errors for this upload)", status,
                           server_errors=count)
-        return Answer(Verdict.SERVER_ERROR, _detail(response), status, server_errors=count)
-    return Answer(Verdict.REFUSED, _detail(response), status, server_errors=server_errors)
+        return Answer(UploadVerdict.SERVER_ERROR, _detail(response), status, server_errors=count)
+    return Answer(UploadVerdict.REFUSED, _detail(response), status, server_errors=server_errors)
 
 
 def post_upload(url: str, token: str, upload: Upload, *, attempts: int = 4, server_errors: int = 0,

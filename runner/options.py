@@ -7,7 +7,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfdash.contract import BACKENDS, COMPILE_MODES, DEVICES, DTYPES, MODES, RunConfig
+from perfdash.axes import CHECKED_FLAGS
+from perfdash.contract import BACKENDS, RunConfig
 from runner.backends import RUNNABLE_BACKENDS, BackendUnavailable, check
 from runner.suites import ModelSpec, Suite, SuiteError, get_suite
 from runner.suites.base import DEFAULT_MODEL_LIST
@@ -114,10 +115,9 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
     except SuiteError as exc:
         raise OptionsError(str(exc)) from None
     _choice("backend", options.backend, RUNNABLE_BACKENDS)
-    _choice("compile-mode", options.compile_mode, COMPILE_MODES)
-    _choice("device", options.device, DEVICES)
-    _choice("dtype", options.dtype, DTYPES)
-    _choice("mode", options.mode, MODES)
+    for axis in CHECKED_FLAGS:  # the contract's vocabulary of each configuration axis the runner takes as a flag
+        if axis.name not in ("suite", "backend"):  # the suite and backend: what this runner can run (above)
+            _choice(axis.flag.removeprefix("--"), getattr(options, axis.name), axis.vocabulary)
     _choice("allocator", options.allocator, ALLOCATORS)
     for name, value, minimum in (("repeat", options.repeat, 1), ("threads", options.threads, 1),
                                  ("batch-size", options.batch_size, 1), ("total-partitions",

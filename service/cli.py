@@ -12,12 +12,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     upgrade = db_sub.add_parser("upgrade", help="migrate DATABASE_URL to a revision (default: head)")
     upgrade.add_argument("revision", nargs="?", default="head")
-    upgrade.set_defaults(handler=_db_upgrade)
+    upgrade.set_defaults(handler=_db_upgrade, reads_settings=True)
     downgrade = db_sub.add_parser("downgrade", help="migrate DATABASE_URL down to a revision (e.g. base)")
     downgrade.add_argument("revision")
-    downgrade.set_defaults(handler=_db_downgrade)
+    downgrade.set_defaults(handler=_db_downgrade, reads_settings=True)
     current = db_sub.add_parser("current", help="print the revision(s) DATABASE_URL is at")
-    current.set_defaults(handler=_db_current)
+    current.set_defaults(handler=_db_current, reads_settings=True)
 
     ingest = subparsers.add_parser(
         "ingest", help="store result CSVs (PyTorch's or perfdash's) in DATABASE_URL, or post them to a service",
@@ -50,7 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     naming.add_argument("--dtype", help="float32, bfloat16, float16 or amp")
     naming.add_argument("--mode", help="inference or training")
     naming.add_argument("--device", help="cpu or cuda (default: cpu)")
-    ingest.set_defaults(handler=_ingest)
+    # with --url only the upload client runs (the runner images have no service settings to read)
+    ingest.set_defaults(handler=_ingest, reads_settings=lambda args: not args.url)
 
     export = subparsers.add_parser(
         "export", help="write stored runs as PyTorch's benchmark-database JSON records (ingest reads them back)")
@@ -59,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--night", type=lambda s: datetime.fromisoformat(s).date(), help="YYYY-MM-DD, every run")
     export.add_argument("--output-dir", default=".", help="where to write {stem}_performance.json and "
                         "{stem}_accuracy.json (one run-ID folder per run when there are several)")
-    export.set_defaults(handler=_export)
+    export.set_defaults(handler=_export, reads_settings=True)
 
     summary = subparsers.add_parser("summary", help="print a night's summary (PyTorch executive-summary tables)")
     summary.add_argument("--run", type=int, help="one run (default: the latest night)")
@@ -67,37 +68,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for axis in ("suite", "backend", "dtype", "mode", "device"):
         summary.add_argument(f"--{axis}")
     summary.add_argument("--format", choices=("table", "markdown", "json"), default="table")
-    summary.set_defaults(handler=_summary)
+    summary.set_defaults(handler=_summary, reads_settings=True)
 
     serve = subparsers.add_parser("serve", help="run the service (uvicorn)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1)
     serve.add_argument("--no-upgrade", action="store_true", help="do not migrate DATABASE_URL to head first")
-    serve.set_defaults(handler=_serve)
+    serve.set_defaults(handler=_serve, reads_settings=True)
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
     from service.migrate import upgrade
-    from service.settings import Settings
 
-    upgrade(Settings().database_url, args.revision)
+    upgrade(args.settings.database_url, args.revision)
     return 0
 
 
 def _db_downgrade(args: argparse.Namespace) -> int:
     from service.migrate import downgrade
-    from service.settings import Settings
 
-    downgrade(Settings().database_url, args.revision)
+    downgrade(args.settings.database_url, args.revision)
     return 0
 
 
-def _db_current(_args: argparse.Namespace) -> int:
+def _db_current(args: argparse.Namespace) -> int:
     from service.migrate import current_heads
-    from service.settings import Settings
 
-    print(" ".join(sorted(current_heads(Settings().database_url))) or "(empty: run `perfdash db upgrade`)")
+    print(" ".join(sorted(current_heads(args.settings.database_url))) or "(empty: run `perfdash db upgrade`)")
     return 0
 
 
@@ -108,29 +106,32 @@ def _ingest(args: argparse.Namespace) -> int:
         return post_results(args)
     from service.ingest_cli import run_ingest
 
-    return run_ingest(args)
+    return run_ingest(args, args.settings)
 
 
 def _export(args: argparse.Namespace) -> int:
     from service.export_cli import run_export
 
-    return run_export(args)
+    return run_export(args, args.settings)
 
 
 def _summary(args: argparse.Namespace) -> int:
     from service.summary_cli import run_summary
 
-    return run_summary(args)
+    return run_summary(args, args.settings)
 
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from service.app import create_app
     from service.migrate import upgrade
-    from service.settings import Settings
 
-    settings = Settings()
+    settings = args.settings
     if not args.no_upgrade:
         upgrade(settings.database_url)
-    uvicorn.run("service.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
+    if args.workers == 1:  # one process: the app gets the settings main() read
+        uvicorn.run(create_app(settings), host=args.host, port=args.port)
+    else:  # worker processes import the factory by name; each reads the same environment at its startup
+        uvicorn.run("service.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
     return 0

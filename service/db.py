@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import sqlalchemy as sa
@@ -47,6 +48,18 @@ def _refuse_nul_bytes(_conn, _cursor, _statement, parameters, _context, _execute
 
 def make_session_factory(engine: sa.Engine) -> sessionmaker[Session]:
     return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+@contextmanager
+def session_scope(settings: Settings) -> Iterator[Session]:
+    """One engine and one session for a command's whole run (a CLI handler's unit of work), the engine disposed
+    after. The caller commits; anything uncommitted is rolled back on close."""
+    engine = make_engine(settings.database_url, echo=settings.sql_echo)
+    try:
+        with make_session_factory(engine)() as session:
+            yield session
+    finally:
+        engine.dispose()
 
 
 def get_settings(request: Request) -> Settings:

@@ -7,9 +7,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfdash.contract import GraphStats, ModelResult, PerformanceRow, RunKey
 from perfdash.pytorch_json import export_records
+
+if TYPE_CHECKING:
+    from service.settings import Settings
 
 
 def _model_result(r, device: str) -> ModelResult:  # r: service.queries.schemas.ResultOut
@@ -23,40 +27,35 @@ def _model_result(r, device: str) -> ModelResult:  # r: service.queries.schemas.
     return ModelResult(name=r.name, batch_size=r.batch_size, accuracy=r.accuracy, performance=performance)
 
 
-def run_export(args: argparse.Namespace) -> int:
-    from service.db import make_engine, make_session_factory
+def run_export(args: argparse.Namespace, settings: Settings) -> int:
+    from service.db import session_scope
     from service.queries.runs import get_run
     from service.queries.summary import night_summary
-    from service.settings import Settings
 
-    engine = make_engine(Settings().database_url)
-    try:
-        with make_session_factory(engine)() as session:
-            run_ids = args.run or [row.run.id for row in night_summary(session, night=args.night).rows]
-            if not run_ids:
-                print("error: no stored run to export", file=sys.stderr)
+    with session_scope(settings) as session:
+        run_ids = args.run or [row.run.id for row in night_summary(session, night=args.night).rows]
+        if not run_ids:
+            print("error: no stored run to export", file=sys.stderr)
+            return 1
+        out = Path(args.output_dir)
+        for run_id in run_ids:
+            run = get_run(session, run_id)
+            if run is None:
+                print(f"error: no run {run_id}", file=sys.stderr)
                 return 1
-            out = Path(args.output_dir)
-            for run_id in run_ids:
-                run = get_run(session, run_id)
-                if run is None:
-                    print(f"error: no run {run_id}", file=sys.stderr)
-                    return 1
-                c = run.configuration
-                key = RunKey(backend=c.backend, variant=c.variant, suite=c.suite, dtype=c.dtype, mode=c.mode,
-                             device=c.device)
-                extra = {"perfdash_run_id": run.id, "torch_git_commit": run.torch_git_commit,
-                         "torch_version": run.torch_version, "machine": c.machine.fingerprint,
-                         "compile_mode": c.compile_mode, "threads": c.threads,
-                         "started_at": run.started_at.isoformat() if run.started_at else None}
-                lines = export_records(key, [_model_result(r, c.device) for r in run.results], extra)
-                folder = out if len(run_ids) == 1 else out / f"run-{run_id}"
-                folder.mkdir(parents=True, exist_ok=True)
-                for kind, records in lines.items():
-                    if records:
-                        path = folder / f"{key.stem}_{kind}.json"
-                        path.write_text("\n".join(records) + "\n", encoding="utf-8")
-                        print(f"run {run_id}: {path} ({len(records)} records)")
-    finally:
-        engine.dispose()
+            c = run.configuration
+            key = RunKey(backend=c.backend, variant=c.variant, suite=c.suite, dtype=c.dtype, mode=c.mode,
+                         device=c.device)
+            extra = {"perfdash_run_id": run.id, "torch_git_commit": run.torch_git_commit,
+                     "torch_version": run.torch_version, "machine": c.machine.fingerprint,
+                     "compile_mode": c.compile_mode, "threads": c.threads,
+                     "started_at": run.started_at.isoformat() if run.started_at else None}
+            lines = export_records(key, [_model_result(r, c.device) for r in run.results], extra)
+            folder = out if len(run_ids) == 1 else out / f"run-{run_id}"
+            folder.mkdir(parents=True, exist_ok=True)
+            for kind, records in lines.items():
+                if records:
+                    path = folder / f"{key.stem}_{kind}.json"
+                    path.write_text("\n".join(records) + "\n", encoding="utf-8")
+                    print(f"run {run_id}: {path} ({len(records)} records)")
     return 0

@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy.orm import Session
 
+from perfdash.axes import configuration_columns, configuration_identity
 from perfdash.confidence import speedup_interval
 from perfdash.contract import (
     INT32_MAX,
@@ -393,16 +394,9 @@ def _digest(value: object) -> str:
 
 
 def configuration_key(config: RunConfig, fingerprint: str) -> str:
-    """Hash of everything that makes two runs of a suite comparable (the series axes minus model and batch size)."""
-    return _digest({
-        "suite": config.suite, "backend": config.backend, "variant": config.variant,
-        "compile_mode": config.compile_mode, "dtype": config.dtype, "mode": config.mode, "device": config.device,
-        "thread_config": config.thread_config, "batch_size": config.batch_size,
-        "dynamic_shapes": config.dynamic_shapes, "env": dict(sorted(config.env.items())), "machine": fingerprint,
-        # axes added later enter the key only when set, so configurations stored before them keep their keys
-        **({"world_size": config.world_size} if config.world_size != 1 else {}),
-        **({"distributed_backend": config.distributed_backend} if config.distributed_backend else {}),
-    })
+    """Hash of everything that makes two runs of a suite comparable (the series axes minus model and batch size):
+    the key axes of perfdash.axes and the machine."""
+    return _digest(configuration_identity(config, fingerprint))
 
 
 def night_of(manifest: Manifest) -> date:
@@ -453,12 +447,8 @@ def _configurations(session: Session, manifests: Iterable[Manifest], machine_ids
         wanted[configuration_key(manifest.config, fingerprint)] = (manifest.config, machine_ids[fingerprint])
     ids = {k: i for k, i in session.execute(sa.select(Configuration.key, Configuration.id)
                                             .where(Configuration.key.in_(wanted)))}
-    missing = [Configuration(
-        key=key, machine_id=machine_id, suite=c.suite, backend=c.backend, variant=c.variant,
-        compile_mode=c.compile_mode, dtype=c.dtype, mode=c.mode, device=c.device, threads=c.threads,
-        thread_config=c.thread_config, batch_size_override=c.batch_size, dynamic_shapes=c.dynamic_shapes,
-        env=dict(c.env), world_size=c.world_size, distributed_backend=c.distributed_backend)
-        for key, (c, machine_id) in wanted.items() if key not in ids]
+    missing = [Configuration(key=key, machine_id=machine_id, **configuration_columns(c))
+               for key, (c, machine_id) in wanted.items() if key not in ids]
     if missing:
         session.add_all(missing)
         session.flush()
@@ -589,11 +579,6 @@ def store_runs(session: Session, bundles: Sequence[RunBundle]) -> list[IngestedR
             first = next(r for r in out.values() if r.run_key == key)
             out[index] = IngestedRun(first.run_id, key, False, first.suite, first.backend, len(bundle.results))
     return [out[i] for i in range(len(keyed))]
-
-
-def store_run(session: Session, bundle: RunBundle) -> IngestedRun:
-    """Add one run (see :func:`store_runs`)."""
-    return store_runs(session, [bundle])[0]
 
 
 # Runs whose hooks are retried by one ingest: enough for the runs of a night that met a database outage.

@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfdash.contract import ContractError
 from perfdash.resultfiles import collect, named_by_flags
 
-
-def run_ingest(args: argparse.Namespace) -> int:
+if TYPE_CHECKING:
     from service.settings import Settings
 
-    settings = Settings()
+
+def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
     try:
         groups = named_by_flags(args, collect(args.paths))
     except (FileNotFoundError, ContractError) as exc:
@@ -25,10 +26,10 @@ def run_ingest(args: argparse.Namespace) -> int:
     return _direct(args, settings, groups)
 
 
-def _direct(args: argparse.Namespace, settings, groups: dict[Path, dict[str, bytes]]) -> int:
+def _direct(args: argparse.Namespace, settings: Settings, groups: dict[Path, dict[str, bytes]]) -> int:
     from sqlalchemy import exc as sa_exc
 
-    from service.db import InputRejected, make_engine, make_session_factory
+    from service.db import InputRejected, session_scope
     from service.hooks import post_ingest_hooks
     from service.ingest import IngestConflict, IngestDefaults, bundles_from_files, database_unavailable, ingest
     from service.migrate import current_heads, head_revision, upgrade
@@ -61,9 +62,8 @@ def _direct(args: argparse.Namespace, settings, groups: dict[Path, dict[str, byt
             print(f"error: {ContractError(exc.message, file=where, line=exc.line, column=exc.column)}",
                   file=sys.stderr)
             return 1
-    engine = make_engine(settings.database_url)
     try:
-        with make_session_factory(engine)() as session:
+        with session_scope(settings) as session:
             report = ingest(session, bundles, post_ingest_hooks(settings))
     except (IngestConflict, InputRejected) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -73,8 +73,6 @@ def _direct(args: argparse.Namespace, settings, groups: dict[Path, dict[str, byt
         what = "unavailable" if database_unavailable(exc) else f"refused the upload ({type(exc).__name__})"
         print(f"error: database {what}; nothing was stored", file=sys.stderr)
         return 1
-    finally:
-        engine.dispose()
     for run in report.runs:
         state = "stored" if run.created else "already stored"
         print(f"run {run.run_id} {state}: {run.suite} {run.backend}, {run.models} models")

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from service.queries.summary import NightSummary, SummaryRow
+
+if TYPE_CHECKING:
+    from service.settings import Settings
 
 # (title, attribute of SummaryOut) in the order of PyTorch's executive summary
 METRICS: tuple[tuple[str, str], ...] = (
@@ -94,32 +98,26 @@ def _print_table(summary: NightSummary) -> None:
         console.print(table)
 
 
-def run_summary(args: argparse.Namespace) -> int:
-    from service.db import make_engine, make_session_factory
+def run_summary(args: argparse.Namespace, settings: Settings) -> int:
+    from service.db import session_scope
     from service.migrate import current_heads
     from service.queries.filters import ConfigFilter
     from service.queries.summary import night_summary, run_summary
-    from service.settings import Settings
 
-    url = Settings().database_url
-    if not current_heads(url):
+    if not current_heads(settings.database_url):
         print("error: the database has no schema yet; run `perfdash db upgrade` (or ingest something)",
               file=sys.stderr)
         return 1
-    engine = make_engine(url)
-    try:
-        with make_session_factory(engine)() as session:
-            if args.run is not None:
-                summary = run_summary(session, args.run)
-                if summary is None:
-                    print(f"error: no run {args.run}", file=sys.stderr)
-                    return 1
-            else:
-                filters = ConfigFilter(suite=args.suite, backend=args.backend, dtype=args.dtype, mode=args.mode,
-                                       device=args.device)
-                summary = night_summary(session, filters, args.night)
-    finally:
-        engine.dispose()
+    with session_scope(settings) as session:
+        if args.run is not None:
+            summary = run_summary(session, args.run)
+            if summary is None:
+                print(f"error: no run {args.run}", file=sys.stderr)
+                return 1
+        else:
+            filters = ConfigFilter(suite=args.suite, backend=args.backend, dtype=args.dtype, mode=args.mode,
+                                   device=args.device)
+            summary = night_summary(session, filters, args.night)
     if args.format == "json":
         print(summary.model_dump_json(indent=2))
     elif args.format == "markdown":

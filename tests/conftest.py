@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -12,15 +15,30 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 
 
+def _load_pgcluster():
+    """tests/pgcluster.py by path (tests are not a package; the helper is test-only, not part of perfdash)."""
+    name = "perfdash_tests_pgcluster"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("pgcluster.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 @pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
+def temporary_postgres():
+    """``with temporary_postgres() as url:`` a throwaway PostgreSQL server for the block (tests/pgcluster.py)."""
+    return _load_pgcluster().temporary_postgres
+
+
+@pytest.fixture(scope="session")
+def postgres_url(temporary_postgres) -> Iterator[str]:
     """A real PostgreSQL server for the whole session: PERFDASH_TEST_DATABASE_URL if set, else a temporary one."""
     url = os.environ.get("PERFDASH_TEST_DATABASE_URL")
     if url:
         yield url
         return
-    from perfdash.pgcluster import temporary_postgres
-
     with temporary_postgres() as started:
         yield started
 

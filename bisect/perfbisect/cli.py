@@ -113,6 +113,7 @@ def handle(args: argparse.Namespace) -> int:
 
 def _handle_request(args: argparse.Namespace, console: Any) -> int:
     from perfbisect.service import ServiceClient, ServiceError
+    from perfdash.bisection import BisectionResult
 
     if not args.url:
         console.print("[bold red]perfdash bisect:[/] --request-id needs --url")
@@ -141,8 +142,8 @@ def _handle_request(args: argparse.Namespace, console: Any) -> int:
             return 130  # not posted: the request stays open and the job can be resumed
         except (ValueError, RuntimeError) as exc:
             console.print(f"[bold red]perfdash bisect:[/] {exc}")
-            body = {"verdict": "error", "culprit": None, "steps": [], "good_samples": [], "bad_samples": [],
-                    "summary": f"bisection failed: {exc}", "jenkins_build_url": _jenkins_url()}
+            body = BisectionResult(verdict="error", summary=f"bisection failed: {exc}",
+                                   jenkins_build_url=_jenkins_url()).model_dump(mode="json")
         try:
             client.post_result(request.id, body)
         except ServiceError as exc:

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
-from perfbisect.search import Outcome, search
+from perfbisect.search import search
 from perfbisect.state import BisectState
 from perfbisect.stats import Confirmation, Policy, Sample, confirm, decide, is_status
+from perfdash.bisection import BisectionVerdict, StepDecision
 
-# "confirmed": a confirm-only run (the service's A/B re-measurement of a candidate) reproduced the regression
-BisectVerdict = Literal["culprit_found", "confirmed", "not_reproduced", "inconclusive", "error"]
 CRASH = "crash"  # the sample of a measurement that printed nothing usable (a crash, a timeout)
 
 
@@ -37,7 +36,7 @@ class Oracle(Protocol):
 @dataclass(frozen=True, slots=True)
 class StepRecord:
     sha: str
-    decision: Outcome
+    decision: StepDecision
     samples: tuple[Sample, ...]
     reason: str
     rounds: int = 0
@@ -48,8 +47,8 @@ class StepRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class BisectOutcome:
-    verdict: BisectVerdict
+class BisectConclusion:
+    verdict: BisectionVerdict
     culprit: str | None
     candidates: tuple[str, ...]
     steps: tuple[StepRecord, ...]
@@ -139,7 +138,7 @@ class Bisector:
                                   decision.p_bad, decision.position, decision.forced)
         raise AssertionError("the final round always decides")
 
-    def _confirm_ends(self, good: str, bad: str) -> BisectOutcome | Confirmation:
+    def _confirm_ends(self, good: str, bad: str) -> BisectConclusion | Confirmation:
         """Build both ends and confirm; an outcome when that already ends the run (error, not reproduced)."""
         self._ends = (good, bad)
         for end, sha in (("good", good), ("bad", bad)):
@@ -158,28 +157,28 @@ class Bisector:
                                 f"regression not reproduced: {confirmation.reason}")
         return confirmation
 
-    def confirm_only(self, good: str, bad: str) -> BisectOutcome:
+    def confirm_only(self, good: str, bad: str) -> BisectConclusion:
         """Only the confirm step: good and bad measured side by side, interleaved, with repeats (the service's A/B
         re-measurement of a candidate regression). Verdict ``confirmed``, ``not_reproduced`` or ``error``."""
         ended = self._confirm_ends(good, bad)
-        if isinstance(ended, BisectOutcome):
+        if isinstance(ended, BisectConclusion):
             return ended
         return self._finish("confirmed", None, (), [], ended, f"regression reproduced: {ended.reason}")
 
-    def run(self, good: str, commits: Sequence[str], preferred: frozenset[str] = frozenset()) -> BisectOutcome:
+    def run(self, good: str, commits: Sequence[str], preferred: frozenset[str] = frozenset()) -> BisectConclusion:
         """Confirm, then search; ``preferred`` commits (cheap to build) are probed first while they narrow the range."""
         if not commits:
             raise ValueError("nothing to bisect: bad is not after good")
         bad = commits[-1]
         ended = self._confirm_ends(good, bad)
-        if isinstance(ended, BisectOutcome):
+        if isinstance(ended, BisectConclusion):
             return ended
         confirmation = ended
         target = len(self.state.samples[good])
         good_ref, bad_ref = self.state.samples[good][:target], self.state.samples[bad][:target]
         steps: list[StepRecord] = []
 
-        def probe(sha: str) -> Outcome:
+        def probe(sha: str) -> StepDecision:
             record = self.step(sha, good_ref, bad_ref)
             steps.append(record)
             self.log(f"step {len(steps)}: {sha[:10]} {record.decision} ({record.reason}) "
@@ -193,11 +192,11 @@ class Bisector:
         return self._finish("inconclusive", None, found.candidates, steps, confirmation,
                             f"only skipped commits are left: the first bad commit is one of {len(found.candidates)}")
 
-    def _finish(self, verdict: BisectVerdict, culprit: str | None, candidates: tuple[str, ...],
-                steps: list[StepRecord], confirmation: Confirmation | None, reason: str) -> BisectOutcome:
+    def _finish(self, verdict: BisectionVerdict, culprit: str | None, candidates: tuple[str, ...],
+                steps: list[StepRecord], confirmation: Confirmation | None, reason: str) -> BisectConclusion:
         good = self.state.samples.get(self._ends[0], []) if self._ends else []
         bad = self.state.samples.get(self._ends[1], []) if self._ends else []
-        return BisectOutcome(verdict=verdict, culprit=culprit, candidates=candidates, steps=tuple(steps),
+        return BisectConclusion(verdict=verdict, culprit=culprit, candidates=candidates, steps=tuple(steps),
                              good_samples=tuple(good), bad_samples=tuple(bad), confirmation=confirmation,
                              reason=reason, measurements=self.measurements)
 

@@ -13,15 +13,16 @@ from rich.console import Console
 from rich.table import Table
 
 from perfbisect.gitops import Commit
-from perfbisect.procedure import BisectOutcome, BisectVerdict, StepRecord
+from perfbisect.procedure import BisectConclusion, StepRecord
 from perfbisect.stats import Policy, Sample
+from perfdash.bisection import BisectionResult, BisectionVerdict, BisectStep, Culprit
 
 REPORT_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
 class BisectReport:
-    verdict: BisectVerdict
+    verdict: BisectionVerdict
     culprit: Commit | None
     candidates: tuple[Commit, ...]
     good: Commit
@@ -40,17 +41,20 @@ class BisectReport:
 
     def to_service(self) -> dict[str, Any]:
         """The body of ``POST /api/v1/bisections/{id}/result`` (the agreed contract, nothing more)."""
-        return {
-            "verdict": self.verdict,
-            "culprit": self.culprit.to_json() if self.culprit else None,
-            "steps": [{"sha": s.sha, "samples": list(s.samples), "decision": s.decision} for s in self.steps],
-            "good_samples": list(self.good_samples),
-            "bad_samples": list(self.bad_samples),
-            "summary": self.summary,
-            "jenkins_build_url": self.jenkins_build_url,
-            "change_pct": self.change_pct if self.change_pct is not None and math.isfinite(self.change_pct) else None,
-            "p_value": self.p_value,
-        }
+        return self.to_result().model_dump(mode="json")
+
+    def to_result(self) -> BisectionResult:
+        return BisectionResult(
+            verdict=self.verdict,
+            culprit=Culprit(**self.culprit.to_json()) if self.culprit else None,
+            steps=[BisectStep(sha=s.sha, samples=list(s.samples), decision=s.decision) for s in self.steps],
+            good_samples=list(self.good_samples),
+            bad_samples=list(self.bad_samples),
+            summary=self.summary,
+            jenkins_build_url=self.jenkins_build_url,
+            change_pct=self.change_pct if self.change_pct is not None and math.isfinite(self.change_pct) else None,
+            p_value=self.p_value,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Everything: the service body plus the details a person checking the verdict wants."""
@@ -102,7 +106,7 @@ def _samples(samples: tuple[Sample, ...]) -> str:
     return ", ".join(f"{s:.4g}" if isinstance(s, float) else str(s) for s in samples)
 
 
-def build_report(outcome: BisectOutcome, commit: Callable[[str], Commit], good: str, bad: str, policy: Policy,
+def build_report(outcome: BisectConclusion, commit: Callable[[str], Commit], good: str, bad: str, policy: Policy,
                  commits_in_range: int, jenkins_build_url: str | None = None) -> BisectReport:
     confirmation = outcome.confirmation
     culprit = commit(outcome.culprit) if outcome.culprit else None

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
-Outcome = Literal["good", "bad", "skip"]
+from perfdash.bisection import StepDecision
 
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
     culprit: str | None  # the first bad commit, when the skips allow naming one
     candidates: tuple[str, ...]  # the commits the first bad one is among (one: the culprit)
-    probes: tuple[tuple[str, Outcome], ...]  # every probe in order
+    probes: tuple[tuple[str, StepDecision], ...]  # every probe in order
 
 
 def next_probe(lo: int, hi: int, skipped: set[int], preferred: frozenset[int] = frozenset()) -> int | None:
@@ -42,7 +41,7 @@ def next_probe(lo: int, hi: int, skipped: set[int], preferred: frozenset[int] = 
     return None
 
 
-def search(commits: Sequence[str], probe: Callable[[str], Outcome],
+def search(commits: Sequence[str], probe: Callable[[str], StepDecision],
            preferred: frozenset[str] = frozenset()) -> SearchResult:
     """Find the first bad commit in ``commits`` (oldest first, all after the good one; the last one is known bad)."""
     if not commits:
@@ -50,7 +49,7 @@ def search(commits: Sequence[str], probe: Callable[[str], Outcome],
     lo, hi = -1, len(commits) - 1
     skipped: set[int] = set()
     cheap = frozenset(i for i, sha in enumerate(commits) if sha in preferred)
-    probes: list[tuple[str, Outcome]] = []
+    probes: list[tuple[str, StepDecision]] = []
     while True:
         index = next_probe(lo, hi, skipped, cheap)
         if index is None:

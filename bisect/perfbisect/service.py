@@ -14,7 +14,7 @@ import httpx
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 from perfbisect.pytorch import METRIC_DIRECTION, TorchTarget
-from perfbisect.stats import Direction
+from perfdash.bisection import Direction, parse_threads
 
 
 class ServiceError(RuntimeError):
@@ -22,7 +22,7 @@ class ServiceError(RuntimeError):
 
 
 @dataclass(frozen=True, slots=True)
-class BisectionRequest:
+class BisectionJob:
     id: int
     status: str
     good_commit: str
@@ -33,7 +33,7 @@ class BisectionRequest:
     raw: dict[str, Any]
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], models_file: Path | None = None) -> BisectionRequest:
+    def from_json(cls, data: dict[str, Any], models_file: Path | None = None) -> BisectionJob:
         try:
             metric = data["metric"]
             compile_mode = data.get("compile_mode") or "default"
@@ -41,7 +41,7 @@ class BisectionRequest:
             target = TorchTarget(
                 suite=data["suite"], model=data["model"], metric=metric, backend=data.get("backend") or "inductor",
                 compile_mode=compile_mode, device=data.get("device") or "cpu", dtype=data.get("dtype") or "float32",
-                mode=data.get("mode") or "inference", threads=_threads(data.get("threads")),
+                mode=data.get("mode") or "inference", threads=parse_threads(data.get("threads")),
                 batch_size=data.get("batch_size") or None, dynamic_shapes="dynamic" in variant,
                 models_file=models_file)
             direction = data.get("direction") or METRIC_DIRECTION[metric]
@@ -52,15 +52,6 @@ class BisectionRequest:
                        direction=direction, threshold_pct=float(data.get("threshold_pct") or 5.0), raw=data)
         except (KeyError, TypeError, ValueError) as exc:
             raise ServiceError(f"malformed bisection request: {exc!r}") from None
-
-
-def _threads(value: object) -> int | None:
-    """The service stores a thread count, or a name: ``single`` is 1, ``socket``/``all``/None all cores."""
-    if value in (None, "", "all", "socket", "all-cores"):
-        return None
-    if value in ("single", "single-thread"):
-        return 1
-    return int(value)  # type: ignore[call-overload]
 
 
 def _transient(exc: BaseException) -> bool:
@@ -97,8 +88,8 @@ class ServiceClient:
         except httpx.TransportError as exc:
             raise ServiceError(f"{method} {path}: {exc!r}") from None
 
-    def fetch(self, request_id: int, models_file: Path | None = None) -> BisectionRequest:
-        return BisectionRequest.from_json(self._call("GET", f"/bisections/{request_id}"), models_file)
+    def fetch(self, request_id: int, models_file: Path | None = None) -> BisectionJob:
+        return BisectionJob.from_json(self._call("GET", f"/bisections/{request_id}"), models_file)
 
     def post_result(self, request_id: int, result: dict[str, Any]) -> dict[str, Any]:
         return self._call("POST", f"/bisections/{request_id}/result", json=result)

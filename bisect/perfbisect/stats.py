@@ -18,11 +18,10 @@ from typing import Literal
 
 from scipy.stats import fisher_exact, mannwhitneyu
 
+from perfdash.bisection import Direction, Sample
 from perfdash.contract import KNOWN_STATUSES, PASSING_STATUSES
 
-Sample = float | str
-Direction = Literal["lower", "higher"]  # which way is better
-Verdict = Literal["good", "bad"]
+Side = Literal["good", "bad"]
 
 # Words a --measure command may print instead of a number. "pass"-like words are passing, everything else fails.
 PASS_WORDS: frozenset[str] = frozenset(PASSING_STATUSES | {"ok", "good", "passed", "success"})
@@ -101,7 +100,7 @@ class Confirmation:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    verdict: Verdict | None  # None: undecided, measure another round
+    verdict: Side | None  # None: undecided, measure another round
     p_good: float | None  # p that the commit is no worse than good (small: it is worse)
     p_bad: float | None  # p that the commit is no better than bad (small: it is better)
     position: float  # 0 = like good, 1 = like bad
@@ -200,7 +199,7 @@ def decide(samples: Sequence[Sample], good: Sequence[Sample], bad: Sequence[Samp
     if better_than_bad and like_good and position < 0.5:
         return Decision("good", p_good, p_bad, position, f"better than bad (p={p_bad:.2g}), like good")
     if final:
-        verdict: Verdict = "bad" if position >= 0.5 else "good"
+        verdict: Side = "bad" if position >= 0.5 else "good"
         return Decision(verdict, p_good, p_bad, position,
                         f"undecided by the tests; median at {position:.0%} of the way to bad", forced=True)
     return Decision(None, p_good, p_bad, position, f"undecided (p_good={p_good:.2g}, p_bad={p_bad:.2g})")
@@ -217,6 +216,6 @@ def _decide_status(samples: Sequence[Sample], good: Sequence[Sample], bad: Seque
     if fs in (0.0, 1.0) and fs == fg and fg != fb:
         return Decision("good", None, None, position, f"{fs:.0%} failing, like good")
     if final:
-        verdict: Verdict = "bad" if position >= 0.5 else "good"
+        verdict: Side = "bad" if position >= 0.5 else "good"
         return Decision(verdict, None, None, position, f"{fs:.0%} failing: closest to {verdict}", forced=True)
     return Decision(None, None, None, position, f"{fs:.0%} failing (good {fg:.0%}, bad {fb:.0%}): undecided")

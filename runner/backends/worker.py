@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from runner.backends import BACKEND_SPECS, settings
+from runner.backends import settings
 from runner.protocol import Job
 
 
@@ -18,10 +18,6 @@ class BackendModel:
 
     run: Callable[..., Any]
     notes: dict[str, str] = field(default_factory=dict)
-
-
-def is_external(backend: str) -> bool:
-    return backend in BACKEND_SPECS
 
 
 def build(module: torch.nn.Module, job: Job, args: tuple[Any, ...], kwargs: dict[str, Any]) -> BackendModel:

@@ -10,23 +10,15 @@ The result of a ``confirm`` request (a candidate's A/B re-measurement) decides t
 from __future__ import annotations
 
 import logging
-from typing import Literal
 
 from fastapi import APIRouter, HTTPException, Response, status
 from sqlalchemy.orm import Session
 
+from perfdash.bisection import BisectionIn, BisectionOut, BisectionResult, BisectionStatus
 from service.api.deps import IngestAuth
 from service.db import SessionDep, SettingsDep
 from service.detection.models import BisectionRequest, Finding
-from service.detection.queries import (
-    BisectionError,
-    BisectionIn,
-    BisectionOut,
-    BisectionResult,
-    list_bisections,
-    record_result,
-    request_bisection,
-)
+from service.detection.queries import BisectionError, bisection_out, list_bisections, record_result, request_bisection
 from service.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -50,12 +42,12 @@ def bisections_create(session: SessionDep, body: BisectionIn, response: Response
     session.commit()
     if not created:
         response.status_code = status.HTTP_200_OK
-    return BisectionOut.model_validate(row)
+    return bisection_out(row)
 
 
 @router.get("", response_model=list[BisectionOut], summary="List bisection requests")
 def bisections_list(session: SessionDep,
-                    status: Literal["pending", "running", "done"] | None = None) -> list[BisectionOut]:
+                    status: BisectionStatus | None = None) -> list[BisectionOut]:
     return list_bisections(session, status)
 
 
@@ -64,7 +56,7 @@ def bisections_get(session: SessionDep, bisection_id: int) -> BisectionOut:
     row = session.get(BisectionRequest, bisection_id)
     if row is None:
         raise HTTPException(404, f"no bisection {bisection_id}")
-    return BisectionOut.model_validate(row)
+    return bisection_out(row)
 
 
 @router.post("/{bisection_id}/result", response_model=BisectionOut, dependencies=[IngestAuth],
@@ -83,7 +75,7 @@ def bisections_result(session: SessionDep, settings: SettingsDep, bisection_id: 
         _file_confirmed(session, settings, confirmed)
     else:
         _comment_on_github(session, settings, row)
-    return BisectionOut.model_validate(row)
+    return bisection_out(row)
 
 
 def _file_confirmed(session: Session, settings: Settings, confirmed: list[Finding]) -> None:

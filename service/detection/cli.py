@@ -25,11 +25,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     target = detect.add_mutually_exclusive_group()
     target.add_argument("--run", type=int, help="one run id")
     target.add_argument("--all", action="store_true", help="every stored run, oldest first")
-    detect.set_defaults(handler=_detect)
+    detect.set_defaults(handler=_detect, reads_settings=True)
 
     report = subparsers.add_parser(
         "report", help="the nightly report (markdown, PyTorch dashboard-comment layout); --post to GitHub",
-        description="Renders the report of the night and configuration group of --run (default: the latest run). "
+        description="Renders the report of the night and configuration scope of --run (default: the latest run). "
                     "--post comments it on PERFDASH_REPORT_ISSUE in GITHUB_REPOSITORY (edited in place if it was "
                     "posted before and changed), files one issue per confirmed regression, and first retries "
                     "whatever earlier runs could not post.")
@@ -37,79 +37,69 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report.add_argument("--output", type=Path, help="write the markdown here instead of stdout")
     report.add_argument("--post", action="store_true", help="post to GitHub (GITHUB_TOKEN, GITHUB_REPOSITORY, "
                                                             "PERFDASH_REPORT_ISSUE, GITHUB_API_URL)")
-    report.set_defaults(handler=_report)
+    report.set_defaults(handler=_report, reads_settings=True)
 
 
 def _detect(args: argparse.Namespace) -> int:
-    from service.db import make_engine, make_session_factory
+    from service.db import session_scope
     from service.detection.detector import detect_run, runs_to_detect
     from service.detection.models import Finding
     from service.hooks import post_ingest_hooks
     from service.ingest import pending_hook_runs, run_hooks
-    from service.settings import Settings
 
-    settings = Settings()
-    engine = make_engine(settings.database_url)
-    try:
-        with make_session_factory(engine)() as session:
-            # runs an ingest stored but could not run detection for (the database went away after the commit)
-            pending = pending_hook_runs(session, limit=10_000)
-            if pending:
-                errors = run_hooks(session, pending, post_ingest_hooks(settings))
-                print(f"{len(pending)} run(s) whose post-ingest hooks had not run: hooks run")
-                for error in errors:
-                    print(f"warning: post-ingest hook failed: {error}", file=sys.stderr)
-            run_ids = [args.run] if args.run is not None else runs_to_detect(session, all_runs=args.all)
-            total = 0
-            for run_id in run_ids:
-                try:
-                    found = detect_run(session, run_id, incremental=args.all)
-                except LookupError as exc:
-                    print(f"error: {exc}", file=sys.stderr)
-                    return 1
-                session.commit()
-                total += found.count
-                for finding_id in found.new_findings:
-                    finding = session.get(Finding, finding_id)
-                    assert finding is not None
-                    print(f"run {run_id}: #{finding.id} {finding.category}: {finding.configuration.suite} "
-                          f"{finding.configuration.backend_variant}: {finding.summary}")
-            print(f"{len(run_ids)} run(s) examined, {total} new finding(s)")
-    finally:
-        engine.dispose()
+    settings = args.settings
+    with session_scope(settings) as session:
+        # runs an ingest stored but could not run detection for (the database went away after the commit)
+        pending = pending_hook_runs(session, limit=10_000)
+        if pending:
+            errors = run_hooks(session, pending, post_ingest_hooks(settings))
+            print(f"{len(pending)} run(s) whose post-ingest hooks had not run: hooks run")
+            for error in errors:
+                print(f"warning: post-ingest hook failed: {error}", file=sys.stderr)
+        run_ids = [args.run] if args.run is not None else runs_to_detect(session, all_runs=args.all)
+        total = 0
+        for run_id in run_ids:
+            try:
+                found = detect_run(session, run_id, incremental=args.all)
+            except LookupError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
+            session.commit()
+            total += found.count
+            for finding_id in found.new_findings:
+                finding = session.get(Finding, finding_id)
+                assert finding is not None
+                print(f"run {run_id}: #{finding.id} {finding.category}: {finding.configuration.suite} "
+                      f"{finding.configuration.backend_variant}: {finding.summary}")
+        print(f"{len(run_ids)} run(s) examined, {total} new finding(s)")
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
     import sqlalchemy as sa
 
-    from service.db import make_engine, make_session_factory
+    from service.db import session_scope
     from service.detection.report import build_report, render_report
     from service.models import Run
-    from service.settings import Settings
 
-    settings = Settings()
-    engine = make_engine(settings.database_url)
-    try:
-        with make_session_factory(engine)() as session:
-            run_id = args.run or session.scalar(sa.select(Run.id).order_by(Run.night.desc(), Run.id.desc()).limit(1))
-            if run_id is None:
-                print("error: no runs stored", file=sys.stderr)
-                return 1
-            try:
-                context = build_report(session, run_id, settings.dashboard_url)
-            except LookupError as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return 1
-            body = render_report(context)
-            if args.output is not None:
-                args.output.write_text(body, encoding="utf-8")
-            else:
-                sys.stdout.write(body)
-            if args.post:
-                return _post(session, settings, context, body)
-    finally:
-        engine.dispose()
+    settings = args.settings
+    with session_scope(settings) as session:
+        run_id = args.run or session.scalar(sa.select(Run.id).order_by(Run.night.desc(), Run.id.desc()).limit(1))
+        if run_id is None:
+            print("error: no runs stored", file=sys.stderr)
+            return 1
+        try:
+            context = build_report(session, run_id, settings.dashboard_url)
+        except LookupError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        body = render_report(context)
+        if args.output is not None:
+            args.output.write_text(body, encoding="utf-8")
+        else:
+            sys.stdout.write(body)
+        if args.post:
+            return _post(session, settings, context, body)
     return 0
 
 
@@ -130,7 +120,7 @@ def _post(session: Session, settings: Settings, context: ReportContext, body: st
             session.commit()
             if row.status != "posted":
                 failed.append(row)
-        report = publish(session, client, kind="report", key=f"{context.night.isoformat()}:{context.group_key}",
+        report = publish(session, client, kind="report", key=f"{context.night.isoformat()}:{context.scope_key}",
                          body=body, issue_number=settings.report_issue)
         session.commit()
         failed += [report] if report.status != "posted" else []

@@ -43,8 +43,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from perfdash.bisection import BisectionIn, BisectionResult
 from service.detection.models import BisectionRequest, ChangePointRow, Finding
-from service.detection.queries import BisectionError, BisectionIn, BisectionResult, request_bisection
+from service.detection.queries import BisectionError, request_bisection
 from service.models import Result, Run
 
 logger = logging.getLogger(__name__)

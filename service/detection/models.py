@@ -6,9 +6,10 @@
   found when a given run arrived. ``key`` makes detection idempotent (running it twice stores nothing new).
 - ``GithubPost``: the ledger of what was posted where: one row per (kind, key); ``status`` pending/failed rows are
   retried on the next `perfdash report --post`, posted rows are never posted again.
-- ``BisectionRequest``: the agreed bisection contract (one per finding and purpose: ``confirm`` re-measures a
-  candidate's last good and first bad builds side by side, ``bisect`` finds the culprit), with its result once the
-  bisect job reports. Migration 0005 added ``purpose`` and the findings' ``confirmation`` state.
+- ``BisectionRequest``: the agreed bisection contract (perfdash.bisection; one per finding and purpose: ``confirm``
+  re-measures a candidate's last good and first bad builds side by side, ``bisect`` finds the culprit), with its
+  result once the bisect job reports. Migration 0005 added ``purpose`` and the findings' ``confirmation`` state;
+  0007 made it point at its configuration instead of copying the configuration's columns.
 """
 
 from __future__ import annotations
@@ -89,10 +90,6 @@ class Finding(Base):
     def acknowledged(self) -> bool:
         return self.acknowledged_at is not None
 
-    @property
-    def is_candidate(self) -> bool:
-        return self.confirmation == "pending"
-
 
 class GithubPost(Base):
     __tablename__ = "github_posts"
@@ -100,7 +97,7 @@ class GithubPost(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     kind: Mapped[str] = mapped_column(sa.String(16))  # report | issue | culprit
-    key: Mapped[str] = mapped_column(sa.String(200))  # report:<night>:<group> | finding:<id> | bisection:<id>
+    key: Mapped[str] = mapped_column(sa.String(200))  # report:<night>:<scope key> | finding:<id> | bisection:<id>
     repository: Mapped[str] = mapped_column(sa.String(200))
     issue_number: Mapped[int | None]  # where the comment went, or the issue created
     comment_id: Mapped[int | None] = mapped_column(sa.BigInteger)
@@ -126,15 +123,9 @@ class BisectionRequest(Base):
     # bisect: find the culprit; confirm: only measure good and bad side by side (a candidate's A/B re-measurement)
     purpose: Mapped[str] = mapped_column(sa.String(16), default="bisect", server_default="bisect")
     finding_id: Mapped[int | None] = mapped_column(sa.ForeignKey("findings.id", ondelete="SET NULL"))
-    suite: Mapped[str] = mapped_column(sa.String(32))
+    # what to measure: one model (at a batch size) of a stored configuration, whose axes the bisect tool receives
+    configuration_id: Mapped[int] = mapped_column(sa.ForeignKey("configurations.id"), index=True)
     model: Mapped[str] = mapped_column(sa.String(200))
-    backend: Mapped[str] = mapped_column(sa.String(32))
-    variant: Mapped[str] = mapped_column(sa.String(64), default="")
-    compile_mode: Mapped[str] = mapped_column(sa.String(32), default="default")
-    dtype: Mapped[str] = mapped_column(sa.String(16))
-    mode: Mapped[str] = mapped_column(sa.String(16))
-    device: Mapped[str] = mapped_column(sa.String(16))
-    threads: Mapped[int | None]
     batch_size: Mapped[int | None]
     metric: Mapped[str] = mapped_column(sa.String(32))
     direction: Mapped[str] = mapped_column(sa.String(8))  # higher | lower: which way is better
@@ -144,3 +135,5 @@ class BisectionRequest(Base):
     result: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
     created_at: Mapped[datetime] = mapped_column(server_default=sa.func.now())
     updated_at: Mapped[datetime | None]
+
+    configuration: Mapped[Configuration] = relationship(lazy="joined")

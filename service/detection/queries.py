@@ -1,19 +1,28 @@
-"""Findings and bisection requests as API shapes, and the queries the routers and pages use (no FastAPI here)."""
+"""Findings as API shapes, bisection requests (shapes from perfdash.bisection), and the queries the routers and pages
+use (no FastAPI here)."""
 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Any, Literal
+from typing import Any
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
+from perfdash.axes import AXIS
+from perfdash.bisection import (
+    BISECT_METRICS,
+    REQUEST_AXES,
+    BisectionFields,
+    BisectionIn,
+    BisectionOut,
+    BisectionPurpose,
+    BisectionResult,
+)
 from service.detection.changepoint import HIGHER_IS_BETTER, MIN_EFFECT
 from service.detection.models import BisectionRequest, Finding
-from service.models import Run
-
-BISECT_METRICS = ("speedup", "abs_latency", "compilation_latency", "compression_ratio", "accuracy")
+from service.models import Configuration, Run
 
 
 class FindingOut(BaseModel):
@@ -89,121 +98,7 @@ def get_finding(session: Session, finding_id: int) -> FindingOut | None:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Bisection requests (the agreed contract: see the bisect engineer's client)
-
-
-class Culprit(BaseModel):
-    sha: str
-    subject: str = ""
-    author: str = ""
-    date: str = ""
-
-
-class BisectStep(BaseModel):
-    sha: str
-    samples: list[float] = Field(default_factory=list)
-    decision: str
-
-
-class BisectionResult(BaseModel):
-    # "confirmed": the answer of a confirm request (good and bad measured side by side, the regression reproduced)
-    verdict: Literal["culprit_found", "confirmed", "not_reproduced", "inconclusive", "error"]
-    culprit: Culprit | None = None
-    steps: list[BisectStep] = Field(default_factory=list)
-    good_samples: list[float] = Field(default_factory=list)
-    bad_samples: list[float] = Field(default_factory=list)
-    summary: str = ""
-    jenkins_build_url: str | None = None
-    change_pct: float | None = None  # the A/B change of good to bad (% worse), when the tool reports it
-    p_value: float | None = None
-
-
-def _thread_count(value: object) -> object:
-    """Threads as a count, or a name as the bisect pipeline sends it: ``single`` is 1; ``all``/``socket``/
-    ``all-cores``/empty mean all cores (None)."""
-    if isinstance(value, str):
-        name = value.strip().lower()
-        if name in ("", "all", "socket", "all-cores"):
-            return None
-        if name in ("single", "single-thread"):
-            return 1
-        return int(name) if name.isdigit() else value
-    return value
-
-
-class BisectionFields(BaseModel):
-    """A request made without a finding: every field of the configuration explicitly."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    suite: str
-    model: str
-    backend: str
-    variant: str = ""
-    compile_mode: str = "default"
-    dtype: str = "float32"
-    mode: str = "inference"
-    device: str = "cpu"
-    threads: int | None = None
-    batch_size: int | None = None
-    metric: Literal["speedup", "abs_latency", "compilation_latency", "compression_ratio", "accuracy"]
-    direction: Literal["higher", "lower"] | None = None
-    good_commit: str = Field(min_length=4, max_length=64)
-    bad_commit: str = Field(min_length=4, max_length=64)
-    threshold_pct: float | None = Field(None, ge=0)
-
-    _threads = field_validator("threads", mode="before")(_thread_count)
-
-
-class BisectionIn(BaseModel):
-    """``{"finding_id": int}`` or the explicit fields."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    finding_id: int | None = None
-    suite: str | None = None
-    model: str | None = None
-    backend: str | None = None
-    variant: str = ""
-    compile_mode: str = "default"
-    dtype: str = "float32"
-    mode: str = "inference"
-    device: str = "cpu"
-    threads: int | None = None
-    batch_size: int | None = None
-    metric: str | None = None
-    direction: Literal["higher", "lower"] | None = None
-    good_commit: str | None = None
-    bad_commit: str | None = None
-    threshold_pct: float | None = Field(None, ge=0)
-
-    _threads = field_validator("threads", mode="before")(_thread_count)
-
-
-class BisectionOut(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-
-    id: int
-    status: Literal["pending", "running", "done"]
-    purpose: Literal["bisect", "confirm"]
-    finding_id: int | None
-    suite: str
-    model: str
-    backend: str
-    variant: str
-    compile_mode: str
-    dtype: str
-    mode: str
-    device: str
-    threads: int | None
-    batch_size: int | None
-    metric: str
-    direction: Literal["higher", "lower"]
-    good_commit: str
-    bad_commit: str
-    threshold_pct: float
-    created_at: datetime
-    result: BisectionResult | None
+# Bisection requests (the contract's models live in perfdash.bisection; the bisect tool imports the same ones)
 
 
 class BisectionError(ValueError):
@@ -228,7 +123,7 @@ def _threshold(metric: str, purpose: str = "bisect") -> float:
 
 
 def request_bisection(session: Session, body: BisectionIn,
-                      purpose: Literal["bisect", "confirm"] = "bisect") -> tuple[BisectionRequest, bool]:
+                      purpose: BisectionPurpose = "bisect") -> tuple[BisectionRequest, bool]:
     """(request, created). One request per finding and purpose: asking again returns the existing one. Flushes.
 
     ``confirm``: the candidate's A/B re-measurement (service.detection.confirmation), not a search."""
@@ -244,41 +139,59 @@ def request_bisection(session: Session, body: BisectionIn,
             raise BisectionError(f"finding {finding.id} is not about one model's metric: nothing to bisect")
         if not finding.good_commit or not finding.bad_commit:
             raise BisectionError(f"finding {finding.id} has no commit range (runs without a torch git commit)")
-        c = finding.configuration
         row = BisectionRequest(
-            status="pending", purpose=purpose, finding_id=finding.id, suite=c.suite, model=finding.series.name,
-            backend=c.backend,
-            variant=c.variant, compile_mode=c.compile_mode, dtype=c.dtype, mode=c.mode, device=c.device,
-            threads=c.threads, batch_size=finding.series.batch_size, metric=finding.metric,
+            status="pending", purpose=purpose, finding_id=finding.id, configuration_id=finding.configuration_id,
+            model=finding.series.name, batch_size=finding.series.batch_size, metric=finding.metric,
             direction=body.direction or _direction(finding.metric), good_commit=finding.good_commit,
             bad_commit=finding.bad_commit,
             threshold_pct=body.threshold_pct if body.threshold_pct is not None else _threshold(finding.metric,
                                                                                                purpose))
     else:
         fields = BisectionFields.model_validate(body.model_dump(exclude={"finding_id"}))
-        data = fields.model_dump()
+        data = fields.model_dump(exclude=set(REQUEST_AXES))
         data["direction"] = data["direction"] or _direction(fields.metric)
         if data["threshold_pct"] is None:
             data["threshold_pct"] = _threshold(fields.metric)
-        row = BisectionRequest(status="pending", purpose=purpose, **data)
+        row = BisectionRequest(status="pending", purpose=purpose, configuration_id=_configuration_of(session, fields),
+                               **data)
     session.add(row)
     session.flush()
     session.refresh(row)
     return row, True
 
 
+def _configuration_of(session: Session, fields: BisectionFields) -> int:
+    """The stored configuration a request without a finding names (its REQUEST_AXES); of several (one per machine),
+    the one that ran last."""
+    query = sa.select(Configuration.id).join(Run, Run.configuration_id == Configuration.id)
+    for name in REQUEST_AXES:
+        column, value = getattr(Configuration, AXIS[name].column), getattr(fields, name)
+        query = query.where(column.is_(None) if value is None else column == value)
+    found = session.scalar(query.group_by(Configuration.id).order_by(sa.func.max(Run.id).desc()).limit(1))
+    if found is None:
+        described = ", ".join(f"{name}={getattr(fields, name)!r}" for name in REQUEST_AXES)
+        raise BisectionError(f"no stored run has this configuration ({described}): a bisection measures a series "
+                             "the dashboard holds")
+    return found
+
+
+def bisection_out(row: BisectionRequest) -> BisectionOut:
+    """The request as the API answers it: its configuration's axes sent along, so the bisect tool needs nothing
+    else."""
+    axes = {name: getattr(row.configuration, AXIS[name].column) for name in REQUEST_AXES}
+    return BisectionOut(
+        id=row.id, status=row.status, purpose=row.purpose, finding_id=row.finding_id,
+        configuration_id=row.configuration_id, model=row.model, batch_size=row.batch_size, metric=row.metric,
+        direction=row.direction, good_commit=row.good_commit, bad_commit=row.bad_commit,
+        threshold_pct=row.threshold_pct, created_at=row.created_at,
+        result=BisectionResult.model_validate(row.result) if row.result is not None else None, **axes)
+
+
 def list_bisections(session: Session, status: str | None = None, limit: int = 200) -> list[BisectionOut]:
     query = sa.select(BisectionRequest).order_by(BisectionRequest.id).limit(limit)
     if status is not None:
         query = query.where(BisectionRequest.status == status)
-    return [BisectionOut.model_validate(b) for b in session.scalars(query)]
-
-
-def bisections_for_series(session: Session, series_id: int) -> list[BisectionOut]:
-    """For the model page: the bisections of this series' findings, newest first."""
-    query = (sa.select(BisectionRequest).join(Finding, Finding.id == BisectionRequest.finding_id)
-             .where(Finding.series_id == series_id).order_by(BisectionRequest.id.desc()))
-    return [BisectionOut.model_validate(b) for b in session.scalars(query)]
+    return [bisection_out(b) for b in session.scalars(query)]
 
 
 def record_result(session: Session, bisection_id: int, result: BisectionResult) -> BisectionRequest:

@@ -1,7 +1,9 @@
 """The nightly report: markdown in the layout of PyTorch's dashboard comment, rendered from templates/report.md.j2.
 
-A report covers one *group* of one night: the runs that share dtype, mode, device, thread config and machine (one
-table column per suite, one row per backend), exactly what PyTorch's comment shows under one title. Numbers come
+A report covers one *scope* of one night: the runs that share dtype, mode, device, thread config, compile mode,
+dynamic shapes, batch-size override and machine (one table column per suite, one row per backend), exactly what
+PyTorch's comment shows under one title. (The dashboard's home page groups more coarsely, by device, dtype, mode,
+threads and machine: service.web.views.home_groups; the two are different keys, hence different names.) Numbers come
 from the stored run summaries (computed at ingest with perfdash.metrics) and the stored findings.
 """
 
@@ -39,7 +41,7 @@ class MetricTable:
 
 
 @dataclass(frozen=True, slots=True)
-class ModelRow:
+class ReportModelRow:
     name: str
     batch_size: int
     accuracy: str
@@ -56,15 +58,15 @@ class SuiteDetail:
     suite: str
     compiler: str
     run_id: int
-    models: list[ModelRow]
+    models: list[ReportModelRow]
 
 
 @dataclass
 class ReportContext:
     title: str
     night: date
-    group: str
-    group_key: str
+    scope: str  # the scope's label
+    scope_key: str
     machine: str
     hosts: list[str]
     torch_version: str | None
@@ -91,17 +93,17 @@ class ReportContext:
     @property
     def marker(self) -> str:
         """A hidden HTML comment in the body: finds our own comment again if the ledger lost track of it."""
-        return f"<!-- perfdash:report:{self.night.isoformat()}:{self.group_key} -->"
+        return f"<!-- perfdash:report:{self.night.isoformat()}:{self.scope_key} -->"
 
 
-def group_key(configuration: Configuration) -> str:
+def report_scope_key(configuration: Configuration) -> str:
     parts = (configuration.dtype, configuration.mode, configuration.device, configuration.thread_config,
              configuration.compile_mode, str(configuration.dynamic_shapes), str(configuration.batch_size_override),
              configuration.machine.fingerprint)
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
 
 
-def _group_label(c: Configuration) -> str:
+def _scope_label(c: Configuration) -> str:
     parts = [c.device, c.mode, c.thread_config, f"compile mode {c.compile_mode}"]
     if c.dynamic_shapes:
         parts.append("dynamic shapes")
@@ -167,7 +169,7 @@ def _details(session: Session, run: Run, previous: Run | None) -> SuiteDetail:
         change = ""
         if old_speedup and r.gated_speedup:
             change = f"{100 * (r.gated_speedup / old_speedup - 1):+.1f}%"
-        rows.append(ModelRow(
+        rows.append(ReportModelRow(
             name=r.name, batch_size=r.batch_size, accuracy=r.accuracy or "-", speedup=f"{r.gated_speedup:.2f}x",
             previous_speedup="-" if old_speedup is None else f"{old_speedup:.2f}x", change=change,
             abs_latency=_fmt(r.abs_latency, ".3f"), compile_s=_fmt(r.compilation_latency, ".1f"),
@@ -184,13 +186,13 @@ def _latest_per_configuration(runs: list[Run]) -> list[Run]:
 
 
 def build_report(session: Session, run_id: int, dashboard_url: str | None = None) -> ReportContext:
-    """The report of the night and group of ``run_id``: every configuration of that group on that night."""
+    """The report of the night and scope of ``run_id``: every configuration of that scope on that night."""
     anchor = session.get(Run, run_id)
     if anchor is None:
         raise LookupError(f"no run {run_id}")
-    key = group_key(anchor.configuration)
+    key = report_scope_key(anchor.configuration)
     same_night = session.scalars(sa.select(Run).where(Run.night == anchor.night)).unique().all()
-    runs = sorted(_latest_per_configuration([r for r in same_night if group_key(r.configuration) == key]),
+    runs = sorted(_latest_per_configuration([r for r in same_night if report_scope_key(r.configuration) == key]),
                   key=lambda r: (r.configuration.backend_variant, r.configuration.suite))
     c = anchor.configuration
     previous = {r.id: _previous(session, r) for r in runs}
@@ -222,7 +224,7 @@ def build_report(session: Session, run_id: int, dashboard_url: str | None = None
                                .order_by(Finding.id)).unique().all()
     context = ReportContext(
         title=f"Performance Dashboard for {c.dtype} precision -- {_thread_title(c)}",
-        night=anchor.night, group=_group_label(c), group_key=key, machine=c.machine.fingerprint,
+        night=anchor.night, scope=_scope_label(c), scope_key=key, machine=c.machine.fingerprint,
         hosts=sorted({r.host for r in runs if r.host}), torch_version=anchor.torch_version,
         commit=anchor.torch_git_commit,
         previous_commit=next((p.torch_git_commit for p in previous.values() if p is not None), None),

@@ -1,6 +1,6 @@
 """Posting to GitHub through the ledger (table github_posts): each thing is posted once, failures are kept for later.
 
-Every post has a ledger row keyed by (kind, key, repository) — ``report`` (one comment per night and group, edited in
+Every post has a ledger row keyed by (kind, key, repository) — ``report`` (one comment per night and scope, edited in
 place when the report changes), ``issue`` (one per regression change point), ``culprit`` (one comment per bisection
 result). A row is ``pending`` until GitHub accepted it, ``failed`` after an attempt that did not get through (the
 error kept, the token never in it), ``posted`` after. `perfdash report --post` retries pending and failed rows first.
@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from perfdash.axes import run_command, stored_axes
 from service.detection.models import BisectionRequest, Finding, GithubPost
 from service.github.client import GitHubClient, GitHubError
 
@@ -175,18 +176,7 @@ def _ab_text(ab: dict) -> str:
 
 
 def _repro(finding: Finding) -> str:
-    c = finding.configuration
-    parts = [f"perfdash run --suite {c.suite} --backend {c.backend}", f"--dtype {c.dtype} --mode {c.mode}",
-             f"--device {c.device}"]
-    if c.variant:
-        parts.append(f"--variant {c.variant}")
-    if c.compile_mode != "default":
-        parts.append(f"--compile-mode {c.compile_mode}")
-    if c.threads:
-        parts.append(f"--threads {c.threads}")
-    if finding.model:
-        parts.append(f"--only {finding.model}")
-    return " ".join(parts)
+    return run_command(stored_axes(finding.configuration), finding.model)
 
 
 def issue_finding_ids(session: Session, run_ids: list[int] | None = None,
@@ -234,7 +224,7 @@ def culprit_body(bisection: BisectionRequest) -> str:
     result = bisection.result or {}
     culprit = result.get("culprit") or {}
     verdict = result.get("verdict", "?")
-    lines = [f"Bisection #{bisection.id} of {bisection.metric} on {bisection.suite} / {bisection.model} "
+    lines = [f"Bisection #{bisection.id} of {bisection.metric} on {bisection.configuration.suite} / {bisection.model} "
              f"({bisection.good_commit[:10]}..{bisection.bad_commit[:10]}): **{verdict}**."]
     if culprit:
         lines += ["", f"Culprit: {culprit.get('sha')} — {culprit.get('subject', '')}",

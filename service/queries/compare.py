@@ -21,16 +21,16 @@ from service.queries.filters import ConfigFilter, RunFilter
 from service.queries.runs import results_of
 from service.queries.schemas import ResultOut, RunOut
 
-Verdict = Literal["new_failure", "fixed", "still_failing", "added", "removed", "regression", "improvement",
+ModelChange = Literal["new_failure", "fixed", "still_failing", "added", "removed", "regression", "improvement",
                   "within_noise", "unchanged"]
-DEFAULT_THRESHOLD = 0.05  # DESIGN.md: speedup and memory effects under 5 % are noise
+DEFAULT_THRESHOLD = 0.05  # speedup and memory effects under 5 % are noise (the detection minimum effect)
 
 
 class ModelDelta(BaseModel):
     name: str
     base: ResultOut | None
     new: ResultOut | None
-    verdict: Verdict
+    verdict: ModelChange
     status_changed: bool
     speedup_change: float | None  # new / base - 1, both passing
     compile_time_change: float | None
@@ -62,7 +62,7 @@ def _change(new: float | None, base: float | None) -> float | None:
 def _delta(name: str, base: ResultOut | None, new: ResultOut | None, threshold: float) -> ModelDelta:
     speedup = compile_time = memory = None
     if base is None or new is None:
-        verdict: Verdict = "added" if base is None else "removed"
+        verdict: ModelChange = "added" if base is None else "removed"
     elif base.passed and not new.passed:
         verdict = "new_failure"
     elif new.passed and not base.passed:

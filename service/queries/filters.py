@@ -7,6 +7,7 @@ from datetime import date
 
 import sqlalchemy as sa
 
+from perfdash.axes import FILTER_AXES
 from perfdash.contract import split_backend_variant
 from service.models import Configuration, Machine, Run
 
@@ -15,28 +16,34 @@ from service.models import Configuration, Machine, Run
 class ConfigFilter:
     """Selects configurations; every field left None matches everything.
 
-    ``backend`` is the backend with its variant as in file names (``inductor``, ``inductor_no_cudagraphs``) and
-    matches exactly. ``machine`` matches a fingerprint exactly.
+    The fields are the filterable axes of perfdash.axes (FILTER_AXES; tests/service/test_filters_axes.py keeps the
+    two in step), then the machine and one stored configuration. ``backend`` is the backend with its variant as in
+    file names (``inductor``, ``inductor_no_cudagraphs``) and matches exactly. ``machine`` matches a fingerprint
+    exactly.
     """
 
     suite: str | None = None
     backend: str | None = None
     compile_mode: str | None = None
+    device: str | None = None
     dtype: str | None = None
     mode: str | None = None
-    device: str | None = None
     thread_config: str | None = None
+    dynamic_shapes: bool | None = None
+    world_size: int | None = None
+    distributed_backend: str | None = None
     machine: str | None = None
     configuration_id: int | None = None
 
     def clauses(self) -> list[sa.ColumnElement[bool]]:
         c = Configuration
         out: list[sa.ColumnElement[bool]] = []
-        for column, value in ((c.suite, self.suite), (c.compile_mode, self.compile_mode), (c.dtype, self.dtype),
-                              (c.mode, self.mode), (c.device, self.device), (c.thread_config, self.thread_config),
-                              (c.id, self.configuration_id)):
-            if value is not None:
-                out.append(column == value)
+        for axis in FILTER_AXES:
+            value = getattr(self, axis.name)
+            if value is not None and axis.name != "backend":
+                out.append(getattr(c, axis.column) == value)
+        if self.configuration_id is not None:
+            out.append(c.id == self.configuration_id)
         if self.backend is not None:
             backend, variant = split_backend_variant(self.backend)
             out.append(sa.and_(c.backend == backend, c.variant == variant))

@@ -20,7 +20,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from perfdash.contract import is_passing
-from perfdash.metrics import NEVER_RAN_STATUSES, Outcome, SuiteSummary, summarize
+from perfdash.metrics import NEVER_RAN_STATUSES, GatedResult, SuiteSummary, summarize
 from service.db import SessionDep
 from service.models import Configuration, Result
 from service.web import backends_queries as bq
@@ -73,7 +73,7 @@ class Cell:
 
 
 @dataclass(frozen=True, slots=True)
-class ModelRow:
+class BackendModelRow:
     name: str
     batch_size: int  # 0: the model failed before it had one
     eager_ms: float | None  # median over the backends' own eager runs (each backend is timed against its eager)
@@ -115,7 +115,7 @@ def column_order(backends: Sequence[str]) -> list[str]:
 def summary_of(results: Sequence[Result]) -> SuiteSummary:
     """PyTorch's suite summary over these rows (the ingest's summary is per run, over all its batch sizes)."""
     counted = [r for r in results if r.accuracy not in NEVER_RAN_STATUSES]
-    return summarize([Outcome(name=r.name, speedup=r.gated_speedup, compilation_latency=r.compilation_latency,
+    return summarize([GatedResult(name=r.name, speedup=r.gated_speedup, compilation_latency=r.compilation_latency,
                               compression_ratio=r.compression_ratio,
                               accuracy_passed=r.accuracy is None or is_passing(r.accuracy)) for r in counted])
 
@@ -123,7 +123,7 @@ def summary_of(results: Sequence[Result]) -> SuiteSummary:
 @dataclass(frozen=True, slots=True)
 class BackendTable:
     columns: tuple[Column, ...]
-    rows: tuple[ModelRow, ...]
+    rows: tuple[BackendModelRow, ...]
 
 
 DEFAULT_BATCH = "default"  # each model at its suite's batch size (the runs without --batch-size)
@@ -145,7 +145,7 @@ def build_table(latest: dict[str, tuple[bq.LatestResults, list[Result]]], batch_
     columns = tuple(Column(backend=b, night=latest[b][0].night, run_id=latest[b][0].run_id,
                            summary=summary_of(at_batch[b])) for b in names)
     models = sorted({r.name for rows in at_batch.values() for r in rows})
-    table_rows: list[ModelRow] = []
+    table_rows: list[BackendModelRow] = []
     for model in models:
         cells = [next((_cell(b, r) for r in at_batch[b] if r.name == model), None) for b in names]
         eagers = [c.eager_ms for c in cells if c is not None and c.eager_ms is not None]
@@ -157,7 +157,7 @@ def build_table(latest: dict[str, tuple[bq.LatestResults, list[Result]]], batch_
                                "fastest": (not eager_fastest and c is best)}) if c is not None else None
                        for c in cells)
         sizes = [r.batch_size for b in names for r in at_batch[b] if r.name == model and r.batch_size]
-        table_rows.append(ModelRow(name=model, batch_size=max(sizes, default=0), eager_ms=eager, cells=marked,
+        table_rows.append(BackendModelRow(name=model, batch_size=max(sizes, default=0), eager_ms=eager, cells=marked,
                                    eager_fastest=eager_fastest))
     return BackendTable(columns=columns, rows=tuple(table_rows))
 

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
+from perfdash.axes import run_command, stored_axes
 from service.db import SessionDep
 from service.models import Configuration, Run, Series
 from service.queries.compare import compare_runs
@@ -73,20 +74,7 @@ def repro_command(config: Configuration, name: str) -> str:
     (freezing, threads, malloc), so only flags appear here; --batch-size only when the configuration overrode it
     (an override is a different configuration).
     """
-    args = ["perfdash", "run", "--suite", config.suite, "--backend", config.backend, "--device", config.device,
-            "--dtype", config.dtype, "--mode", config.mode]
-    if config.variant.split("_")[:2] == ["int8", "dynamic"]:  # onnxruntime's quantized series (runner.backends)
-        args += ["--quantize", "int8-dynamic"]
-    if config.compile_mode != "default":
-        args += ["--compile-mode", config.compile_mode]
-    if config.dynamic_shapes:
-        args.append("--dynamic-shapes")
-    if config.threads:
-        args += ["--threads", str(config.threads)]
-    if config.batch_size_override:
-        args += ["--batch-size", str(config.batch_size_override)]
-    args += ["--only", name]
-    return shlex.join(args)
+    return run_command(stored_axes(config), name)
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -146,7 +146,7 @@ def home_groups(latest: Sequence[tuple[RunLite, RunLite | None]]) -> list[HomeGr
 
 
 @dataclass(frozen=True, slots=True)
-class ModelRow:
+class RunModelRow:
     name: str
     series_id: int
     batch_size: int
@@ -215,7 +215,7 @@ _VERDICT_TAGS = {"regression": "regressed", "improvement": "improved", "new_fail
 
 
 def model_rows(results: Sequence[ResultLike], comparison: RunComparison | None,
-               warnings: Sequence[dict[str, str]]) -> list[ModelRow]:
+               warnings: Sequence[dict[str, str]]) -> list[RunModelRow]:
     """A run's models, tagged with the verdicts of service.queries.compare against the base run (when there is one).
 
     The regression maths (what counts as a regression, new failure, fix) is the service's; this only lays it out.
@@ -238,7 +238,7 @@ def model_rows(results: Sequence[ResultLike], comparison: RunComparison | None,
         change = delta.speedup_change if delta is not None else None
         change_css = "" if change is None else ("worse" if "regressed" in tags else
                                                 "better" if "improved" in tags else "")
-        rows.append(ModelRow(
+        rows.append(RunModelRow(
             name=r.name, series_id=r.series_id, batch_size=r.batch_size, status=_status(r), passed=r.passed,
             speedup=_gated(r), abs_latency=r.abs_latency if r.passed else None,
             compilation_latency=r.compilation_latency if r.passed else None,
@@ -253,16 +253,16 @@ def model_rows(results: Sequence[ResultLike], comparison: RunComparison | None,
 
 @dataclass(frozen=True, slots=True)
 class ComparisonSections:
-    regressions: list[ModelRow]
-    improvements: list[ModelRow]
-    new_failures: list[ModelRow]
-    fixed: list[ModelRow]
-    new_models: list[ModelRow]
-    within_noise: list[ModelRow]  # moved by more than the threshold, but the confidence intervals overlap
+    regressions: list[RunModelRow]
+    improvements: list[RunModelRow]
+    new_failures: list[RunModelRow]
+    fixed: list[RunModelRow]
+    new_models: list[RunModelRow]
+    within_noise: list[RunModelRow]  # moved by more than the threshold, but the confidence intervals overlap
     missing: list[str]  # in the base run, not in the new one
 
 
-def comparison_sections(rows: Sequence[ModelRow], comparison: RunComparison) -> ComparisonSections:
+def comparison_sections(rows: Sequence[RunModelRow], comparison: RunComparison) -> ComparisonSections:
     return ComparisonSections(
         regressions=sorted((r for r in rows if "regressed" in r.tags), key=lambda r: r.delta or 0.0),
         improvements=sorted((r for r in rows if "improved" in r.tags), key=lambda r: -(r.delta or 0.0)),

@@ -3,8 +3,8 @@ vision models in Transformers" shows it. Per device (configuration) and batch si
 (ms) | compile (ms) | improvement %, in the publication's order, with its duration and improvement bar charts; a
 compile-mode selector; each model's compiled-latency trend over nights.
 
-Row names carry the batch size (``ViT_bs16``, see runner.suites.hf_vision); the publication's order, labels and tasks
-come from the suite's data file, the one list of the twelve rows (both are torch-free).
+Row names carry the batch size (``ViT_bs16``); the publication's order, labels and tasks come from the contract's
+list of the twelve rows (perfdash.vision), the one the runner benchmarks.
 """
 
 from __future__ import annotations
@@ -13,14 +13,12 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
-from functools import cache
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from runner.suites.base import load_model_list
-from runner.suites.hf_vision import DATA_FILE, parse_row_name
+from perfdash.vision import parse_row_name, publication_rows
 from service.db import SessionDep
 from service.models import Configuration, Result
 from service.web import vision_queries as vq
@@ -29,22 +27,6 @@ router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 
 STATISTICS = ("mean", "median")  # the publication reported means; the CSVs' abs_latency is a median
 TREND_DEFAULT_DAYS = 90
-
-
-@dataclass(frozen=True, slots=True)
-class PublicationRow:
-    model: str  # the data file's name (row names are ``<model>_bs<N>``)
-    label: str
-    task: str
-    position: int
-
-
-@cache
-def publication_rows() -> dict[str, PublicationRow]:
-    """The suite's rows in the publication's order (read once: the data file ships with the code)."""
-    specs = load_model_list(DATA_FILE, "module")
-    return {s.name: PublicationRow(model=s.name, label=str(s.options.get("label", s.name)),
-                                   task=str(s.options.get("task", "")), position=i) for i, s in enumerate(specs)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,15 +4,15 @@ import math
 
 import pytest
 
-from perfdash.metrics import Outcome, summarize
+from perfdash.metrics import GatedResult, summarize
 
 
 def test_summary_on_hand_made_rows():
     outcomes = [
-        Outcome("a", 2.0, 10.0, 1.5),
-        Outcome("b", 0.5, 30.0, 0.9),  # slower than eager: clipped to 1.0 in the geomean
-        Outcome("c", 0.0, 99.0, 2.0),  # failed: excluded from every mean
-        Outcome("d", 1.25, 20.0, 1.2),
+        GatedResult("a", 2.0, 10.0, 1.5),
+        GatedResult("b", 0.5, 30.0, 0.9),  # slower than eager: clipped to 1.0 in the geomean
+        GatedResult("c", 0.0, 99.0, 2.0),  # failed: excluded from every mean
+        GatedResult("d", 1.25, 20.0, 1.2),
     ]
     s = summarize(outcomes)
     assert (s.passed, s.total) == (3, 4)
@@ -26,7 +26,7 @@ def test_summary_on_hand_made_rows():
 
 
 def test_summary_of_nothing_passing():
-    s = summarize([Outcome("a", 0.0, None, None)])
+    s = summarize([GatedResult("a", 0.0, None, None)])
     assert s.passrate_text == "0%, 0/1"
     assert s.geomean_speedup is None and s.geomean_text == "-"
     assert not math.isnan(s.passrate)

@@ -99,11 +99,11 @@ def run_files() -> RunFiles:
 @pytest.fixture
 def store_run(session: Session, run_files: RunFiles) -> Callable[..., int]:
     """store_run(night_index, {model: speedup | None}, ...) -> run id, stored with service.ingest (no hooks)."""
-    from service.ingest import bundles_from_files, store_run
+    from service.ingest import bundles_from_files, store_runs
 
     def make(night: int, speedups: dict[str, float | None], **kwargs) -> int:
         (bundle,) = bundles_from_files(run_files(night, speedups, **kwargs))
-        stored = store_run(session, bundle)
+        (stored,) = store_runs(session, [bundle])
         session.flush()
         return stored.run_id
 

@@ -95,20 +95,26 @@ def test_bisection_contract(app_client, auth, run_files, series_values, github) 
 
 def test_bisection_explicit_fields_and_errors(app_client, auth, run_files, series_values) -> None:
     # what bisect/Jenkinsfile sends for a request without a finding (threads as a name)
-    explicit = {"suite": "huggingface", "model": "gpt2", "backend": "inductor", "variant": "",
+    explicit = {"suite": "timm_models", "model": "resnet18", "backend": "inductor", "variant": "",
                 "compile_mode": "default", "dtype": "float32", "mode": "inference", "device": "cpu",
                 "threads": "all", "metric": "abs_latency", "direction": "lower", "good_commit": "aaaa1111",
                 "bad_commit": "bbbb2222", "threshold_pct": 5}
+    # a request points at a stored configuration: none is stored yet
+    refused = app_client.post("/api/v1/bisections", json=explicit, headers=auth)
+    assert refused.status_code == 422 and "no stored run has this configuration" in refused.text
+    _nights(app_client, auth, run_files, series_values, nights=3, drop_from=99)
     made = app_client.post("/api/v1/bisections", json=explicit, headers=auth)
     assert made.status_code == 201, made.text
     assert made.json()["direction"] == "lower" and made.json()["threshold_pct"] == 5.0
     assert made.json()["finding_id"] is None and made.json()["threads"] is None
+    (stored,) = {run["configuration"]["id"] for run in app_client.get("/api/v1/runs").json()}
+    assert made.json()["configuration_id"] == stored
+    assert made.json()["suite"] == "timm_models" and made.json()["device"] == "cpu"  # sent along to the bisect tool
     single = app_client.post("/api/v1/bisections", json={**explicit, "threads": "1", "direction": None}, headers=auth)
-    assert single.status_code == 201 and single.json()["threads"] == 1 and single.json()["direction"] == "lower"
+    assert single.status_code == 422  # no single-thread configuration is stored
     missing = app_client.post("/api/v1/bisections", json={"suite": "huggingface"}, headers=auth)
     assert missing.status_code == 422
     assert app_client.post("/api/v1/bisections", json={"finding_id": 999999}, headers=auth).status_code == 404
-    _nights(app_client, auth, run_files, series_values, nights=3, drop_from=99)
     runs = app_client.get("/api/v1/findings?kind=summary").json()
     passrate = next(f for f in runs if f["metric"] == "passrate")
     refused = app_client.post("/api/v1/bisections", json={"finding_id": passrate["id"]}, headers=auth)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from service.detection.changepoint import (
     MIN_EFFECT,
@@ -16,7 +15,6 @@ from service.detection.changepoint import (
     DetectionConfig,
     detect_change_points,
     energy_statistic,
-    pooled_t_test,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -93,15 +91,6 @@ def test_energy_statistic_peaks_at_the_step() -> None:
     q = energy_statistic(z)
     assert int(np.argmax(q)) == 20
     assert np.isneginf(q[:2]).all() and np.isneginf(q[-1])
-
-
-def test_pooled_t_test_agrees_with_scipy() -> None:
-    rng = np.random.default_rng(5)
-    a, b = rng.normal(0.1, 1, 3), rng.normal(0, 1, 25)
-    t_stat, p_value = pooled_t_test(a, b)
-    expected = stats.ttest_ind(a, b, equal_var=True)
-    assert t_stat == pytest.approx(expected.statistic)
-    assert p_value == pytest.approx(expected.pvalue)
 
 
 def test_minimum_effects_per_metric() -> None:

@@ -46,10 +46,10 @@ def _scalar(url: str, sql: str):
 
 def _confirm_all(url: str) -> None:
     """What the bisect job's confirm step posts back, applied to every pending confirm request."""
+    from perfdash.bisection import BisectionResult
     from service.db import make_engine, make_session_factory
     from service.detection.confirmation import record_confirmation
     from service.detection.models import BisectionRequest
-    from service.detection.queries import BisectionResult
 
     engine = make_engine(url)
     with make_session_factory(engine)() as session:

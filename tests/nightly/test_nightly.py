@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from perfdash import nightly
 from perfdash.cli import build_parser
 from perfdash.contract import AccuracyRow, MachineInfo, Manifest, PerformanceRow, RunConfig, append_row
+from service import nightly
 
 
 def _registered() -> set[str]:
@@ -144,13 +144,11 @@ def _nightly(database_url: str, results: Path, report: Path, *extra: str) -> int
 
 
 @pytest.fixture()
-def restore_database_url():
+def environment_untouched():
+    """--database-url reaches every step as settings handed down, never by rewriting the process environment."""
     before = os.environ.get("DATABASE_URL")
     yield
-    if before is None:
-        os.environ.pop("DATABASE_URL", None)
-    else:
-        os.environ["DATABASE_URL"] = before
+    assert os.environ.get("DATABASE_URL") == before
 
 
 def _nights(database_url: str) -> dict[date, int]:
@@ -187,14 +185,14 @@ def _check_two_nights(database_url: str, tmp_path: Path) -> None:
         assert "lcnet_050" in text and "timm_models" in text
 
 
-def test_nightly_flow_on_sqlite(tmp_path: Path, restore_database_url) -> None:
+def test_nightly_flow_on_sqlite(tmp_path: Path, environment_untouched) -> None:
     database = tmp_path / "perfdash.db"
     _check_two_nights(f"sqlite:///{database}", tmp_path)
     with sqlite3.connect(database) as connection:
         assert connection.execute("SELECT count(*) FROM runs").fetchone() == (4,)
 
 
-def test_nightly_flow_on_postgres(postgres_url: str, tmp_path: Path, restore_database_url) -> None:
+def test_nightly_flow_on_postgres(postgres_url: str, tmp_path: Path, environment_untouched) -> None:
     import sqlalchemy as sa
 
     # A database of its own: other test packages share the session's server.

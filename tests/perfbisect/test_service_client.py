@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from perfbisect.service import BisectionRequest, ServiceClient, ServiceError
+from perfbisect.service import BisectionJob, ServiceClient, ServiceError
 
 from perfdash.cli import main
 
@@ -142,7 +142,7 @@ def test_client_reports_a_missing_request_and_a_refused_token(service):
 
 
 def test_request_fields_become_the_pytorch_configuration():
-    request = BisectionRequest.from_json(_request("a" * 40, "b" * 40, variant="max_autotune_dynamic",
+    request = BisectionJob.from_json(_request("a" * 40, "b" * 40, variant="max_autotune_dynamic",
                                                   compile_mode="max-autotune", threads="single", metric="speedup",
                                                   direction=None))
     assert request.direction == "higher"  # speedup: higher is better
@@ -150,4 +150,4 @@ def test_request_fields_become_the_pytorch_configuration():
     assert request.target.key().filename("performance") == \
         "inductor_max_autotune_dynamic_timm_models_float32_inference_cpu_performance.csv"
     with pytest.raises(ServiceError, match="malformed"):
-        BisectionRequest.from_json({"id": 1})
+        BisectionJob.from_json({"id": 1})

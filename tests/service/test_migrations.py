@@ -85,20 +85,29 @@ def test_indexes_for_the_queries_exist(migrated_url: str):
     assert ("run_id", "name") in result_uniques  # one run's results
 
 
-def test_0003_brings_stored_totals_to_runner_py_count(empty_database: str):
-    """A run stored under the old count (never-ran models in the total) gets runner.py's total on upgrade."""
+def _store_runner_py_statuses(url: str) -> None:
+    """Migrate to head and store the runs of tests/contract/data/runner_py_statuses (one configuration)."""
     from pathlib import Path
 
-    from service.db import make_engine, make_session_factory
+    from service.db import session_scope
     from service.ingest import IngestDefaults, bundles_from_files, ingest
+    from service.settings import Settings
 
     folder = Path(__file__).parents[1] / "contract" / "data" / "runner_py_statuses"
-    upgrade(empty_database)
+    upgrade(url)
+    with session_scope(Settings(database_url=url)) as session:
+        ingest(session, bundles_from_files({p.name: p.read_bytes() for p in folder.iterdir()},
+                                           IngestDefaults(machine="Xeon")))
+        session.commit()
+
+
+def test_0003_brings_stored_totals_to_runner_py_count(empty_database: str):
+    """A run stored under the old count (never-ran models in the total) gets runner.py's total on upgrade."""
+    from service.db import make_engine
+
     engine = make_engine(empty_database)
     try:
-        with make_session_factory(engine)() as session:
-            ingest(session, bundles_from_files({p.name: p.read_bytes() for p in folder.iterdir()},
-                                               IngestDefaults(machine="Xeon")))
+        _store_runner_py_statuses(empty_database)
 
         def totals() -> list[tuple[int, int]]:
             with engine.connect() as connection:
@@ -109,5 +118,40 @@ def test_0003_brings_stored_totals_to_runner_py_count(empty_database: str):
         assert totals() == [(3, 7)]  # what the old rule stored: model_fail_to_load and eager_fail_to_run counted
         upgrade(empty_database)
         assert totals() == [(3, 5)]
+    finally:
+        engine.dispose()
+
+
+def test_0007_points_bisection_requests_at_their_configuration(empty_database: str):
+    """Requests stored with copied configuration columns point at the stored configuration after the upgrade, and get
+    the columns back on a downgrade; a request naming no stored configuration stops the upgrade, nothing changed."""
+    from perfdash.bisection import REQUEST_AXES as axes
+    from service.db import make_engine
+
+    engine = make_engine(empty_database)
+    try:
+        _store_runner_py_statuses(empty_database)
+        downgrade(empty_database, "0006_training_throughput")
+        with engine.begin() as connection:
+            configuration = connection.execute(sa.text(f"SELECT id, {', '.join(axes)} FROM configurations")).one()
+            values = dict(zip(axes, configuration[1:], strict=True))
+            connection.execute(sa.text(
+                f"INSERT INTO bisection_requests (status, purpose, model, batch_size, metric, direction, good_commit, "
+                f"bad_commit, threshold_pct, {', '.join(axes)}) VALUES ('done', 'bisect', 'm', 4, 'speedup', "
+                f"'higher', 'aaaa', 'bbbb', 5.0, {', '.join(':' + a for a in axes)})"), values)
+        upgrade(empty_database)
+        with engine.connect() as connection:
+            assert connection.execute(sa.text("SELECT configuration_id FROM bisection_requests")).scalars().all() == \
+                [configuration.id]
+        downgrade(empty_database, "0006_training_throughput")
+        with engine.connect() as connection:
+            restored = connection.execute(sa.text(f"SELECT {', '.join(axes)} FROM bisection_requests")).one()
+        assert dict(zip(axes, restored, strict=True)) == values
+        if empty_database.startswith("postgresql"):  # transactional DDL: the failed upgrade leaves 0006 as it was
+            with engine.begin() as connection:
+                connection.execute(sa.text("UPDATE bisection_requests SET suite = 'huggingface'"))
+            with pytest.raises(RuntimeError, match="name a configuration no stored run has"):
+                upgrade(empty_database)
+            assert current_heads(empty_database) == {"0006_training_throughput"}
     finally:
         engine.dispose()

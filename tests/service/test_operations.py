@@ -139,8 +139,7 @@ def test_an_unexpected_error_is_a_500_that_does_not_escape_the_app(settings):
         assert client.get("/healthz/live").status_code == 200
 
 
-def test_database_stopped_gives_503_and_health_says_so(tmp_path):
-    from perfdash.pgcluster import temporary_postgres
+def test_database_stopped_gives_503_and_health_says_so(tmp_path, temporary_postgres):
     from service.app import create_app
     from service.migrate import upgrade
     from service.settings import Settings

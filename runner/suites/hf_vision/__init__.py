@@ -8,33 +8,15 @@ sizes are separate rows named ``<name>_bs<N>`` (``row_name`` / ``parse_row_name`
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from importlib import metadata
 
-from runner.suites.base import DATA_DIR, ModelSpec, Suite, SuiteError, Tolerance, ToleranceQuery
+from perfdash.vision import BATCH_SIZES, MODELS_FILE, RowName, parse_row_name, row_name
+from runner.suites.base import ModelSpec, Suite, SuiteError, Tolerance, ToleranceQuery
 
-DATA_FILE = DATA_DIR / "hf_vision.toml"
-# The publication's batch sizes.
-BATCH_SIZES: tuple[int, ...] = (1, 4, 16)
-_ROW_NAME = re.compile(r"^(?P<model>.+)_bs(?P<batch>[1-9][0-9]*)$")
-
-
-@dataclass(frozen=True, slots=True)
-class RowName:
-    model: str
-    batch_size: int
-
-
-def row_name(model: str, batch_size: int) -> str:
-    return f"{model}_bs{batch_size}"
-
-
-def parse_row_name(name: str) -> RowName | None:
-    """``ViT_bs16`` -> (ViT, 16); None for a name that does not carry a batch size."""
-    match = _ROW_NAME.match(name)
-    return RowName(match["model"], int(match["batch"])) if match else None
+# The model list is the contract's (perfdash/data/hf_vision.toml): the Vision page reads the same one.
+DATA_FILE = MODELS_FILE
+__all__ = ["BATCH_SIZES", "DATA_FILE", "SUITE", "RowName", "expand", "parse_row_name", "row_name"]
 
 
 def expand(models: list[ModelSpec], batch_size: int | None) -> list[ModelSpec]:

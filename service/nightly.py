@@ -14,13 +14,16 @@ keep theirs unless ``--night next`` is given (so re-ingesting a night never make
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from service.settings import Settings
 
 DEFAULT_SUITES = ("torchbench", "huggingface", "timm_models")
 
@@ -163,7 +166,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="dashboard address (default: %(default)s)")
     parser.add_argument("--port", type=int, default=8000, help="dashboard port (default: %(default)s)")
     parser.add_argument("--dry-run", action="store_true", help="print the steps and exit")
-    parser.set_defaults(handler=_handle)
+    parser.set_defaults(handler=_handle, reads_settings=True)
 
 
 def config_from_args(args: argparse.Namespace, now: datetime) -> NightlyConfig:
@@ -187,8 +190,9 @@ def config_from_args(args: argparse.Namespace, now: datetime) -> NightlyConfig:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    if args.database_url:
-        os.environ["DATABASE_URL"] = args.database_url
+    settings = args.settings
+    if args.database_url:  # handed to every step (perfdash.cli.main(settings=...)), never through the environment
+        settings = settings.model_copy(update={"database_url": args.database_url})
     config = config_from_args(args, datetime.now(UTC))
     if args.dry_run:
         for number, step in enumerate(plan(config), 1):
@@ -196,16 +200,16 @@ def _handle(args: argparse.Namespace) -> int:
         if config.serve:
             print(f"then: perfdash serve --host {config.host} --port {config.port}")
         return 0
-    return run_nightly(config)
+    return run_nightly(config, settings)
 
 
 # ---- running -----------------------------------------------------------------------------------------------------
 
-def _call(argv: Sequence[str]) -> int:
+def _call(argv: Sequence[str], settings: Settings) -> int:
     from perfdash.cli import main
 
     try:
-        return main(list(argv))
+        return main(list(argv), settings=settings)
     except SystemExit as exc:  # argparse and some handlers exit; a step's failure must not end the nightly
         return exc.code if isinstance(exc.code, int) else 1
 
@@ -219,16 +223,12 @@ def _registered() -> set[str]:
     return set()
 
 
-def latest_night(database_url: str) -> date | None:
-    from service.db import make_engine, make_session_factory
+def latest_night(settings: Settings) -> date | None:
+    from service.db import session_scope
     from service.queries.summary import latest_night as query_latest_night
 
-    engine = make_engine(database_url)
-    try:
-        with make_session_factory(engine)() as session:
-            return query_latest_night(session)
-    finally:
-        engine.dispose()
+    with session_scope(settings) as session:
+        return query_latest_night(session)
 
 
 def shift_to_next_night(results_dir: Path, latest: date | None) -> int:
@@ -263,18 +263,16 @@ def ingest_files(results_dir: Path) -> tuple[list[str], list[str]]:
     return files, empty
 
 
-def run_nightly(config: NightlyConfig) -> int:
+def run_nightly(config: NightlyConfig, settings: Settings) -> int:
     from rich.console import Console
     from rich.table import Table
-
-    from service.settings import Settings
 
     console = Console()
     registered = _registered()
     steps = plan(config)
     outcomes: list[tuple[str, str, float]] = []
     failed = False
-    console.rule(f"perfdash nightly -> {Settings().database_url}")
+    console.rule(f"perfdash nightly -> {settings.database_url}")
     for number, step in enumerate(steps, 1):
         console.print(f"[bold][{number}/{len(steps)}] {step.title}[/bold]  [dim]perfdash {' '.join(step.argv)}[/dim]")
         if step.argv[0] not in registered:
@@ -282,7 +280,7 @@ def run_nightly(config: NightlyConfig) -> int:
             outcomes.append((step.title, "skipped (not available)", 0.0))
             continue
         if step.argv[0] == "ingest" and config.shift_nights:
-            days = shift_to_next_night(config.results_dir, latest_night(Settings().database_url))
+            days = shift_to_next_night(config.results_dir, latest_night(settings))
             if days:
                 console.print(f"  this database already has this night: recorded as {days} day(s) later "
                               "(manifest start/end times moved; --night real keeps them)")
@@ -293,7 +291,7 @@ def run_nightly(config: NightlyConfig) -> int:
                 console.print(f"  [yellow]{stem}: no model finished, nothing to ingest[/yellow]")
             argv = ("ingest", *files) if files else argv
         started = time.monotonic()
-        code = _call(argv)
+        code = _call(argv, settings)
         elapsed = time.monotonic() - started
         outcomes.append((step.title, "ok" if code == 0 else f"exit {code}", elapsed))
         if code != 0:
@@ -316,6 +314,6 @@ def run_nightly(config: NightlyConfig) -> int:
     ingested = any(title == "ingest the results" and result == "ok" for title, result, _ in outcomes)
     if config.serve and ingested:
         console.print(f"[bold green]dashboard: {config.url}/[/bold green]  (Ctrl-C stops it)")
-        code = _call(("serve", "--host", config.host, "--port", str(config.port), "--no-upgrade"))
+        code = _call(("serve", "--host", config.host, "--port", str(config.port), "--no-upgrade"), settings)
         failed = failed or code != 0
     return 1 if failed else 0

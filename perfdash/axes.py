@@ -1,0 +1,130 @@
+"""The axes of a configuration, defined once: what makes two runs of a suite comparable.
+
+Each axis says its name (the field of perfdash.contract.RunConfig, or of the stored configuration for the derived
+ones), its type, its vocabulary (from the contract), the ``perfdash run`` flag that sets it, the column of the stored
+configuration (service.models.Configuration), whether it enters the configuration key and whether pages and the API
+filter on it. What derives from this table:
+
+- the configuration key and the stored configuration's columns (service.ingest: ``configuration_identity``,
+  ``configuration_columns``);
+- the runner's vocabulary checks and flag choices (runner.options, runner.cli) and the repro command of a series
+  (``run_flags``, used by the Model page and by the bisect tool's ``perfdash run``);
+- the fields of the configuration filter (service.queries.filters.ConfigFilter: ``FILTER_AXES``);
+- the bisection request, which points at a stored configuration and sends the bisect tool its axes.
+
+The Jenkinsfile's parameters stay text, named after these axes. Torch-free and service-free.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from perfdash.contract import BACKENDS, COMPILE_MODES, DEVICES, DTYPES, MODES, SUITES, RunConfig
+
+DISTRIBUTED_BACKENDS: tuple[str, ...] = ("gloo", "nccl")
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    name: str  # RunConfig's field (or property, for derived axes) and the configuration key's name
+    type: type
+    default: Any
+    vocabulary: tuple[str, ...] | None = None  # None: open (a number, a derived name, a mapping)
+    flag: str | None = None  # the `perfdash run` option, None when the runner derives the axis
+    column: str | None = None  # the stored configuration's column, None when not stored as itself
+    in_key: bool = True  # part of the configuration key
+    # Entered the key after configurations were first stored: only when it differs from its default, so the keys of
+    # configurations stored before it existed do not change (tests/service/test_content_hash_compat.py).
+    key_unless_default: bool = False
+    filterable: bool = False  # a field of the configuration filter (pages, API)
+    explicit: bool = False  # always written in a command line, even at its default (the series reads by it)
+    help: str = ""
+
+    def value(self, config: RunConfig) -> Any:
+        value = getattr(config, self.name)
+        return dict(sorted(value.items())) if isinstance(value, Mapping) else value
+
+
+AXES: tuple[Axis, ...] = (
+    Axis("suite", str, None, SUITES, flag="--suite", column="suite", filterable=True, explicit=True),
+    Axis("backend", str, "inductor", BACKENDS, flag="--backend", column="backend", filterable=True, explicit=True,
+         help="filters match the backend with its variant, as file names write it (inductor_no_cudagraphs)"),
+    Axis("variant", str, "", None, column="variant",
+         help="derived by the runner from --compile-mode, --dynamic-shapes and --quantize; PyTorch CI names it"),
+    Axis("compile_mode", str, "default", COMPILE_MODES, flag="--compile-mode", column="compile_mode",
+         filterable=True),
+    Axis("device", str, "cpu", DEVICES, flag="--device", column="device", filterable=True, explicit=True),
+    Axis("dtype", str, "float32", DTYPES, flag="--dtype", column="dtype", filterable=True, explicit=True),
+    Axis("mode", str, "inference", MODES, flag="--mode", column="mode", filterable=True, explicit=True),
+    Axis("threads", int, None, None, flag="--threads", column="threads", in_key=False,
+         help="a thread count, None for all cores of the socket; the key holds its thread_config"),
+    Axis("thread_config", str, "all-cores", None, column="thread_config", filterable=True,
+         help="single-thread, N-threads or all-cores, derived from threads"),
+    Axis("batch_size", int, None, None, flag="--batch-size", column="batch_size_override",
+         help="an override of the suite's batch sizes (another configuration); None: the suite's own"),
+    Axis("dynamic_shapes", bool, False, None, flag="--dynamic-shapes", column="dynamic_shapes", filterable=True),
+    Axis("env", dict, {}, None, column="env", help="worker settings such as TORCHINDUCTOR_FREEZING=1"),
+    Axis("world_size", int, 1, None, column="world_size", key_unless_default=True, filterable=True,
+         help="DistributedDataParallel processes; 1: a single process"),
+    Axis("distributed_backend", str, None, DISTRIBUTED_BACKENDS, column="distributed_backend",
+         key_unless_default=True, filterable=True, help="torch.distributed process-group backend"),
+)
+AXIS: Mapping[str, Axis] = {axis.name: axis for axis in AXES}
+# The configuration filter's fields beside the axes: the machine (a fingerprint) and one stored configuration.
+FILTER_AXES: tuple[Axis, ...] = tuple(axis for axis in AXES if axis.filterable)
+# The axes the runner checks against the contract's vocabulary (a flag with a closed set of values).
+CHECKED_FLAGS: tuple[Axis, ...] = tuple(axis for axis in AXES if axis.flag and axis.vocabulary)
+
+
+def configuration_identity(config: RunConfig, machine_fingerprint: str) -> dict[str, Any]:
+    """What the configuration key hashes: every key axis, and the machine."""
+    identity: dict[str, Any] = {"machine": machine_fingerprint}
+    for axis in AXES:
+        if not axis.in_key:
+            continue
+        value = axis.value(config)
+        if axis.key_unless_default and value == axis.default:
+            continue
+        identity[axis.name] = value
+    return identity
+
+
+def configuration_columns(config: RunConfig) -> dict[str, Any]:
+    """The stored configuration's columns (service.models.Configuration), machine and key aside."""
+    return {axis.column: axis.value(config) for axis in AXES if axis.column is not None}
+
+
+def run_command(values: Mapping[str, Any], model: str | None = None) -> str:
+    """The `perfdash run` command line that measures a configuration (its axis values by name; the variant is
+    derived by the runner, except the quantized series' ``int8_dynamic`` prefix, which is --quantize) again, for one
+    model when given. Quoted for a shell."""
+    args = ["perfdash", "run", *run_flags(values)]
+    if str(values.get("variant") or "").split("_")[:2] == ["int8", "dynamic"]:  # onnxruntime's quantized series
+        args += ["--quantize", "int8-dynamic"]
+    if model is not None:
+        args += ["--only", model]
+    return shlex.join(args)
+
+
+def stored_axes(configuration: Any) -> dict[str, Any]:
+    """The axis values of a stored configuration (anything with the axes' columns as attributes), by axis name."""
+    return {axis.name: getattr(configuration, axis.column) for axis in AXES if axis.column is not None}
+
+
+def run_flags(values: Mapping[str, Any]) -> list[str]:
+    """The `perfdash run` flags that set these axis values (by axis name), in the axes' order: the explicit axes
+    always, the others only when they differ from their default; a bool axis is a switch."""
+    args: list[str] = []
+    for axis in AXES:
+        if axis.flag is None or axis.name not in values:
+            continue
+        value = values[axis.name]
+        if axis.type is bool:
+            if value:
+                args.append(axis.flag)
+        elif value is not None and (axis.explicit or value != axis.default):
+            args += [axis.flag, str(value)]
+    return args
