@@ -6,7 +6,7 @@ one version's runs (0.13 ms with it, the view does it twice) and 18 ms for the d
 scan), growing with the history.
 
 Revision ID: 0008_releases_index
-Revises: 0006_training_throughput (0007_bisection_configuration once that branch is merged)
+Revises: 0007_bisection_configuration
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from alembic import op
 
 revision: str = "0008_releases_index"
 # the lead sets this to "0007_bisection_configuration" at merge (that migration is written on another branch)
-down_revision: str | None = "0006_training_throughput"
+down_revision: str | None = "0007_bisection_configuration"
 branch_labels = None
 depends_on = None
 
