@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "service.detection.cli",
     "perfdash.nightly",
     "runner.cli",
+    "runner.scale_cli",
     "perfbisect.cli",
 )
 
