@@ -201,7 +201,7 @@ def run_world(options: ScaleOptions, world_size: int) -> ScalingPoint:
         errors.pop(spec.name, None)
     manifest.model_copy(update={"model_errors": errors, "end_time": datetime.now(UTC)}).write(paths.manifest)
     point = _read_point(paths, spec.name, world_size, directory, errors.get(spec.name), status=outcome.status)
-    return dataclasses.replace(point, **_costs(world))
+    return dataclasses.replace(point, batch_size=job.batch_size, **_costs(world))
 
 
 def _safe(name: str) -> str:

@@ -61,7 +61,7 @@ def handle(args: argparse.Namespace) -> int:
         return 2
     console = Console()
     if not console.is_terminal:
-        console = Console(width=160)
+        console = Console(width=180)
     console.print(scaling_table(report))
     print(f"results: {report.options.output_dir} (summary: {report.summary_path.name})")
     return 0

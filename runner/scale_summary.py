@@ -1,5 +1,6 @@
 """The table ``perfdash scale`` prints: per world size the global throughput, the scaling factor and the launch's
-costs."""
+costs (launch: until the slowest rank started its first phase, i.e. interpreter start and imports; init group:
+init_process_group; first step: DDP's first eager step)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def scaling_table(report: ScalingReport) -> Table:
                         f"batch per rank {report.points[0].batch_size if report.points else '-'}",
                   title_justify="left")
     for column in ("world size", "status", "eager samples/s", "compiled samples/s", "eager scaling",
-                   "compiled scaling", "speedup", "launch s", "init_process_group s", "first step s"):
+                   "compiled scaling", "speedup", "launch s", "init group s", "first step s"):
         table.add_column(column, justify="left" if column == "status" else "right")
     for p in report.points:
         table.add_row(str(p.world_size), p.status, _number(p.eager_throughput, ",.1f"),
