@@ -33,7 +33,8 @@ options = { input_size = [3, 64, 64] }
 name = "SmallBertForMaskedLM"
 batch_size = 4
 builder = "hf:BertForMaskedLM"
-options = { seq_len = 128, config = { hidden_size = 128, num_hidden_layers = 2, num_attention_heads = 2, intermediate_size = 512 } }
+options = { seq_len = 128, config = { hidden_size = 128, num_hidden_layers = 2, num_attention_heads = 2, \
+intermediate_size = 512 } }
 """
 
 

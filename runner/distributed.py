@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.process import WorkerOutcome, _handle_line, _kill_pid_group, _tail
+from runner.process import WorkerOutcome, _handle_line, _kill_pid_group, _tail, send_job
 from runner.protocol import PHASE_LOAD, Job
 
 # The variable that gives a rank its cores (comma-separated ids); the rank pins itself to them before it starts
@@ -154,12 +154,7 @@ def _start_rank(job: Job, r: int, world_size: int, port: int, env: dict[str, str
 
     rank.reader = threading.Thread(target=read, daemon=True)
     rank.reader.start()
-    try:
-        assert proc.stdin is not None
-        proc.stdin.write(job.to_json().encode())
-        proc.stdin.close()
-    except BrokenPipeError:
-        pass  # the rank died at start; its exit status tells why
+    send_job(proc, job)
     return rank
 
 

@@ -32,6 +32,7 @@ from perfdash.contract import (
     append_row,
     append_samples,
     completed_models,
+    read_accuracy_csv,
     read_performance_csv,
     read_samples,
 )
@@ -263,8 +264,6 @@ def _read_point(paths: RunPaths, name: str, world_size: int, directory: Path, er
 
 
 def _failure_status(paths: RunPaths, name: str) -> str:
-    from perfdash.contract import read_accuracy_csv
-
     if paths.accuracy.exists():
         statuses = [r.accuracy for r in read_accuracy_csv(paths.accuracy) if r.name == name]
         if statuses:
