@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "service.detection.cli",
     "service.nightly",
     "runner.cli",
+    "runner.scale_cli",
     "perfbisect.cli",
 )
 

@@ -21,6 +21,7 @@ from typing import Protocol
 from perfdash.contract import (
     Manifest,
     ModelResult,
+    ModelSamples,
     RunConfig,
     append_row,
     append_samples,
@@ -28,6 +29,7 @@ from perfdash.contract import (
     join_results,
     read_accuracy_csv,
     read_performance_csv,
+    read_samples,
 )
 from perfdash.metrics import SuiteSummary, summarize_results
 from runner.backends import BACKEND_SPECS
@@ -67,6 +69,7 @@ class RunReport:
     summary: SuiteSummary
     manifest: Manifest
     server_start_s: float = 0.0  # the fork server's start (its imports), shared by every model it ran
+    samples: tuple[ModelSamples, ...] = ()  # this partition's raw samples as the samples file now holds them
 
 
 class Progress(Protocol):
@@ -136,7 +139,8 @@ def run_suite(options: RunOptions, progress: Progress | None = None) -> RunRepor
     results = tuple(r for r in read_results(paths) if r.name in selected)
     return RunReport(config=config, paths=paths, selected=tuple(m.name for m in models),
                      ran=tuple(m.name for m in todo), outcomes=tuple(outcomes), results=results,
-                     summary=summarize_results(results), manifest=manifest, server_start_s=server.start_seconds)
+                     summary=summarize_results(results), manifest=manifest, server_start_s=server.start_seconds,
+                     samples=tuple(s for s in read_samples(paths.samples) if s.name in selected))
 
 
 def read_results(paths: RunPaths) -> list[ModelResult]:

@@ -119,6 +119,6 @@ def handle(args: argparse.Namespace) -> int:
     console = Console()
     if not console.is_terminal:
         console = Console(width=140)  # logs (Jenkins) get full-width tables
-    console.print(render(report.config, report.summary, report.results))
+    console.print(render(report.config, report.summary, report.results, report.samples))
     print(f"results: {report.paths.performance.parent}")
     return 0

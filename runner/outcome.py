@@ -65,7 +65,9 @@ class ModelOutcome:
 
 def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, want_accuracy: bool,
               want_performance: bool, timings: dict[str, float] | None = None,
-              accuracy_batch_size: int | None = None) -> ModelOutcome:
+              accuracy_batch_size: int | None = None, world_size: int = 1) -> ModelOutcome:
+    """``world_size``: processes of a DistributedDataParallel run, each stepping ``batch_size`` samples (the
+    throughput is the global one); 1 for every other run."""
     result = outcome.result
     error: str | None = None
     if outcome.timed_out:
@@ -112,8 +114,8 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
                                    compiled_ms=perf.compiled_ms,
                                    eager_activation_peak_mem=perf.eager_activation_peak_mem,
                                    dynamo_activation_peak_mem=perf.dynamo_activation_peak_mem,
-                                   eager_throughput=throughput(batch_size, perf.eager_ms),
-                                   compiled_throughput=throughput(batch_size, perf.compiled_ms))
+                                   eager_throughput=throughput(batch_size, perf.eager_ms, world_size),
+                                   compiled_throughput=throughput(batch_size, perf.compiled_ms, world_size))
     # The accuracy row carries the check's own counters and compile time, as PyTorch's accuracy CSV does.
     check_stats, check_compile_s = GraphStats(), None
     if result is not None and result.accuracy_stats is not None:

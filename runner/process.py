@@ -85,12 +85,7 @@ def run_worker(job: Job, env: dict[str, str], timeout_s: float, log_path: Path,
         reader = threading.Thread(target=_read_protocol, args=(proc.stdout, on_phase, sink), daemon=True)
         reader.start()
         timed_out = False
-        try:
-            assert proc.stdin is not None
-            proc.stdin.write(job.to_json().encode())
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass  # the worker died at start; its exit status tells why
+        send_job(proc, job)
         try:
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -106,6 +101,16 @@ def run_worker(job: Job, env: dict[str, str], timeout_s: float, log_path: Path,
     return WorkerOutcome(result=sink.get("result"), last_phase=str(sink["phase"]),  # type: ignore[arg-type]
                          returncode=proc.returncode, timed_out=timed_out, wall_s=wall, log_tail=_tail(log_path),
                          protocol_error=sink.get("error"))  # type: ignore[arg-type]
+
+
+def send_job(proc: subprocess.Popen[bytes], job: Job) -> None:
+    """Hand a freshly started worker its job on stdin, then close it."""
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(job.to_json().encode())
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass  # the worker died at start; its exit status tells why
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

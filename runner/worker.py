@@ -20,11 +20,19 @@ import ctypes
 import os
 import sys
 import time
-from typing import TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from runner.protocol import Job, WorkerResult
+
+# What a worker does with its job: runner.execute.run_job, or runner.rank.run_rank for one rank of a DDP run.
+JobRunner = Callable[["Job", Callable[[str], None]], "WorkerResult"]
 
 
-def serve(job_text: str, protocol: TextIO, start: float) -> None:
-    """Run one job, announcing each phase, and write its result; ``start`` is when this worker began."""
+def serve(job_text: str, protocol: TextIO, start: float, run: JobRunner | None = None) -> None:
+    """Run one job (with ``run``, by default runner.execute.run_job), announcing each phase, and write its result;
+    ``start`` is when this worker began."""
     from runner.protocol import Job, phase_event
 
     job = Job.from_json(job_text)
@@ -37,9 +45,10 @@ def serve(job_text: str, protocol: TextIO, start: float) -> None:
 
     configure_threads(job.threads)
     imported = time.perf_counter()
-    from runner.execute import run_job
+    if run is None:
+        from runner.execute import run_job as run
 
-    result = run_job(job, emit)
+    result = run(job, emit)
     timings = {"import": imported - start, **result.timings, "worker_total": time.perf_counter() - start}
     protocol.write(type(result)(**{**_fields(result), "timings": timings}).to_json() + "\n")
     protocol.flush()
@@ -70,15 +79,15 @@ def run_forked(job_text: str, env: dict[str, str], protocol_fd: int, log_path: s
 
         traceback.print_exc()
     finally:
-        _exit_now(code)
+        exit_now(code)
 
 
-def main() -> int:
+def main(run: JobRunner | None = None) -> int:
     start = time.perf_counter()
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    serve(sys.stdin.read(), protocol, start)
+    serve(sys.stdin.read(), protocol, start, run)
     return 0
 
 
@@ -86,7 +95,7 @@ def _fields(result: object) -> dict[str, object]:
     return {name: getattr(result, name) for name in result.__dataclass_fields__}  # type: ignore[attr-defined]
 
 
-def _exit_now(code: int) -> None:
+def exit_now(code: int) -> None:
     """Exit handlers (Inductor shuts its compile workers down in one), flushed output, and no interpreter teardown."""
     atexit._run_exitfuncs()
     sys.stdout.flush()
@@ -96,4 +105,4 @@ def _exit_now(code: int) -> None:
 
 
 if __name__ == "__main__":
-    _exit_now(main())
+    exit_now(main())

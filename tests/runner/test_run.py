@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from perfdash.cli import main
 from perfdash.contract import (
@@ -17,6 +19,7 @@ from perfdash.contract import (
 from runner.api import RunReport, run_suite
 from runner.options import RunOptions
 from runner.process import ForkServer
+from runner.summary import render
 
 DATA = Path(__file__).parent / "data"
 # PyTorch's current headers (benchmarks/dynamo/common.py: speedup_experiment's row and _write_accuracy_row).
@@ -193,6 +196,14 @@ def test_training_single_thread(tmp_path: Path) -> None:
     assert report.manifest.config.env["OMP_NUM_THREADS"] == "1"
     assert report.manifest.config.thread_config == "single-thread"
     assert "TORCHINDUCTOR_FREEZING" not in report.manifest.config.env
+    # samples/s of each side: the batch over the median step, the compiled one consistent with the CSV's latency
+    [samples] = report.samples
+    batch = outcome.performance.batch_size
+    assert samples.eager_throughput == pytest.approx(batch * 1000 / statistics.median(samples.eager_ms))
+    assert samples.compiled_throughput == pytest.approx(batch * 1000 / outcome.performance.abs_latency, rel=1e-5)
+    console = Console(width=200, record=True)
+    console.print(render(report.config, report.summary, report.results, report.samples))
+    assert f"{samples.eager_throughput:,.1f}" in console.export_text()
 
 
 def test_an_accuracy_only_run_fills_the_graph_counters(tmp_path: Path) -> None:

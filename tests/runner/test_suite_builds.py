@@ -63,7 +63,7 @@ def test_every_timm_model_builds_from_its_config_offline() -> None:
     assert sides["mobilenetv2_100"] == 224
 
 
-@pytest.mark.parametrize("model_list", ["default", "extended"])
+@pytest.mark.parametrize("model_list", ["default", "extended", "publication"])
 def test_every_huggingface_model_builds_from_its_config_offline_at_pytorchs_length(model_list: str) -> None:
     import transformers
 
@@ -91,3 +91,26 @@ def test_hub_config_models_carry_their_published_values() -> None:
     assert (t5.d_model, t5.num_layers, t5.num_decoder_layers, t5.num_heads) == (512, 6, 6, 8)
     assert transformers.GPT2Config(**hf["DistillGPT2"].options["config"]).n_layer == 6
     assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+def test_the_publications_models_are_under_their_suites_names() -> None:
+    """torchbench resnet50, huggingface BertForMaskedLM (PyTorch's entry) and BERT large from bert-large-uncased's
+    published config (335M parameters with the masked-LM head), for the training-throughput experiment."""
+    import transformers
+
+    assert "resnet50" in {m.name for m in get_suite("torchbench").models()}
+    hf = get_suite("huggingface")
+    default = {m.name: m for m in hf.models()}
+    publication = {m.name: m for m in hf.models(model_list="publication")}
+    assert publication["BertForMaskedLM"] == default["BertForMaskedLM"]
+    large = publication["BertLargeForMaskedLM"]
+    config = transformers.BertConfig(**large.options["config"])
+    assert (config.hidden_size, config.num_hidden_layers, config.num_attention_heads, config.intermediate_size,
+            config.vocab_size, config.max_position_embeddings) == (1024, 24, 16, 4096, 30522, 512)
+    built = build(ModelSpec(large.name, 2, large.builder, {**large.options, "config": {
+        **large.options["config"], "num_hidden_layers": 1}}), BuildContext(device="cpu", batch_size=2,
+                                                                           training=True))
+    assert tuple(built.kwargs["input_ids"].shape) == (2, 512) and "labels" in built.kwargs  # a loss to train on
+    with torch.device("meta"):
+        module = transformers.BertForMaskedLM(config)
+    assert 330e6 < sum(p.numel() for p in module.parameters()) < 340e6

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from perfdash.contract import AccuracyRow, PerformanceRow, RunConfig, append_row
+from perfdash.contract import AccuracyRow, ModelSamples, PerformanceRow, RunConfig, append_row, throughput
 from perfdash.metrics import summarize_results
 from runner.api import RunPaths, read_results
 from runner.summary import render
@@ -50,3 +50,21 @@ def test_printed_summary(tmp_path: Path) -> None:
     assert "inductor_timm_models_float32_inference_cpu" in text
     for expected in ("60%, 3/5", "1.34x", "1.06x", "30.00", "1.10x", "fail_accuracy", "b: speedup 0.50x"):
         assert expected in text, expected
+
+
+def test_printed_throughput_beside_the_speedup(tmp_path: Path) -> None:
+    results = read_results(_write(tmp_path))
+    samples = [ModelSamples(name="a", batch_size=8, eager_ms=(4.0, 5.0, 6.0), compiled_ms=(2.0, 2.5, 3.0),
+                            eager_throughput=throughput(8, (4.0, 5.0, 6.0)),
+                            compiled_throughput=throughput(8, (2.0, 2.5, 3.0)))]
+    console = Console(width=240, record=True)
+    console.print(render(RunConfig(suite="timm_models", backend="inductor"), summarize_results(results), results,
+                         samples))
+    text = console.export_text()
+    assert "eager samples/s" in text and "compiled samples/s" in text
+    row = next(line for line in text.splitlines() if line.lstrip("│ ").startswith("a "))
+    assert "1,600.0" in row and "3,200.0" in row  # 8 samples over the 5 ms and 2.5 ms medians
+    # without samples (plain PyTorch CSVs) the table has no throughput columns
+    console = Console(width=240, record=True)
+    console.print(render(RunConfig(suite="timm_models", backend="inductor"), summarize_results(results), results))
+    assert "samples/s" not in console.export_text()
