@@ -50,6 +50,7 @@ from perfdash.contract import (
 )
 from perfdash.duplicates import csv_repeats, find_repeats
 from perfdash.harness_files import Classified, Role, classify
+from perfdash.metric_registry import RESULT_METRICS, Source
 from perfdash.metrics import model_warnings, summarize_results
 from perfdash.pytorch_json import KeyHints, ParsedRecords, looks_like_records, parse_records
 from service.models import Configuration, Machine, Result, Run, RunSummary, Series
@@ -499,20 +500,18 @@ def _result_row(run_id: int, series_id: int, result: ModelResult, samples: Model
     perf = result.performance
     stats = perf.stats if perf is not None else GraphStats()
     interval = speedup_interval(samples.eager_ms, samples.compiled_ms) if samples and perf else None
+    # Each registry metric from where its entry says: the performance row (PyTorch's columns) or the samples file.
+    sources = {Source.PERFORMANCE_CSV: perf, Source.SAMPLES: samples}
     return {
         "run_id": run_id, "series_id": series_id, "name": result.name, "batch_size": result.batch_size,
         "accuracy": result.accuracy, "passed": result.gated_speedup > 0,
-        "speedup": perf.speedup if perf else None, "abs_latency": perf.abs_latency if perf else None,
-        "compilation_latency": perf.compilation_latency if perf else None,
-        "compression_ratio": perf.compression_ratio if perf else None,
+        **{m.name: getattr(sources[m.source], m.name, None) for m in RESULT_METRICS},
         "eager_peak_mem": perf.eager_peak_mem if perf else None,
         "dynamo_peak_mem": perf.dynamo_peak_mem if perf else None,
         "calls_captured": stats.calls_captured, "unique_graphs": stats.unique_graphs,
         "graph_breaks": stats.graph_breaks, "unique_graph_breaks": stats.unique_graph_breaks,
         "speedup_ci_low": interval.low if interval else None,
         "speedup_ci_high": interval.high if interval else None,
-        "eager_throughput": samples.eager_throughput if samples else None,
-        "compiled_throughput": samples.compiled_throughput if samples else None,
         "samples": _samples_json(samples) if samples else None,
         "error": error,
     }

@@ -9,11 +9,9 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy.orm import Session
 
-from service.detection.changepoint import HIGHER_IS_BETTER, MIN_EFFECT
+from perfdash.metric_registry import BISECT_METRICS, Better, better_of, min_effect_of
 from service.detection.models import BisectionRequest, Finding
 from service.models import Run
-
-BISECT_METRICS = ("speedup", "abs_latency", "compilation_latency", "compression_ratio", "accuracy")
 
 
 class FindingOut(BaseModel):
@@ -146,8 +144,8 @@ class BisectionFields(BaseModel):
     device: str = "cpu"
     threads: int | None = None
     batch_size: int | None = None
-    metric: Literal["speedup", "abs_latency", "compilation_latency", "compression_ratio", "accuracy"]
-    direction: Literal["higher", "lower"] | None = None
+    metric: Literal[BISECT_METRICS]  # type: ignore[valid-type]
+    direction: Better | None = None
     good_commit: str = Field(min_length=4, max_length=64)
     bad_commit: str = Field(min_length=4, max_length=64)
     threshold_pct: float | None = Field(None, ge=0)
@@ -172,7 +170,7 @@ class BisectionIn(BaseModel):
     threads: int | None = None
     batch_size: int | None = None
     metric: str | None = None
-    direction: Literal["higher", "lower"] | None = None
+    direction: Better | None = None
     good_commit: str | None = None
     bad_commit: str | None = None
     threshold_pct: float | None = Field(None, ge=0)
@@ -198,7 +196,7 @@ class BisectionOut(BaseModel):
     threads: int | None
     batch_size: int | None
     metric: str
-    direction: Literal["higher", "lower"]
+    direction: Better
     good_commit: str
     bad_commit: str
     threshold_pct: float
@@ -211,7 +209,7 @@ class BisectionError(ValueError):
 
 
 def _direction(metric: str) -> str:
-    return "higher" if HIGHER_IS_BETTER.get(metric, True) else "lower"
+    return better_of(metric).value
 
 
 # A confirm request's threshold, as a share of the metric's minimum effect. The change point already showed the change
@@ -224,7 +222,7 @@ CONFIRM_THRESHOLD_SHARE = 0.6
 
 def _threshold(metric: str, purpose: str = "bisect") -> float:
     share = CONFIRM_THRESHOLD_SHARE if purpose == "confirm" else 1.0
-    return round(100.0 * MIN_EFFECT.get(metric, 0.0) * share, 6)
+    return round(100.0 * min_effect_of(metric) * share, 6)
 
 
 def request_bisection(session: Session, body: BisectionIn,
@@ -250,13 +248,13 @@ def request_bisection(session: Session, body: BisectionIn,
             backend=c.backend,
             variant=c.variant, compile_mode=c.compile_mode, dtype=c.dtype, mode=c.mode, device=c.device,
             threads=c.threads, batch_size=finding.series.batch_size, metric=finding.metric,
-            direction=body.direction or _direction(finding.metric), good_commit=finding.good_commit,
-            bad_commit=finding.bad_commit,
+            direction=body.direction.value if body.direction else _direction(finding.metric),
+            good_commit=finding.good_commit, bad_commit=finding.bad_commit,
             threshold_pct=body.threshold_pct if body.threshold_pct is not None else _threshold(finding.metric,
                                                                                                purpose))
     else:
         fields = BisectionFields.model_validate(body.model_dump(exclude={"finding_id"}))
-        data = fields.model_dump()
+        data = fields.model_dump(mode="json")  # the direction as its string, for the database
         data["direction"] = data["direction"] or _direction(fields.metric)
         if data["threshold_pct"] is None:
             data["threshold_pct"] = _threshold(fields.metric)

@@ -153,7 +153,7 @@ def model(request: Request, session: SessionDep, series_id: int,
     activation = next((p for p in reversed(points) if p.eager_activation_peak_mem is not None), None)
     return render(request, "pages/model.html", active="home", title=series.name, series=series, config=config,
                   label=views.config_label(config), group=views.group_title(config), points=points, last=last,
-                  activation=activation,
+                  activation=activation, metrics=views.shown_metrics(chart["series"]),
                   chart=chart, since=since, until=until, notes=notes, table_limit=MODEL_TABLE_ROWS, findings=findings,
                   repro=repro_command(config, series.name), views=views,
                   env=" ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(config.env.items())))
