@@ -17,6 +17,7 @@ for detection, compare and the colours of the pages. Warning limits and targets 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -24,8 +25,8 @@ from enum import StrEnum
 class Better(StrEnum):
     """Which way a metric improves; its string is what the bisection contract carries (``higher`` / ``lower``)."""
 
-    HIGHER = "higher"
     LOWER = "lower"
+    HIGHER = "higher"
 
     def is_regression(self, change: float) -> bool:
         """Whether a change (new minus old, relative or absolute) goes the worse way."""
@@ -80,6 +81,15 @@ class ResultMetric:
 
     def text(self, value: float | None) -> str:
         return _text(value, self.display, self.digits)
+
+    @property
+    def csv_heading(self) -> str:
+        """The heading of a table in PyTorch's terms: the column name, with its unit unless a ratio."""
+        return self.name if self.unit == "x" else f"{self.name} ({self.unit})"
+
+    def plain_text(self, value: float | None) -> str:
+        """The number alone (no ``x``), as the report's CSV-like tables show it."""
+        return "-" if value is None else f"{value:.{self.digits}f}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +176,12 @@ def result_metric(name: str) -> ResultMetric:
         if metric.name == name:
             return metric
     raise KeyError(f"no result metric {name!r}: one of {', '.join(m.name for m in RESULT_METRICS)}")
+
+
+def shown_metrics(columns: Mapping[str, Iterable[float | None]]) -> list[ResultMetric]:
+    """The metrics a table or chart shows of these values (metric name -> its values), in registry order: all, less
+    the optional ones (training throughput) that no value has."""
+    return [m for m in RESULT_METRICS if not m.optional or any(v is not None for v in columns.get(m.name, ()))]
 
 
 def better_of(name: str) -> Better:

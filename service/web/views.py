@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Protocol
 
 from perfdash.contract import SUITES, display_status, gated_speedup
-from perfdash.metric_registry import DASHBOARD_METRICS, RESULT_METRICS, ResultMetric, SummaryMetric
+from perfdash.metric_registry import DASHBOARD_METRICS, RESULT_METRICS, ResultMetric, SummaryMetric, shown_metrics
 from perfdash.metrics import SuiteSummary
 from service.detection.models import Finding
 from service.models import Configuration, RunSummary
@@ -289,12 +289,6 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
         "annotations": list(annotations),
         "findings": list(findings),
     }
-
-
-def shown_metrics(columns: Mapping[str, Iterable[float | None]]) -> list[ResultMetric]:
-    """The registry's metrics a page shows of these values (metric name -> its values), speedup first: all, less the
-    optional ones (training throughput) that no value has."""
-    return [m for m in RESULT_METRICS if not m.optional or any(v is not None for v in columns.get(m.name, ()))]
 
 
 def table_metrics(rows: Sequence[ModelRow]) -> list[ResultMetric]:
