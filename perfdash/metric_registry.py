@@ -96,6 +96,8 @@ class ResultMetric:
 class SummaryMetric:
     key: str  # stable name: finding metric, chart key, CSS data attribute
     label: str  # the dashboard's heading
+    chart_title: str  # the trend chart's title, "mean compile time (s)"
+    heading: str  # a table column's heading, "compile s"
     pytorch_title: str  # the heading of PyTorch's executive summary (report, `perfdash summary`)
     value_attr: str  # attribute of SuiteSummary and column of run_summaries
     text_attr: str  # SuiteSummary's text of it ("91%, 49/54", "1.04x")
@@ -104,6 +106,13 @@ class SummaryMetric:
     delta_format: str  # format of the report's change against the previous run
     on_dashboard: bool = True  # one of the four HUD metrics (the unclipped geomean is shown beside, not as one)
     target: float | None = None  # below it a cell is flagged (PyTorch's HUD targets)
+    percent: bool = False  # a share, shown in percent
+
+    @property
+    def target_text(self) -> str:
+        if self.target is None:
+            return ""
+        return f"{100 * self.target:g} %" if self.percent else f"{self.target:g}x"
 
 
 # Speedup first: the pages gate it by accuracy and put its confidence interval beside it.
@@ -137,27 +146,28 @@ RESULT_METRICS: tuple[ResultMetric, ...] = (SPEEDUP, ABS_LATENCY, COMPILATION_LA
 DETECTED_METRICS: tuple[ResultMetric, ...] = tuple(m for m in RESULT_METRICS if m.detected)
 
 PASSRATE = SummaryMetric(
-    key="passrate", label="Passrate", pytorch_title="Passrate", value_attr="passrate", text_attr="passrate_text",
-    better=Better.HIGHER, min_effect=0.05, delta_format="+.0%", target=0.90)
+    key="passrate", label="Passrate", chart_title="passrate (%)", heading="passrate", pytorch_title="Passrate",
+    value_attr="passrate", text_attr="passrate_text", better=Better.HIGHER, min_effect=0.05, delta_format="+.0%",
+    target=0.90, percent=True)
 GEOMEAN = SummaryMetric(
-    key="geomean", label="Geometric mean speedup", pytorch_title="Geometric mean speedup",
-    value_attr="geomean_speedup", text_attr="geomean_text", better=SPEEDUP.better, min_effect=SPEEDUP.min_effect,
-    delta_format="+.2f", target=0.95)
+    key="geomean", label="Geometric mean speedup", chart_title="geomean speedup (x)", heading="geomean speedup",
+    pytorch_title="Geometric mean speedup", value_attr="geomean_speedup", text_attr="geomean_text",
+    better=SPEEDUP.better, min_effect=SPEEDUP.min_effect, delta_format="+.2f", target=0.95)
 GEOMEAN_UNCLIPPED = SummaryMetric(
-    key="geomean_unclipped", label="Geometric mean speedup, unclipped",
-    pytorch_title="Geometric mean speedup, unclipped", value_attr="geomean_speedup_unclipped",
-    text_attr="geomean_unclipped_text", better=SPEEDUP.better, min_effect=SPEEDUP.min_effect, delta_format="+.2f",
-    on_dashboard=False)
+    key="geomean_unclipped", label="Geometric mean speedup, unclipped", chart_title="unclipped geomean speedup (x)",
+    heading="geomean unclipped", pytorch_title="Geometric mean speedup, unclipped",
+    value_attr="geomean_speedup_unclipped", text_attr="geomean_unclipped_text", better=SPEEDUP.better,
+    min_effect=SPEEDUP.min_effect, delta_format="+.2f", on_dashboard=False)
 # A suite's mean compile time colours at 5 % like the other summary cells (per model, detection wants 10 %).
 COMPILE_TIME = SummaryMetric(
-    key="compile_time", label="Mean compilation time (s)", pytorch_title="Mean compilation time (seconds)",
-    value_attr="mean_compile_time_s", text_attr="compile_time_text", better=COMPILATION_LATENCY.better,
-    min_effect=0.05, delta_format="+.2f")
+    key="compile_time", label="Mean compilation time (s)", chart_title="mean compile time (s)", heading="compile s",
+    pytorch_title="Mean compilation time (seconds)", value_attr="mean_compile_time_s", text_attr="compile_time_text",
+    better=COMPILATION_LATENCY.better, min_effect=0.05, delta_format="+.2f")
 MEMORY = SummaryMetric(
-    key="memory", label="Peak memory footprint compression ratio",
-    pytorch_title="Peak memory footprint compression ratio (higher is better)", value_attr="mean_compression_ratio",
-    text_attr="compression_text", better=COMPRESSION_RATIO.better, min_effect=COMPRESSION_RATIO.min_effect,
-    delta_format="+.2f", target=0.9)
+    key="memory", label="Peak memory footprint compression ratio", chart_title="memory compression ratio (x)",
+    heading="memory ratio", pytorch_title="Peak memory footprint compression ratio (higher is better)",
+    value_attr="mean_compression_ratio", text_attr="compression_text", better=COMPRESSION_RATIO.better,
+    min_effect=COMPRESSION_RATIO.min_effect, delta_format="+.2f", target=0.9)
 
 SUMMARY_METRICS: tuple[SummaryMetric, ...] = (PASSRATE, GEOMEAN, GEOMEAN_UNCLIPPED, COMPILE_TIME, MEMORY)
 DASHBOARD_METRICS: tuple[SummaryMetric, ...] = tuple(m for m in SUMMARY_METRICS if m.on_dashboard)

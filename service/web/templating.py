@@ -9,7 +9,7 @@ import jinja2
 from starlette.templating import Jinja2Templates
 
 from perfdash.contract import display_status
-from perfdash.metric_registry import DASHBOARD_METRICS, RESULT_METRICS
+from perfdash.metric_registry import DASHBOARD_METRICS, SUMMARY_METRICS
 from service.web import format as fmt
 from service.web.nav import NAV
 from service.web.views import table_metrics
@@ -30,6 +30,6 @@ def build_templates(directory: Path = TEMPLATES_DIR) -> Jinja2Templates:
     env.filters.update(times=fmt.times, number=fmt.number, percent=fmt.percent, short_commit=fmt.short_commit,
                        web_url=fmt.web_url)
     # The metric registry and the status rule, so that templates name no metric, threshold or status by hand.
-    env.globals.update(nav=NAV, result_metrics=RESULT_METRICS, dashboard_metrics=DASHBOARD_METRICS,
+    env.globals.update(nav=NAV, dashboard_metrics=DASHBOARD_METRICS, summary_metrics=SUMMARY_METRICS,
                        display_status=display_status, table_metrics=table_metrics)
     return Jinja2Templates(env=env)

@@ -312,12 +312,13 @@ def trend_chart_data(points: Sequence[SummaryPoint], configs: dict[int, Configur
         line = lines.get(p.configuration_id)
         if line is None:
             line = lines[p.configuration_id] = {key: [None] * width for key in
-                                                ("passrate", "geomean", "compile", "memory", "commits", "runs")}
+                                                (*(m.key for m in DASHBOARD_METRICS), "commits", "runs")}
         i = index[p.night]
-        line["passrate"][i] = round(100 * p.passed / p.total, 2) if p.total else None
-        line["geomean"][i] = _round(p.geomean_speedup)
-        line["compile"][i] = _round(p.mean_compile_time_s)
-        line["memory"][i] = _round(p.mean_compression_ratio)
+        summary = SuiteSummary.of(p)
+        for metric in DASHBOARD_METRICS:
+            value = summary.value_of(metric)
+            line[metric.key][i] = (round(100 * value, 2) if value is not None else None) if metric.percent \
+                else _round(value)
         line["commits"][i] = (p.commit or "")[:10]  # tooltips show 10 characters; halves the page on long ranges
         line["runs"][i] = p.run_id
     labels = _distinguishing_labels({cid: (configs[cid].suite, config_label(configs[cid]), group_title(configs[cid]),
