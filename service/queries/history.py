@@ -120,9 +120,12 @@ def model_history(session: Session, series_id: int, since: date | None = None,
              # runs from ix_runs_configuration_night instead of hashing all runs (x2-3 faster at 3 years)
              .join(Run, sa.and_(Run.id == r.run_id, Run.configuration_id == series.configuration_id))
              .where(r.series_id == series_id).order_by(Run.night, Run.id))
-    rows = session.execute(_night_range(query, since, until))
-    points = _validate_points(ModelPoint, [{**row, "gated_speedup": gated_speedup(row["speedup"], row["passed"])}
-                                           for row in rows.mappings()])
+    result = session.execute(_night_range(query, since, until))
+    keys = tuple(result.keys())
+    rows = [dict(zip(keys, row, strict=True)) for row in result]
+    for row in rows:
+        row["gated_speedup"] = gated_speedup(row["speedup"], row["passed"])
+    points = _validate_points(ModelPoint, rows)
     out = SeriesOut(id=series.id, name=series.name, batch_size=series.batch_size,
                     configuration=ConfigurationOut.from_row(series.configuration))
     return ModelHistory(series=out, points=points)
