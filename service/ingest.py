@@ -23,7 +23,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 from sqlalchemy.orm import Session
 
 from perfdash.confidence import speedup_interval
@@ -309,8 +309,16 @@ def _bundle(key: RunKey, parts: Mapping[str, tuple[str, bytes]], defaults: Inges
                      samples={s.name: s for s in samples}, notices=tuple(r.message for r in repeats))
 
 
-class ResultPayload(BaseModel):
-    """One model of a JSON upload: the columns of both CSVs, and optionally the raw samples."""
+# The metrics of perfdash.metric_registry that come with the samples (training throughput): a JSON upload carries them
+# beside the raw timings, under their names.
+SAMPLE_METRICS: tuple[str, ...] = tuple(m.name for m in RESULT_METRICS if m.source is Source.SAMPLES)
+_SampleMetricFields: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    "SampleMetricFields", **{name: (float | None, Field(None, ge=0)) for name in SAMPLE_METRICS})
+
+
+class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
+    """One model of a JSON upload: the columns of both CSVs, and optionally the raw samples with perfdash's own
+    metrics (SAMPLE_METRICS)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -332,8 +340,6 @@ class ResultPayload(BaseModel):
     compiled_ms: list[float] | None = None
     eager_activation_peak_mem: float | None = None  # perfdash's own, kept with the samples
     dynamo_activation_peak_mem: float | None = None
-    eager_throughput: float | None = Field(None, ge=0)  # samples per second (training runs)
-    compiled_throughput: float | None = Field(None, ge=0)
 
     @model_validator(mode="after")
     def _no_nul_bytes(self) -> ResultPayload:
@@ -371,10 +377,11 @@ def bundle_from_payload(payload: RunPayload) -> RunBundle:
                 accuracy.append(AccuracyRow(dev=item.dev, name=item.name, batch_size=item.batch_size,
                                             accuracy=item.accuracy, stats=stats))
             if item.eager_ms is not None and item.compiled_ms is not None:
-                samples.append(ModelSamples(item.name, item.batch_size, tuple(item.eager_ms),
-                                            tuple(item.compiled_ms), item.eager_activation_peak_mem,
-                                            item.dynamo_activation_peak_mem, item.eager_throughput,
-                                            item.compiled_throughput))
+                samples.append(ModelSamples(
+                    item.name, item.batch_size, tuple(item.eager_ms), tuple(item.compiled_ms),
+                    eager_activation_peak_mem=item.eager_activation_peak_mem,
+                    dynamo_activation_peak_mem=item.dynamo_activation_peak_mem,
+                    **{name: getattr(item, name) for name in SAMPLE_METRICS}))
         except ValueError as exc:
             raise ContractError(str(exc), file=where) from None
         if item.speedup is None and item.accuracy is None:

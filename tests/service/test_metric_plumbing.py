@@ -58,3 +58,22 @@ def test_throughput_reaches_the_api_the_model_page_and_compare(upload, client, r
     other = results["vit_small"]["series_id"]
     assert 'data-metric="compiled_throughput"' not in client.get(
         f"/model/{other}", params={"from": "2026-03-01", "to": "2026-03-02"}).text
+
+
+def test_a_json_upload_carries_the_samples_metrics_by_their_registry_names(client, auth, session, manifest) -> None:
+    import json
+
+    from service.models import Result
+
+    meta = manifest(night="2026-03-05", mode="training")
+    row = {"name": "resnet18", "batch_size": 8, "accuracy": "pass", "speedup": 1.5, "abs_latency": 3.0,
+           "eager_ms": [2.0, 2.1], "compiled_ms": [1.0, 1.1], "eager_throughput": 3900.0,
+           "compiled_throughput": 7600.0}
+    body = {"manifest": json.loads(meta.model_dump_json()), "results": [row]}
+    response = client.post("/api/v1/runs", json=body, headers=auth)
+    assert response.status_code == 201, response.text
+    stored = session.scalar(sa.select(Result).where(Result.run_id == response.json()["runs"][0]["run_id"]))
+    assert (stored.eager_throughput, stored.compiled_throughput) == (3900.0, 7600.0)
+    bad = {"manifest": json.loads(manifest(night="2026-03-06", mode="training").model_dump_json()),
+           "results": [{**row, "compiled_throughput": -1.0}]}
+    assert client.post("/api/v1/runs", json=bad, headers=auth).status_code == 422
