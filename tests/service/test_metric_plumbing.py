@@ -54,6 +54,8 @@ def test_throughput_reaches_the_api_the_model_page_and_compare(upload, client, r
     assert 'data-metric="compiled_throughput" data-title="compiled throughput (samples/s)"' in page
     assert "<th>compiled samples/s</th>" in page
     assert re.search(r'data-metric="compiled_throughput">640\.0<', page)
+    suite = client.get(f"/suite/{new}").text  # the run's model table, against the base run
+    assert '<th data-type="num">compiled samples/s</th>' in suite and 'data-value="640.0"' in suite
     # a series whose runs measured no throughput gets no empty chart for it
     other = results["vit_small"]["series_id"]
     assert 'data-metric="compiled_throughput"' not in client.get(
