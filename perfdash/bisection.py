@@ -9,11 +9,12 @@ service-free: the bisect tool installs with the runner, not with FastAPI.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal, get_args
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from perfdash.axes import AXIS
+from perfdash.metric_registry import BISECT_METRICS, Better
 
 # What a bisection (or a confirm request: good and bad measured side by side) concluded. "confirmed" answers a confirm
 # request: the regression reproduced; a bisection that names the first bad commit says "culprit_found".
@@ -23,9 +24,9 @@ StepDecision = Literal["good", "bad", "skip"]
 # bisect: find the culprit; confirm: only re-measure the last good and first bad builds (a candidate's A/B).
 BisectionPurpose = Literal["bisect", "confirm"]
 BisectionStatus = Literal["pending", "running", "done"]
-Direction = Literal["higher", "lower"]  # which way is better
-BisectMetric = Literal["speedup", "abs_latency", "compilation_latency", "compression_ratio", "accuracy"]
-BISECT_METRICS: tuple[str, ...] = get_args(BisectMetric)
+Direction = Better  # which way is better; the strings "higher" / "lower" on the wire
+# the metrics a bisection can chase: the registry's detected metrics and the accuracy status
+BisectMetric = Literal[BISECT_METRICS]  # type: ignore[valid-type]
 # One measurement: the metric's value, or a status word (an accuracy status, "crash", "timeout") when there is none.
 Sample = float | str
 

@@ -104,6 +104,22 @@ def is_passing(status: str | None) -> bool:
     return status in PASSING_STATUSES
 
 
+def accuracy_gate(accuracy: str | None) -> bool:
+    """Whether a model's performance counts: its accuracy passed, or the run measured no accuracy at all."""
+    return accuracy is None or is_passing(accuracy)
+
+
+def gated_speedup(speedup: float | None, passed: bool) -> float:
+    """The speedup that counts (summary, report, API): as measured when the model passed its gate, else 0."""
+    return (speedup or 0.0) if passed else 0.0
+
+
+def display_status(accuracy: str | None, passed: bool) -> str:
+    """The status a stored result shows: its accuracy status, else (a run without an accuracy file) ``pass`` or
+    ``fail_to_run`` by its gate."""
+    return accuracy or ("pass" if passed else "fail_to_run")
+
+
 class ContractError(ValueError):
     """A result file that does not follow the contract; names the file, line and column when they are known."""
 
@@ -855,9 +871,7 @@ class ModelResult:
         """The speedup that counts: 0 unless accuracy passed (when accuracy was measured at all)."""
         if self.performance is None:
             return 0.0
-        if self.accuracy is not None and not is_passing(self.accuracy):
-            return 0.0
-        return self.performance.speedup
+        return gated_speedup(self.performance.speedup, accuracy_gate(self.accuracy))
 
 
 def join_results(performance: Sequence[PerformanceRow], accuracy: Sequence[AccuracyRow]) -> list[ModelResult]:

@@ -28,21 +28,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from scipy.stats import gmean
 
-from perfdash.contract import ModelResult
+from perfdash.contract import ModelResult, accuracy_gate
+from perfdash.metric_registry import COMPILATION_LATENCY, COMPRESSION_RATIO, PASSRATE, SPEEDUP, SummaryMetric
 
 # Accuracy statuses of a model that never ran: runner.py leaves it out of the suite's total.
 NEVER_RAN_STATUSES: frozenset[str] = frozenset({"model_fail_to_load", "eager_fail_to_run"})
 
-# Warning thresholds of the dashboard (per model) and of the executive summary (per suite).
-SPEEDUP_WARNING = 0.95
-COMPILE_TIME_WARNING_S = 120.0
-COMPRESSION_WARNING = 0.9
-PASSRATE_TARGET = 0.90
-GEOMEAN_TARGET = 0.95
-MEMORY_TARGET = 0.9
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +74,39 @@ class SuiteSummary:
     def compression_text(self) -> str:
         return _times(self.mean_compression_ratio)
 
+    def value_of(self, metric: SummaryMetric) -> float | None:
+        """A summary metric's number; None where there is none (a passrate of no models)."""
+        if metric is PASSRATE and not self.total:
+            return None
+        return getattr(self, metric.value_attr)
+
+    def text_of(self, metric: SummaryMetric) -> str:
+        return getattr(self, metric.text_attr)
+
+    @classmethod
+    def of(cls, stored: StoredSummary) -> SuiteSummary:
+        """A stored summary (a run_summaries row, an API summary, a history point) with the dashboard's texts."""
+        return cls(passed=stored.passed, total=stored.total, geomean_speedup=stored.geomean_speedup,
+                   geomean_speedup_unclipped=stored.geomean_speedup_unclipped,
+                   mean_compile_time_s=stored.mean_compile_time_s, mean_compression_ratio=stored.mean_compression_ratio)
+
+
+class StoredSummary(Protocol):
+    """The numbers of a summary as the service stores them (the columns of SuiteSummary)."""
+
+    @property
+    def passed(self) -> int: ...
+    @property
+    def total(self) -> int: ...
+    @property
+    def geomean_speedup(self) -> float | None: ...
+    @property
+    def geomean_speedup_unclipped(self) -> float | None: ...
+    @property
+    def mean_compile_time_s(self) -> float | None: ...
+    @property
+    def mean_compression_ratio(self) -> float | None: ...
+
 
 def _times(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
@@ -108,7 +136,7 @@ class GatedResult:
             speedup=result.gated_speedup,
             compilation_latency=perf.compilation_latency if perf else None,
             compression_ratio=perf.compression_ratio if perf else None,
-            accuracy_passed=result.accuracy is None or result.accuracy in ("pass", "pass_due_to_skip"),
+            accuracy_passed=accuracy_gate(result.accuracy),
         )
 
 
@@ -155,21 +183,24 @@ class ModelWarning:
 
 
 def model_warnings(results: Sequence[ModelResult]) -> list[ModelWarning]:
-    """Per-model warnings of the dashboard: accuracy not passing, speedup < 0.95, compile > 120 s, memory < 0.9."""
+    """Per-model warnings of the dashboard: accuracy not passing, and the limits of perfdash.metric_registry (speedup
+    < 0.95, compile > 120 s, memory < 0.9)."""
+    speedup_limit, compile_limit = SPEEDUP.warn_below, COMPILATION_LATENCY.warn_above
+    ratio_limit = COMPRESSION_RATIO.warn_below
+    assert speedup_limit is not None and compile_limit is not None and ratio_limit is not None
     out: list[ModelWarning] = []
     for r in results:
-        if r.accuracy is not None and r.accuracy not in ("pass", "pass_due_to_skip"):
+        if not accuracy_gate(r.accuracy):
             out.append(ModelWarning(r.name, f"accuracy {r.accuracy}"))
             continue
         perf = r.performance
         if perf is None or perf.speedup == 0:
             out.append(ModelWarning(r.name, "failed to run"))
             continue
-        if perf.speedup < SPEEDUP_WARNING:
-            out.append(ModelWarning(r.name, f"speedup {perf.speedup:.2f}x < {SPEEDUP_WARNING}x"))
-        if perf.compilation_latency is not None and perf.compilation_latency > COMPILE_TIME_WARNING_S:
-            limit = COMPILE_TIME_WARNING_S
-            out.append(ModelWarning(r.name, f"compile {perf.compilation_latency:.0f} s > {limit:.0f} s"))
-        if perf.compression_ratio is not None and 0 < perf.compression_ratio < COMPRESSION_WARNING:
-            out.append(ModelWarning(r.name, f"memory ratio {perf.compression_ratio:.2f}x < {COMPRESSION_WARNING}x"))
+        if perf.speedup < speedup_limit:
+            out.append(ModelWarning(r.name, f"speedup {perf.speedup:.2f}x < {speedup_limit}x"))
+        if perf.compilation_latency is not None and perf.compilation_latency > compile_limit:
+            out.append(ModelWarning(r.name, f"compile {perf.compilation_latency:.0f} s > {compile_limit:.0f} s"))
+        if perf.compression_ratio is not None and 0 < perf.compression_ratio < ratio_limit:
+            out.append(ModelWarning(r.name, f"memory ratio {perf.compression_ratio:.2f}x < {ratio_limit}x"))
     return out

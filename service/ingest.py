@@ -23,7 +23,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 from sqlalchemy.orm import Session
 
 from perfdash.axes import configuration_columns, configuration_identity
@@ -51,6 +51,7 @@ from perfdash.contract import (
 )
 from perfdash.duplicates import csv_repeats, find_repeats
 from perfdash.harness_files import Classified, Role, classify
+from perfdash.metric_registry import RESULT_METRICS, Source
 from perfdash.metrics import model_warnings, summarize_results
 from perfdash.pytorch_json import KeyHints, ParsedRecords, looks_like_records, parse_records
 from service.models import Configuration, Machine, Result, Run, RunSummary, Series
@@ -309,8 +310,16 @@ def _bundle(key: RunKey, parts: Mapping[str, tuple[str, bytes]], defaults: Inges
                      samples={s.name: s for s in samples}, notices=tuple(r.message for r in repeats))
 
 
-class ResultPayload(BaseModel):
-    """One model of a JSON upload: the columns of both CSVs, and optionally the raw samples."""
+# The metrics of perfdash.metric_registry that come with the samples (training throughput): a JSON upload carries them
+# beside the raw timings, under their names.
+SAMPLE_METRICS: tuple[str, ...] = tuple(m.name for m in RESULT_METRICS if m.source is Source.SAMPLES)
+_SampleMetricFields: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    "SampleMetricFields", **{name: (float | None, Field(None, ge=0)) for name in SAMPLE_METRICS})
+
+
+class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
+    """One model of a JSON upload: the columns of both CSVs, and optionally the raw samples with perfdash's own
+    metrics (SAMPLE_METRICS)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -332,8 +341,6 @@ class ResultPayload(BaseModel):
     compiled_ms: list[float] | None = None
     eager_activation_peak_mem: float | None = None  # perfdash's own, kept with the samples
     dynamo_activation_peak_mem: float | None = None
-    eager_throughput: float | None = Field(None, ge=0)  # samples per second (training runs)
-    compiled_throughput: float | None = Field(None, ge=0)
 
     @model_validator(mode="after")
     def _no_nul_bytes(self) -> ResultPayload:
@@ -371,10 +378,11 @@ def bundle_from_payload(payload: RunPayload) -> RunBundle:
                 accuracy.append(AccuracyRow(dev=item.dev, name=item.name, batch_size=item.batch_size,
                                             accuracy=item.accuracy, stats=stats))
             if item.eager_ms is not None and item.compiled_ms is not None:
-                samples.append(ModelSamples(item.name, item.batch_size, tuple(item.eager_ms),
-                                            tuple(item.compiled_ms), item.eager_activation_peak_mem,
-                                            item.dynamo_activation_peak_mem, item.eager_throughput,
-                                            item.compiled_throughput))
+                samples.append(ModelSamples(
+                    item.name, item.batch_size, tuple(item.eager_ms), tuple(item.compiled_ms),
+                    eager_activation_peak_mem=item.eager_activation_peak_mem,
+                    dynamo_activation_peak_mem=item.dynamo_activation_peak_mem,
+                    **{name: getattr(item, name) for name in SAMPLE_METRICS}))
         except ValueError as exc:
             raise ContractError(str(exc), file=where) from None
         if item.speedup is None and item.accuracy is None:
@@ -489,20 +497,18 @@ def _result_row(run_id: int, series_id: int, result: ModelResult, samples: Model
     perf = result.performance
     stats = perf.stats if perf is not None else GraphStats()
     interval = speedup_interval(samples.eager_ms, samples.compiled_ms) if samples and perf else None
+    # Each registry metric from where its entry says: the performance row (PyTorch's columns) or the samples file.
+    sources = {Source.PERFORMANCE_CSV: perf, Source.SAMPLES: samples}
     return {
         "run_id": run_id, "series_id": series_id, "name": result.name, "batch_size": result.batch_size,
         "accuracy": result.accuracy, "passed": result.gated_speedup > 0,
-        "speedup": perf.speedup if perf else None, "abs_latency": perf.abs_latency if perf else None,
-        "compilation_latency": perf.compilation_latency if perf else None,
-        "compression_ratio": perf.compression_ratio if perf else None,
+        **{m.name: getattr(sources[m.source], m.name, None) for m in RESULT_METRICS},
         "eager_peak_mem": perf.eager_peak_mem if perf else None,
         "dynamo_peak_mem": perf.dynamo_peak_mem if perf else None,
         "calls_captured": stats.calls_captured, "unique_graphs": stats.unique_graphs,
         "graph_breaks": stats.graph_breaks, "unique_graph_breaks": stats.unique_graph_breaks,
         "speedup_ci_low": interval.low if interval else None,
         "speedup_ci_high": interval.high if interval else None,
-        "eager_throughput": samples.eager_throughput if samples else None,
-        "compiled_throughput": samples.compiled_throughput if samples else None,
         "samples": _samples_json(samples) if samples else None,
         "error": error,
     }

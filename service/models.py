@@ -23,6 +23,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from perfdash.contract import gated_speedup
+from perfdash.metric_registry import RESULT_METRICS
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -131,7 +134,15 @@ class Series(Base):
     configuration: Mapped[Configuration] = relationship(lazy="joined")
 
 
-class Result(Base):
+# The metric columns of ``results``, one nullable float per entry of perfdash.metric_registry (speedup, abs_latency,
+# compilation_latency, compression_ratio, the throughputs), named as the metric; None where the run did not measure
+# it. Raw, not gated: ``passed`` says whether the accuracy gate let the model count. A new entry needs a migration
+# adding its column (tests/service/test_migrations.py checks both agree).
+ResultMetricColumns = type("ResultMetricColumns", (), {
+    m.name: mapped_column(sa.Float, nullable=True) for m in RESULT_METRICS})
+
+
+class Result(ResultMetricColumns, Base):
     __tablename__ = "results"
     __table_args__ = (
         sa.UniqueConstraint("run_id", "name", name="uq_results_run_name"),  # also the index of "one run's results"
@@ -145,10 +156,6 @@ class Result(Base):
     batch_size: Mapped[int]
     accuracy: Mapped[str | None] = mapped_column(sa.String(64))  # None: no accuracy file in the run
     passed: Mapped[bool]  # the accuracy gate: the speedup counts (gated speedup > 0)
-    speedup: Mapped[float | None]  # as measured; None when the run had no performance row for the model
-    abs_latency: Mapped[float | None]
-    compilation_latency: Mapped[float | None]
-    compression_ratio: Mapped[float | None]
     eager_peak_mem: Mapped[float | None]
     dynamo_peak_mem: Mapped[float | None]
     calls_captured: Mapped[int | None]
@@ -158,9 +165,6 @@ class Result(Base):
     # 95 % confidence interval of the speedup from the raw samples (perfdash.confidence), set at ingest
     speedup_ci_low: Mapped[float | None]
     speedup_ci_high: Mapped[float | None]
-    # samples per second of each side (batch size over the median step time), perfdash's own (training runs)
-    eager_throughput: Mapped[float | None]
-    compiled_throughput: Mapped[float | None]
     # {"eager_ms": [...], "compiled_ms": [...]}; deferred: ~100 floats a row that only detail views want
     samples: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON(none_as_null=True), deferred=True)
     error: Mapped[str | None] = mapped_column(sa.Text)  # why it failed, from the manifest
@@ -169,7 +173,7 @@ class Result(Base):
 
     @property
     def gated_speedup(self) -> float:
-        return (self.speedup or 0.0) if self.passed else 0.0
+        return gated_speedup(self.speedup, self.passed)
 
 
 class RunSummary(Base):

@@ -7,19 +7,12 @@ import sys
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from perfdash.metric_registry import SUMMARY_METRICS
+from perfdash.metrics import SuiteSummary
 from service.queries.summary import NightSummary, SummaryRow
 
 if TYPE_CHECKING:
     from service.settings import Settings
-
-# (title, attribute of SummaryOut) in the order of PyTorch's executive summary
-METRICS: tuple[tuple[str, str], ...] = (
-    ("Passrate", "passrate_text"),
-    ("Geometric mean speedup", "geomean_speedup_text"),
-    ("Geometric mean speedup, unclipped", "geomean_speedup_unclipped_text"),
-    ("Mean compilation time (seconds)", "compile_time_text"),
-    ("Peak memory footprint compression ratio (higher is better)", "compression_text"),
-)
 
 
 def _section(row: SummaryRow) -> str:
@@ -44,16 +37,16 @@ def tables(summary: NightSummary) -> list[tuple[str, list[tuple[str, list[str], 
         compilers = list(dict.fromkeys(r.run.configuration.backend_variant for r in rows))
         cell = {(r.run.configuration.backend_variant, r.run.configuration.suite): r for r in rows}
         metric_tables = []
-        for title, attribute in METRICS:
+        for metric in SUMMARY_METRICS:
             body = []
             for compiler in compilers:
                 values = []
                 for suite in suites:
                     found = cell.get((compiler, suite))
                     summary_out = found.run.summary if found else None
-                    values.append(getattr(summary_out, attribute) if summary_out else "")
+                    values.append(SuiteSummary.of(summary_out).text_of(metric) if summary_out else "")
                 body.append([compiler, *values])
-            metric_tables.append((title, ["Compiler", *suites], body))
+            metric_tables.append((metric.pytorch_title, ["Compiler", *suites], body))
         out.append((section, metric_tables))
     return out
 

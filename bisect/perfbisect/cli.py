@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from perfdash.contract import COMPILE_MODES, DEVICES, DTYPES, MODES
-
-METRICS = ("speedup", "abs_latency", "compilation_latency", "compression_ratio", "accuracy")  # pytorch.METRICS
+from perfdash.metric_registry import BISECT_METRICS, Better, better_of
 
 
 def register(subparsers: Any) -> None:
@@ -34,7 +33,7 @@ def register(subparsers: Any) -> None:
     what.add_argument("--measure", metavar="CMD", help="shell command printing the value last (or pass/fail)")
     how = p.add_argument_group("statistics")
     how.add_argument("--repeats", type=int, default=5, metavar="N", help="measurements per commit and round (5)")
-    how.add_argument("--metric-direction", choices=("lower", "higher"),
+    how.add_argument("--metric-direction", choices=[b.value for b in Better],
                      help="which way is better (default: lower; in PyTorch mode from the metric)")
     how.add_argument("--threshold", type=float, metavar="PCT", help="smallest regression to bisect, %% (default 5)")
     how.add_argument("--alpha", type=float, default=0.01, help="one-sided significance level (0.01)")
@@ -53,7 +52,7 @@ def register(subparsers: Any) -> None:
     pt = p.add_argument_group("PyTorch mode (perfdash run's configuration)")
     pt.add_argument("--suite", help="torchbench, huggingface, timm_models, hf_vision")
     pt.add_argument("--model", help="the model (perfdash run --only)")
-    pt.add_argument("--metric", choices=METRICS, default="speedup")
+    pt.add_argument("--metric", choices=BISECT_METRICS, default="speedup")
     pt.add_argument("--backend", default="inductor")
     pt.add_argument("--compile-mode", default="default", choices=COMPILE_MODES)
     pt.add_argument("--device", default="cpu", choices=DEVICES)
@@ -161,7 +160,7 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
     from perfbisect.commands import CommandOracle
     from perfbisect.gitops import commit_info, commits_between, rev_parse
     from perfbisect.procedure import Bisector
-    from perfbisect.pytorch import METRIC_DIRECTION, TorchOracle, TorchTarget, nightly_commits
+    from perfbisect.pytorch import TorchOracle, TorchTarget, nightly_commits
     from perfbisect.report import build_report
     from perfbisect.state import BisectState
     from perfbisect.stats import Policy
@@ -180,7 +179,7 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
             console.print(f"[dim]bisect[/] {message}", highlight=False)
 
     pytorch_mode = args.suite is not None or args.model is not None
-    direction = args.metric_direction or (METRIC_DIRECTION[args.metric] if pytorch_mode else "lower")
+    direction = args.metric_direction or (better_of(args.metric) if pytorch_mode else Better.LOWER)
     policy = Policy(direction=direction, threshold_pct=5.0 if args.threshold is None else args.threshold,
                     alpha=args.alpha, repeats=args.repeats, max_rounds=args.max_rounds)
     identity: dict[str, Any] = {"repo": str(repo), "good": good, "bad": bad, "build": args.build,

@@ -26,14 +26,11 @@ from pathlib import Path
 from perfbisect.commands import CommandOracle, run_command
 from perfbisect.gitops import GitError, commit_info, git
 from perfbisect.procedure import CRASH, MeasureFailed
-from perfbisect.stats import Direction, Sample
+from perfbisect.stats import Sample
 from perfdash.contract import ContractError, RunKey, read_accuracy_csv, read_performance_csv
+from perfdash.metric_registry import BISECT_METRICS
 
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly"
-METRICS: tuple[str, ...] = ("speedup", "abs_latency", "compilation_latency", "compression_ratio", "accuracy")
-# Which way is better for each metric, as the dashboard reads them.
-METRIC_DIRECTION: dict[str, Direction] = {"speedup": "higher", "abs_latency": "lower", "compilation_latency": "lower",
-                                          "compression_ratio": "higher", "accuracy": "higher"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +53,8 @@ class TorchTarget:
     timeout_s: float | None = None
 
     def __post_init__(self) -> None:
-        if self.metric not in METRICS:
-            raise ValueError(f"metric {self.metric!r} is not one of {', '.join(METRICS)}")
+        if self.metric not in BISECT_METRICS:
+            raise ValueError(f"metric {self.metric!r} is not one of {', '.join(BISECT_METRICS)}")
 
     def key(self) -> RunKey:
         # The runner's own options name the result files: one definition of the variant naming, not two.

@@ -13,8 +13,9 @@ from typing import Any
 import httpx
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
-from perfbisect.pytorch import METRIC_DIRECTION, TorchTarget
+from perfbisect.pytorch import TorchTarget
 from perfdash.bisection import Direction, parse_threads
+from perfdash.metric_registry import Better, better_of
 
 
 class ServiceError(RuntimeError):
@@ -44,9 +45,7 @@ class BisectionJob:
                 mode=data.get("mode") or "inference", threads=parse_threads(data.get("threads")),
                 batch_size=data.get("batch_size") or None, dynamic_shapes="dynamic" in variant,
                 models_file=models_file)
-            direction = data.get("direction") or METRIC_DIRECTION[metric]
-            if direction not in ("lower", "higher"):
-                raise ValueError(f"direction {direction!r}")
+            direction = Better(data["direction"]) if data.get("direction") else better_of(metric)
             return cls(id=int(data["id"]), status=str(data.get("status", "pending")),
                        good_commit=str(data["good_commit"]), bad_commit=str(data["bad_commit"]), target=target,
                        direction=direction, threshold_pct=float(data.get("threshold_pct") or 5.0), raw=data)

@@ -20,6 +20,7 @@ from scipy.stats import fisher_exact, mannwhitneyu
 
 from perfdash.bisection import Direction, Sample
 from perfdash.contract import KNOWN_STATUSES, PASSING_STATUSES
+from perfdash.metric_registry import Better
 
 Side = Literal["good", "bad"]
 
@@ -61,7 +62,7 @@ def is_failing(sample: Sample) -> bool:
 class Policy:
     """How sure a bisection has to be, and how much it may measure to get there."""
 
-    direction: Direction = "lower"
+    direction: Direction = Better.LOWER
     threshold_pct: float = 5.0  # smallest regression (median change, %) worth bisecting
     alpha: float = 0.01  # one-sided significance level of every test
     repeats: int = 5  # measurements per commit and round
@@ -71,8 +72,9 @@ class Policy:
     reference_factor: int = 2
 
     def __post_init__(self) -> None:
-        if self.direction not in ("lower", "higher"):
+        if self.direction not in tuple(Better):
             raise ValueError(f"direction must be lower or higher, got {self.direction!r}")
+        object.__setattr__(self, "direction", Better(self.direction))  # "lower" as given on the command line
         if self.repeats < 1 or self.max_rounds < 1 or self.reference_factor < 1:
             raise ValueError("repeats, max_rounds and reference_factor must be >= 1")
         if not 0 < self.alpha < 0.5:
@@ -83,11 +85,11 @@ class Policy:
     @property
     def worse(self) -> Literal["greater", "less"]:
         """The Mann-Whitney alternative that means 'x is worse than y'."""
-        return "greater" if self.direction == "lower" else "less"
+        return "greater" if self.direction is Better.LOWER else "less"
 
     @property
     def better(self) -> Literal["greater", "less"]:
-        return "less" if self.direction == "lower" else "greater"
+        return "less" if self.direction is Better.LOWER else "greater"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +129,7 @@ def change_pct(good: Sequence[float], bad: Sequence[float], direction: Direction
     if g == 0:
         return math.inf if b != g else 0.0
     raw = (b - g) / abs(g) * 100.0
-    return raw if direction == "lower" else -raw
+    return raw if direction == Better.LOWER else -raw
 
 
 def failure_rate(samples: Sequence[Sample]) -> float:

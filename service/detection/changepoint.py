@@ -59,28 +59,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-# Minimum relative effect per metric: a smaller change is noise, not a regression (speedup and memory 5 %, compile
-# time 10 %).
-MIN_EFFECT: dict[str, float] = {
-    "speedup": 0.05,
-    "abs_latency": 0.05,
-    "compression_ratio": 0.05,
-    "compilation_latency": 0.10,
-}
+from perfdash.metric_registry import SPEEDUP, Better, min_effect_of
+
 # A level needs at least this many points before a change.
 _MIN_LEVEL = 3
-# Which way is better for each metric: a change in the other direction is a regression.
-HIGHER_IS_BETTER: dict[str, bool] = {
-    "speedup": True,
-    "abs_latency": False,
-    "compression_ratio": True,
-    "compilation_latency": False,
-}
 
 
 @dataclass(frozen=True, slots=True)
 class DetectionConfig:
-    min_effect: float = 0.05  # relative, e.g. 0.05 = 5 %
+    min_effect: float = SPEEDUP.min_effect  # relative, e.g. 0.05 = 5 %; per metric: for_metric
     # Two-sided t-test on the log values of both sides' inliers, for a new level of four or more points (older splits:
     # see fresh_after). bench/detection.py --sweep shows the trade-off between recall and false alerts.
     p_value_max: float = 1.5e-3
@@ -125,7 +112,7 @@ class DetectionConfig:
 
     @classmethod
     def for_metric(cls, metric: str, **overrides: float | int) -> DetectionConfig:
-        return cls(min_effect=MIN_EFFECT[metric], **overrides)  # type: ignore[arg-type]
+        return cls(min_effect=min_effect_of(metric), **overrides)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,8 +131,8 @@ class ChangePoint:
     def relative_change(self) -> float:
         return self.change_pct / 100.0
 
-    def is_regression(self, higher_is_better: bool) -> bool:
-        return (self.change_pct < 0) if higher_is_better else (self.change_pct > 0)
+    def is_regression(self, better: Better) -> bool:
+        return better.is_regression(self.change_pct)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,10 +4,11 @@ Three checks per run, all idempotent (a finding's ``key`` is unique; running det
 
 - status changes against the previous run of the configuration, at once: a model that passed and now fails
   (fail_accuracy, fail_to_run, timeout, OOM, ...) is a new failure; the reverse is fixed;
-- performance: change points of each series and metric (speedup, abs_latency, compilation_latency,
-  compression_ratio) over the passing nights, starting at the series' last stored change point;
-- the suite: the passrate dropping by PASSRATE_DROP or more against the previous night, and change points of the
-  suite's (clipped) geomean speedup;
+- performance: change points of each series and metric that perfdash.metric_registry marks ``detected`` (speedup,
+  abs_latency, compilation_latency, compression_ratio) over the passing nights, starting at the series' last stored
+  change point;
+- the suite: the passrate dropping by PASSRATE_ALERT_DROP (perfdash.metric_registry) or more against the previous
+  night, and change points of the suite's (clipped) geomean speedup;
 - the environment (service.detection.environment): when the manifest differs from the previous night's and most
   series moved together, one "environment change" finding naming the differences; it resets every series' baseline
   of the configuration at this run, so no per-model change point follows from it;
@@ -27,7 +28,9 @@ from datetime import UTC, date, datetime
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from service.detection.changepoint import HIGHER_IS_BETTER, DetectionConfig, detect_change_points
+from perfdash.contract import display_status
+from perfdash.metric_registry import DETECTED_METRICS, GEOMEAN, PASSRATE, PASSRATE_ALERT_DROP, better_of
+from service.detection.changepoint import DetectionConfig, detect_change_points
 from service.detection.confirmation import queue_confirmations
 from service.detection.environment import ShiftConfig, common_shift, manifest_differences, series_move
 from service.detection.models import ChangePointRow, Finding
@@ -35,9 +38,7 @@ from service.models import Annotation, Result, Run, RunSummary
 
 logger = logging.getLogger(__name__)
 
-PERF_METRICS: tuple[str, ...] = ("speedup", "abs_latency", "compilation_latency", "compression_ratio")
-SUITE_METRIC = "geomean"  # change points of the suite's clipped geomean speedup; series_id NULL
-PASSRATE_DROP = 0.05  # absolute: 5 percentage points fewer models passing than the previous night
+SUITE_METRIC = GEOMEAN.key  # change points of the suite's clipped geomean speedup; series_id NULL
 MODELS_DROP = 0.2  # relative: a fifth of the suite's models missing against the previous night
 ENVIRONMENT_KIND = "environment"
 
@@ -96,14 +97,14 @@ def _recent_moves(session: Session, run: Run, config: ShiftConfig) -> dict[str, 
     recent_runs = list(session.scalars(sa.select(Run.id).where(*_history_cutoff(run))
                                        .order_by(Run.night.desc(), Run.id.desc()).limit(config.history + 1)))
     rows = session.execute(
-        sa.select(Result.series_id, Result.run_id, Result.speedup, Result.abs_latency, Result.compilation_latency,
-                  Result.compression_ratio).join(Run, Run.id == Result.run_id)
+        sa.select(Result.series_id, Result.run_id, *(getattr(Result, m.name) for m in DETECTED_METRICS))
+        .join(Run, Run.id == Result.run_id)
         .where(Result.run_id.in_(recent_runs), Result.passed).order_by(Run.night, Run.id))
     history: dict[tuple[int, str], list[tuple[int, float]]] = defaultdict(list)
     for series_id, run_id, *values in rows:
-        for metric, value in zip(PERF_METRICS, values, strict=True):
+        for metric, value in zip(DETECTED_METRICS, values, strict=True):
             if value is not None and value > 0:
-                history[(series_id, metric)].append((run_id, float(value)))
+                history[(series_id, metric.name)].append((run_id, float(value)))
     moves: dict[str, list[float]] = defaultdict(list)
     for (_series, metric), points in history.items():
         if points[-1][0] != run.id:
@@ -164,8 +165,8 @@ def _status_findings(session: Session, run: Run, previous: Run) -> list[Finding]
         if old is None or old.passed == current.passed:
             continue
         category = "fixed" if current.passed else "new_failure"
-        old_status = old.accuracy or ("pass" if old.passed else "fail_to_run")
-        new_status = current.accuracy or ("pass" if current.passed else "fail_to_run")
+        old_status = display_status(old.accuracy, old.passed)
+        new_status = display_status(current.accuracy, current.passed)
         finding = _add_finding(session, Finding(
             key=f"status:{series_id}:{run.id}", kind="status", category=category,
             configuration_id=run.configuration_id, series_id=series_id, run_id=run.id, model=current.name,
@@ -194,12 +195,11 @@ def _store_change_points(session: Session, run: Run, series_id: int | None, mode
         first, last_old = points[cp.index], points[cp.index - 1]
         if first.run_id in stored:
             continue
-        higher = HIGHER_IS_BETTER.get(metric, True)
         row = ChangePointRow(
             configuration_id=run.configuration_id, series_id=series_id, metric=metric, run_id=first.run_id,
             previous_run_id=last_old.run_id, good_commit=last_old.commit, bad_commit=first.commit,
             before_mean=cp.before_mean, after_mean=cp.after_mean, change_pct=cp.change_pct, p_value=cp.p_value,
-            n_before=cp.n_before, n_after=cp.n_after, regression=cp.is_regression(higher))
+            n_before=cp.n_before, n_after=cp.n_after, regression=cp.is_regression(better_of(metric)))
         session.add(row)
         session.flush()
         stored.add(first.run_id)
@@ -224,16 +224,16 @@ def _performance_findings(session: Session, run: Run, incremental: bool) -> list
     if not series_in_run:
         return []
     rows = session.execute(
-        sa.select(Result.series_id, Run.id, Run.night, Run.torch_git_commit, Result.speedup, Result.abs_latency,
-                  Result.compilation_latency, Result.compression_ratio)
+        sa.select(Result.series_id, Run.id, Run.night, Run.torch_git_commit,
+                  *(getattr(Result, m.name) for m in DETECTED_METRICS))
         .join(Run, Run.id == Result.run_id)
         .where(*_history_cutoff(run), Result.passed, Result.series_id.in_(series_in_run))
         .order_by(Run.night, Run.id))
     history: dict[tuple[int, str], list[Point]] = defaultdict(list)
     for series_id, run_id, night, commit, *values in rows:
-        for metric, value in zip(PERF_METRICS, values, strict=True):
+        for metric, value in zip(DETECTED_METRICS, values, strict=True):
             if value is not None and value > 0:
-                history[(series_id, metric)].append(Point(run_id, night, commit, float(value)))
+                history[(series_id, metric.name)].append(Point(run_id, night, commit, float(value)))
     stored = _baselines(session, run.configuration_id)
     found = []
     for (series_id, metric), points in history.items():
@@ -252,10 +252,10 @@ def _suite_findings(session: Session, run: Run, previous: Run | None, incrementa
     before = session.get(RunSummary, previous.id) if previous is not None else None
     if before is not None and before.total and summary.total:
         old_rate, new_rate = before.passed / before.total, summary.passed / summary.total
-        if old_rate - new_rate >= PASSRATE_DROP:
+        if old_rate - new_rate >= PASSRATE_ALERT_DROP:
             finding = _add_finding(session, Finding(
                 key=f"passrate:{run.id}", kind="summary", category="regression",
-                configuration_id=run.configuration_id, run_id=run.id, metric="passrate", old_value=old_rate,
+                configuration_id=run.configuration_id, run_id=run.id, metric=PASSRATE.key, old_value=old_rate,
                 new_value=new_rate, change_pct=100.0 * (new_rate - old_rate),
                 good_commit=previous.torch_git_commit if previous else None, bad_commit=run.torch_git_commit,
                 summary=f"passrate {100 * old_rate:.0f}% ({before.passed}/{before.total}) -> "
@@ -269,7 +269,7 @@ def _suite_findings(session: Session, run: Run, previous: Run | None, incrementa
     if points and points[-1].run_id == run.id:
         stored = _baselines(session, run.configuration_id)[(None, SUITE_METRIC)]
         found += _store_change_points(session, run, None, None, SUITE_METRIC, points, stored,
-                                      DetectionConfig(min_effect=0.05), incremental)
+                                      DetectionConfig.for_metric(SUITE_METRIC), incremental)
     return found
 
 

@@ -12,7 +12,6 @@ from sqlalchemy.orm import Session
 
 from perfdash.axes import AXIS
 from perfdash.bisection import (
-    BISECT_METRICS,
     REQUEST_AXES,
     BisectionFields,
     BisectionIn,
@@ -20,7 +19,7 @@ from perfdash.bisection import (
     BisectionPurpose,
     BisectionResult,
 )
-from service.detection.changepoint import HIGHER_IS_BETTER, MIN_EFFECT
+from perfdash.metric_registry import BISECT_METRICS, better_of, min_effect_of
 from service.detection.models import BisectionRequest, Finding
 from service.models import Configuration, Run
 
@@ -106,7 +105,7 @@ class BisectionError(ValueError):
 
 
 def _direction(metric: str) -> str:
-    return "higher" if HIGHER_IS_BETTER.get(metric, True) else "lower"
+    return better_of(metric).value
 
 
 # A confirm request's threshold, as a share of the metric's minimum effect. The change point already showed the change
@@ -119,7 +118,7 @@ CONFIRM_THRESHOLD_SHARE = 0.6
 
 def _threshold(metric: str, purpose: str = "bisect") -> float:
     share = CONFIRM_THRESHOLD_SHARE if purpose == "confirm" else 1.0
-    return round(100.0 * MIN_EFFECT.get(metric, 0.0) * share, 6)
+    return round(100.0 * min_effect_of(metric) * share, 6)
 
 
 def request_bisection(session: Session, body: BisectionIn,
@@ -142,13 +141,13 @@ def request_bisection(session: Session, body: BisectionIn,
         row = BisectionRequest(
             status="pending", purpose=purpose, finding_id=finding.id, configuration_id=finding.configuration_id,
             model=finding.series.name, batch_size=finding.series.batch_size, metric=finding.metric,
-            direction=body.direction or _direction(finding.metric), good_commit=finding.good_commit,
-            bad_commit=finding.bad_commit,
+            direction=body.direction.value if body.direction else _direction(finding.metric),
+            good_commit=finding.good_commit, bad_commit=finding.bad_commit,
             threshold_pct=body.threshold_pct if body.threshold_pct is not None else _threshold(finding.metric,
                                                                                                purpose))
     else:
         fields = BisectionFields.model_validate(body.model_dump(exclude={"finding_id"}))
-        data = fields.model_dump(exclude=set(REQUEST_AXES))
+        data = fields.model_dump(mode="json", exclude=set(REQUEST_AXES))  # the direction as its string
         data["direction"] = data["direction"] or _direction(fields.metric)
         if data["threshold_pct"] is None:
             data["threshold_pct"] = _threshold(fields.metric)

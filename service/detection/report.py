@@ -18,6 +18,7 @@ import jinja2
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from perfdash.metric_registry import RESULT_METRICS, SUMMARY_METRICS, ResultMetric, shown_metrics
 from perfdash.metrics import SuiteSummary
 from service.detection.missing import MissingConfiguration, missing_configurations
 from service.detection.models import Finding
@@ -48,9 +49,7 @@ class ReportModelRow:
     speedup: str
     previous_speedup: str
     change: str
-    abs_latency: str
-    compile_s: str
-    compression: str
+    values: dict[str, float | None]  # every metric of perfdash.metric_registry by name, as measured
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +58,7 @@ class SuiteDetail:
     compiler: str
     run_id: int
     models: list[ReportModelRow]
+    metrics: tuple[ResultMetric, ...]  # the table's columns after the speedup
 
 
 @dataclass
@@ -123,11 +123,7 @@ def _thread_title(c: Configuration) -> str:
 def _summary(session: Session, run: Run) -> SuiteSummary | None:
     # By primary key, not run.summary: a Run loaded before its summary was added would still say None.
     s = session.get(RunSummary, run.id)
-    if s is None:
-        return None
-    return SuiteSummary(passed=s.passed, total=s.total, geomean_speedup=s.geomean_speedup,
-                        geomean_speedup_unclipped=s.geomean_speedup_unclipped,
-                        mean_compile_time_s=s.mean_compile_time_s, mean_compression_ratio=s.mean_compression_ratio)
+    return SuiteSummary.of(s) if s is not None else None
 
 
 def _delta(now: float | None, before: float | None, fmt: str) -> str:
@@ -137,24 +133,9 @@ def _delta(now: float | None, before: float | None, fmt: str) -> str:
     return "" if abs(diff) < 1e-12 else format(diff, fmt)
 
 
-_METRICS: tuple[tuple[str, str, str, str], ...] = (
-    # title, SuiteSummary text property, numeric attribute for the delta, delta format
-    ("Passrate", "passrate_text", "passrate", "+.0%"),
-    ("Geometric mean speedup", "geomean_text", "geomean_speedup", "+.2f"),
-    ("Geometric mean speedup, unclipped", "geomean_unclipped_text", "geomean_speedup_unclipped", "+.2f"),
-    ("Mean compilation time (seconds)", "compile_time_text", "mean_compile_time_s", "+.2f"),
-    ("Peak memory footprint compression ratio (higher is better)", "compression_text", "mean_compression_ratio",
-     "+.2f"),
-)
-
-
 def _previous(session: Session, run: Run) -> Run | None:
     return session.scalars(sa.select(Run).where(Run.configuration_id == run.configuration_id, Run.night < run.night)
                            .order_by(Run.night.desc(), Run.id.desc()).limit(1)).first()
-
-
-def _fmt(value: float | None, pattern: str) -> str:
-    return "-" if value is None else format(value, pattern)
 
 
 def _details(session: Session, run: Run, previous: Run | None) -> SuiteDetail:
@@ -172,10 +153,11 @@ def _details(session: Session, run: Run, previous: Run | None) -> SuiteDetail:
         rows.append(ReportModelRow(
             name=r.name, batch_size=r.batch_size, accuracy=r.accuracy or "-", speedup=f"{r.gated_speedup:.2f}x",
             previous_speedup="-" if old_speedup is None else f"{old_speedup:.2f}x", change=change,
-            abs_latency=_fmt(r.abs_latency, ".3f"), compile_s=_fmt(r.compilation_latency, ".1f"),
-            compression=_fmt(r.compression_ratio, ".2f")))
+            values={m.name: getattr(r, m.name) for m in RESULT_METRICS}))
     c = run.configuration
-    return SuiteDetail(suite=c.suite, compiler=c.backend_variant, run_id=run.id, models=rows)
+    # after the speedup, which the table shows gated and against the previous run
+    metrics = tuple(shown_metrics({m.name: [row.values[m.name] for row in rows] for m in RESULT_METRICS})[1:])
+    return SuiteDetail(suite=c.suite, compiler=c.backend_variant, run_id=run.id, models=rows, metrics=metrics)
 
 
 def _latest_per_configuration(runs: list[Run]) -> list[Run]:
@@ -200,7 +182,7 @@ def build_report(session: Session, run_id: int, dashboard_url: str | None = None
     compilers = list(dict.fromkeys(r.configuration.backend_variant for r in runs))
     by_cell = {(r.configuration.backend_variant, r.configuration.suite): r for r in runs}
     tables = []
-    for title, text_attr, value_attr, delta_fmt in _METRICS:
+    for metric in SUMMARY_METRICS:
         rows = []
         for compiler in compilers:
             cells = []
@@ -212,10 +194,11 @@ def build_report(session: Session, run_id: int, dashboard_url: str | None = None
                 if now is None:
                     cells.append(Cell("", ""))
                     continue
-                cells.append(Cell(getattr(now, text_attr), _delta(
-                    getattr(now, value_attr), getattr(before, value_attr) if before else None, delta_fmt)))
+                value = metric.value_attr
+                cells.append(Cell(now.text_of(metric), _delta(
+                    getattr(now, value), getattr(before, value) if before else None, metric.delta_format)))
             rows.append((compiler, cells))
-        tables.append(MetricTable(title=title, suites=suites, rows=rows))
+        tables.append(MetricTable(title=metric.pytorch_title, suites=suites, rows=rows))
     summaries = {r.id: session.get(RunSummary, r.id) for r in runs}
     warnings = [(r.configuration.suite, w["name"], w["reason"]) for r in runs if summaries[r.id]
                 for w in summaries[r.id].warnings]

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from perfdash.confidence import Interval, within_noise
+from perfdash.metric_registry import COMPILATION_LATENCY, COMPRESSION_RATIO, RESULT_METRICS, SPEEDUP, relative_change
 from service.models import Run
 from service.queries.filters import ConfigFilter, RunFilter
 from service.queries.runs import results_of
@@ -23,7 +24,7 @@ from service.queries.schemas import ResultOut, RunOut
 
 ModelChange = Literal["new_failure", "fixed", "still_failing", "added", "removed", "regression", "improvement",
                   "within_noise", "unchanged"]
-DEFAULT_THRESHOLD = 0.05  # speedup and memory effects under 5 % are noise (the detection minimum effect)
+DEFAULT_THRESHOLD = SPEEDUP.min_effect  # the verdicts are the speedup's
 
 
 class ModelDelta(BaseModel):
@@ -35,6 +36,8 @@ class ModelDelta(BaseModel):
     speedup_change: float | None  # new / base - 1, both passing
     compile_time_change: float | None
     memory_ratio_change: float | None
+    # new / base - 1 of every metric of perfdash.metric_registry, both passing (None: missing on either side)
+    changes: dict[str, float | None] = {}
 
 
 class RunComparison(BaseModel):
@@ -53,14 +56,8 @@ class NotComparable(ValueError):
     """The two runs belong to different configurations."""
 
 
-def _change(new: float | None, base: float | None) -> float | None:
-    if new is None or base is None or base <= 0:
-        return None
-    return new / base - 1.0
-
-
 def _delta(name: str, base: ResultOut | None, new: ResultOut | None, threshold: float) -> ModelDelta:
-    speedup = compile_time = memory = None
+    changes: dict[str, float | None] = {}
     if base is None or new is None:
         verdict: ModelChange = "added" if base is None else "removed"
     elif base.passed and not new.passed:
@@ -70,9 +67,8 @@ def _delta(name: str, base: ResultOut | None, new: ResultOut | None, threshold: 
     elif not new.passed:
         verdict = "still_failing"
     else:
-        speedup = _change(new.speedup, base.speedup)
-        compile_time = _change(new.compilation_latency, base.compilation_latency)
-        memory = _change(new.compression_ratio, base.compression_ratio)
+        changes = {m.name: relative_change(getattr(base, m.name), getattr(new, m.name)) for m in RESULT_METRICS}
+        speedup = changes[SPEEDUP.name]
         if speedup is not None and abs(speedup) > threshold and within_noise(interval(base), interval(new)):
             verdict = "within_noise"
         elif speedup is not None and speedup < -threshold:
@@ -83,7 +79,9 @@ def _delta(name: str, base: ResultOut | None, new: ResultOut | None, threshold: 
             verdict = "unchanged"
     changed = base is not None and new is not None and base.accuracy != new.accuracy
     return ModelDelta(name=name, base=base, new=new, verdict=verdict, status_changed=changed,
-                      speedup_change=speedup, compile_time_change=compile_time, memory_ratio_change=memory)
+                      speedup_change=changes.get(SPEEDUP.name),
+                      compile_time_change=changes.get(COMPILATION_LATENCY.name),
+                      memory_ratio_change=changes.get(COMPRESSION_RATIO.name), changes=changes)
 
 
 def interval(result: ResultOut) -> Interval | None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, create_model
 
+from perfdash.contract import gated_speedup
+from perfdash.metric_registry import RESULT_METRICS
 from perfdash.metrics import SuiteSummary
 from service.models import Configuration, Machine, Result, Run, RunSummary
 
@@ -147,19 +149,22 @@ class RunOut(BaseModel):
                             if row.summary is not None else None))
 
 
-class ResultOut(BaseModel):
-    """One model of one run. ``speedup`` as measured; ``gated_speedup`` is what the summary counts."""
+# One optional number field per metric of perfdash.metric_registry (speedup, abs_latency, ..., the throughputs), named
+# as the metric: the base of every model that carries a result's metrics, so a new registry entry appears in each.
+ResultMetricFields: type[BaseModel] = create_model(
+    "ResultMetricFields", **{m.name: (float | None, None) for m in RESULT_METRICS})  # type: ignore[call-overload]
+
+
+class ResultOut(ResultMetricFields):  # type: ignore[valid-type, misc]
+    """One model of one run: the registry's metrics as measured (``speedup`` included), and ``gated_speedup``, what
+    the summary counts."""
 
     series_id: int
     name: str
     batch_size: int
     accuracy: str | None
     passed: bool
-    speedup: float | None
     gated_speedup: float
-    abs_latency: float | None
-    compilation_latency: float | None
-    compression_ratio: float | None
     eager_peak_mem: float | None
     dynamo_peak_mem: float | None
     calls_captured: int | None
@@ -168,8 +173,6 @@ class ResultOut(BaseModel):
     unique_graph_breaks: int | None
     speedup_ci_low: float | None = None  # 95 % confidence interval of the speedup (perfdash.confidence)
     speedup_ci_high: float | None = None
-    eager_throughput: float | None = None  # samples/s (training runs)
-    compiled_throughput: float | None = None
     error: str | None
     samples: dict[str, Any] | None = None
 
@@ -182,9 +185,8 @@ class ResultOut(BaseModel):
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> ResultOut:
         """From a mapping of RESULT_COLUMNS (and optionally ``samples``), e.g. a row of a column select."""
-        speedup = values["speedup"]
         return cls.model_validate({"samples": None, **values,
-                                   "gated_speedup": (speedup or 0.0) if values["passed"] else 0.0})
+                                   "gated_speedup": gated_speedup(values["speedup"], values["passed"])})
 
 
 # The columns of a result that ResultOut carries, besides the (large, deferred) raw samples.

@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from perfdash.contract import is_passing
+from perfdash.contract import accuracy_gate, display_status
 from perfdash.metrics import NEVER_RAN_STATUSES, GatedResult, SuiteSummary, summarize
 from service.db import SessionDep
 from service.models import Configuration, Result
@@ -89,15 +89,9 @@ class Column:
     summary: SuiteSummary
 
 
-def _status(result: Result) -> str:
-    if result.accuracy:
-        return result.accuracy
-    return "pass" if result.passed else "fail_to_run"
-
-
 def _cell(backend: str, result: Result) -> Cell:
     measured = bool(result.speedup and result.abs_latency)
-    return Cell(backend=backend, status=_status(result), passed=result.passed,
+    return Cell(backend=backend, status=display_status(result.accuracy, result.passed), passed=result.passed,
                 latency_ms=result.abs_latency if measured else None, speedup=result.speedup if measured else None,
                 eager_ms=result.abs_latency * result.speedup if measured else None,  # type: ignore[operator]
                 compile_s=result.compilation_latency if measured else None, series_id=result.series_id,
@@ -117,7 +111,7 @@ def summary_of(results: Sequence[Result]) -> SuiteSummary:
     counted = [r for r in results if r.accuracy not in NEVER_RAN_STATUSES]
     return summarize([GatedResult(name=r.name, speedup=r.gated_speedup, compilation_latency=r.compilation_latency,
                               compression_ratio=r.compression_ratio,
-                              accuracy_passed=r.accuracy is None or is_passing(r.accuracy)) for r in counted])
+                              accuracy_passed=accuracy_gate(r.accuracy)) for r in counted])
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from perfdash.axes import run_command, stored_axes
+from perfdash.metric_registry import shown_metrics
 from service.db import SessionDep
 from service.models import Configuration, Run, Series
 from service.queries.compare import compare_runs
@@ -141,7 +142,7 @@ def model(request: Request, session: SessionDep, series_id: int,
     activation = next((p for p in reversed(points) if p.eager_activation_peak_mem is not None), None)
     return render(request, "pages/model.html", active="home", title=series.name, series=series, config=config,
                   label=views.config_label(config), group=views.group_title(config), points=points, last=last,
-                  activation=activation,
+                  activation=activation, metrics=shown_metrics(chart["series"]),
                   chart=chart, since=since, until=until, notes=notes, table_limit=MODEL_TABLE_ROWS, findings=findings,
                   repro=repro_command(config, series.name), views=views,
                   env=" ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(config.env.items())))

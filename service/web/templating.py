@@ -1,4 +1,5 @@
-"""The Jinja2 environment of the pages: autoescaping on for everything, the formatting filters, the nav list."""
+"""The Jinja2 environment of the pages: autoescaping on for everything, the formatting filters, the nav list, the metric
+registry and the display status."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ from pathlib import Path
 import jinja2
 from starlette.templating import Jinja2Templates
 
+from perfdash.contract import display_status
+from perfdash.metric_registry import DASHBOARD_METRICS, SUMMARY_METRICS
 from service.web import format as fmt
 from service.web.nav import NAV
+from service.web.views import table_metrics
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
@@ -25,5 +29,7 @@ def build_templates(directory: Path = TEMPLATES_DIR) -> Jinja2Templates:
     )
     env.filters.update(times=fmt.times, number=fmt.number, percent=fmt.percent, short_commit=fmt.short_commit,
                        web_url=fmt.web_url)
-    env.globals.update(nav=NAV)
+    # The metric registry and the status rule, so that templates name no metric, threshold or status by hand.
+    env.globals.update(nav=NAV, dashboard_metrics=DASHBOARD_METRICS, summary_metrics=SUMMARY_METRICS,
+                       display_status=display_status, table_metrics=table_metrics)
     return Jinja2Templates(env=env)

@@ -7,28 +7,20 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Protocol
 
-from perfdash.contract import SUITES
+from perfdash.contract import SUITES, display_status, gated_speedup
+from perfdash.metric_registry import DASHBOARD_METRICS, RESULT_METRICS, ResultMetric, SummaryMetric, shown_metrics
 from perfdash.metrics import SuiteSummary
 from service.detection.models import Finding
 from service.models import Configuration, RunSummary
 from service.queries.compare import RunComparison
 from service.queries.history import ModelPoint
-from service.web.format import Metric, SummaryCell
+from service.web.format import SummaryCell
 from service.web.queries import RunLite, SummaryNumbers, SummaryPoint
 
 
 def suite_summary(summary: RunSummary | SummaryNumbers | None) -> SuiteSummary | None:
     """The stored summary of a run as perfdash.metrics' SuiteSummary (its text formats are the dashboard's)."""
-    if summary is None:
-        return None
-    return SuiteSummary(
-        passed=summary.passed,
-        total=summary.total,
-        geomean_speedup=summary.geomean_speedup,
-        geomean_speedup_unclipped=summary.geomean_speedup_unclipped,
-        mean_compile_time_s=summary.mean_compile_time_s,
-        mean_compression_ratio=summary.mean_compression_ratio,
-    )
+    return SuiteSummary.of(summary) if summary is not None else None
 
 
 def config_label(config: Configuration) -> str:
@@ -72,7 +64,7 @@ class HomeRow:
 
 @dataclass(frozen=True, slots=True)
 class HomeTable:
-    metric: Metric
+    metric: SummaryMetric
     rows: list[HomeRow]
 
 
@@ -116,7 +108,7 @@ def home_groups(latest: Sequence[tuple[RunLite, RunLite | None]]) -> list[HomeGr
         labels = sorted({config_label(run.configuration) for run, _ in pairs})
         by_cell = {(config_label(run.configuration), run.configuration.suite): (run, base) for run, base in pairs}
         tables = []
-        for metric in Metric:
+        for metric in DASHBOARD_METRICS:
             rows = []
             for label in labels:
                 cells: list[HomeCell | None] = []
@@ -153,9 +145,7 @@ class RunModelRow:
     status: str
     passed: bool
     speedup: float | None  # gated: None when the model did not pass
-    abs_latency: float | None
-    compilation_latency: float | None
-    compression_ratio: float | None
+    values: dict[str, float | None]  # every metric of perfdash.metric_registry by name, None when the model failed
     graph_breaks: int | None
     warnings: tuple[str, ...]
     error: str | None
@@ -186,9 +176,6 @@ class ResultLike(Protocol):
     accuracy: str | None
     passed: bool
     speedup: float | None
-    abs_latency: float | None
-    compilation_latency: float | None
-    compression_ratio: float | None
     graph_breaks: int | None
     error: str | None
     speedup_ci_low: float | None
@@ -199,14 +186,9 @@ def interval_text(low: float | None, high: float | None) -> str:
     return "" if low is None or high is None else f"{low:.2f}–{high:.2f}x"
 
 
-def _status(result: ResultLike) -> str:
-    if result.accuracy is not None:
-        return result.accuracy
-    return "pass" if result.passed else "fail_to_run"
-
-
 def _gated(result: ResultLike | None) -> float | None:
-    return result.speedup if result is not None and result.passed and result.speedup else None
+    """The gated speedup for a table cell: None (shown ``-``) where it is 0."""
+    return (gated_speedup(result.speedup, result.passed) or None) if result is not None else None
 
 
 # service.queries.compare's verdicts -> the filter tags of the model table
@@ -239,12 +221,13 @@ def model_rows(results: Sequence[ResultLike], comparison: RunComparison | None,
         change_css = "" if change is None else ("worse" if "regressed" in tags else
                                                 "better" if "improved" in tags else "")
         rows.append(RunModelRow(
-            name=r.name, series_id=r.series_id, batch_size=r.batch_size, status=_status(r), passed=r.passed,
-            speedup=_gated(r), abs_latency=r.abs_latency if r.passed else None,
-            compilation_latency=r.compilation_latency if r.passed else None,
-            compression_ratio=r.compression_ratio if r.passed else None, graph_breaks=r.graph_breaks,
+            name=r.name, series_id=r.series_id, batch_size=r.batch_size, status=display_status(r.accuracy, r.passed),
+            passed=r.passed,
+            speedup=_gated(r), values={m.name: getattr(r, m.name) if r.passed else None for m in RESULT_METRICS},
+            graph_breaks=r.graph_breaks,
             warnings=tuple(reasons.get(r.name, ())), error=r.error, is_new="new" in tags,
-            base_status=_status(base) if base is not None else None, base_speedup=_gated(base), delta=change,
+            base_status=display_status(base.accuracy, base.passed) if base is not None else None,
+            base_speedup=_gated(base), delta=change,
             delta_class=change_css, tags=tuple(tags),
             speedup_ci=interval_text(r.speedup_ci_low, r.speedup_ci_high) if r.passed else "",
         ))
@@ -284,19 +267,17 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
     previous: ModelPoint | None = None
     for p in points:
         if previous is not None and previous.passed != p.passed:
-            status_changes.append({"night": p.night.isoformat(), "from": _point_status(previous),
-                                   "to": _point_status(p), "passed": p.passed})
+            status_changes.append({"night": p.night.isoformat(),
+                                   "from": display_status(previous.accuracy, previous.passed),
+                                   "to": display_status(p.accuracy, p.passed), "passed": p.passed})
         previous = p
     return {
         "nights": [p.night.isoformat() for p in points],
         "commits": [(p.torch_git_commit or "")[:12] for p in points],
         "runs": [p.run_id for p in points],
-        "status": [_point_status(p) for p in points],
+        "status": [display_status(p.accuracy, p.passed) for p in points],
         "series": {
-            "speedup": [_round(p.speedup) if p.passed else None for p in points],
-            "abs_latency": [_round(p.abs_latency) if p.passed else None for p in points],
-            "compilation_latency": [_round(p.compilation_latency) if p.passed else None for p in points],
-            "compression_ratio": [_round(p.compression_ratio) if p.passed else None for p in points],
+            **{m.name: [_round(getattr(p, m.name)) if p.passed else None for p in points] for m in RESULT_METRICS},
             "activation_ratio": [_round(p.activation_ratio) if p.passed else None for p in points],
         },
         # the speedup's 95 % confidence interval per night (None without raw samples), drawn as a band
@@ -310,14 +291,15 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
     }
 
 
+def table_metrics(rows: Sequence[RunModelRow]) -> list[ResultMetric]:
+    """The columns of a model table after the speedup's (which has its base, change and interval beside it)."""
+    return shown_metrics({m.name: [r.values[m.name] for r in rows] for m in RESULT_METRICS})[1:]
+
+
 def finding_mark(finding: Finding) -> dict[str, object]:
     """A detection finding as a chart mark: on its metric's chart (status findings on every chart)."""
     return {"night": finding.run.night.isoformat(), "metric": finding.metric if finding.kind == "performance" else None,
             "text": finding.summary, "category": finding.category}
-
-
-def _point_status(p: ModelPoint) -> str:
-    return p.accuracy or ("pass" if p.passed else "fail_to_run")
 
 
 def trend_chart_data(points: Sequence[SummaryPoint], configs: dict[int, Configuration]) -> dict[str, object]:
@@ -330,12 +312,13 @@ def trend_chart_data(points: Sequence[SummaryPoint], configs: dict[int, Configur
         line = lines.get(p.configuration_id)
         if line is None:
             line = lines[p.configuration_id] = {key: [None] * width for key in
-                                                ("passrate", "geomean", "compile", "memory", "commits", "runs")}
+                                                (*(m.key for m in DASHBOARD_METRICS), "commits", "runs")}
         i = index[p.night]
-        line["passrate"][i] = round(100 * p.passed / p.total, 2) if p.total else None
-        line["geomean"][i] = _round(p.geomean_speedup)
-        line["compile"][i] = _round(p.mean_compile_time_s)
-        line["memory"][i] = _round(p.mean_compression_ratio)
+        summary = SuiteSummary.of(p)
+        for metric in DASHBOARD_METRICS:
+            value = summary.value_of(metric)
+            line[metric.key][i] = (round(100 * value, 2) if value is not None else None) if metric.percent \
+                else _round(value)
         line["commits"][i] = (p.commit or "")[:10]  # tooltips show 10 characters; halves the page on long ranges
         line["runs"][i] = p.run_id
     labels = _distinguishing_labels({cid: (configs[cid].suite, config_label(configs[cid]), group_title(configs[cid]),
@@ -382,14 +365,9 @@ def trend_rows(points: Sequence[SummaryPoint], configs: dict[int, Configuration]
         last[p.configuration_id] = p
     rows = []
     for cid, f in first.items():
-        fs, ls = _summary_of_point(f), _summary_of_point(last[cid])
+        fs, ls = SuiteSummary.of(f), SuiteSummary.of(last[cid])
         rows.append(TrendRow(configuration=configs[cid], first=f, last=last[cid], first_summary=fs,
-                             last_summary=ls, cells=[SummaryCell.build(m, ls, fs) for m in Metric]))
+                             last_summary=ls, cells=[SummaryCell.build(m, ls, fs) for m in DASHBOARD_METRICS]))
     return sorted(rows, key=lambda r: (suite_order(SUITES).index(r.configuration.suite)
                                        if r.configuration.suite in SUITES else 99, config_label(r.configuration)))
 
-
-def _summary_of_point(p: SummaryPoint) -> SuiteSummary:
-    return SuiteSummary(passed=p.passed, total=p.total, geomean_speedup=p.geomean_speedup,
-                        geomean_speedup_unclipped=p.geomean_speedup_unclipped,
-                        mean_compile_time_s=p.mean_compile_time_s, mean_compression_ratio=p.mean_compression_ratio)

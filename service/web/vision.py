@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from perfdash.contract import display_status
 from perfdash.vision import parse_row_name, publication_rows
 from service.db import SessionDep
 from service.models import Configuration, Result
@@ -85,12 +86,6 @@ def _latencies(result: Result, which: str) -> tuple[float | None, float | None, 
     return result.abs_latency * result.speedup, result.abs_latency, False  # medians, from the CSV's definitions
 
 
-def _status(result: Result) -> str:
-    if result.accuracy:
-        return result.accuracy
-    return "pass" if result.passed else "fail_to_run"
-
-
 def _order_key(name: str) -> tuple[int, str]:
     parsed = parse_row_name(name)
     model = parsed.model if parsed else name
@@ -107,8 +102,9 @@ def build_tables(results: Sequence[Result], which: str, key_prefix: str) -> tupl
         eager, compiled, from_samples = _latencies(result, which)
         by_batch.setdefault(batch, []).append(VisionRow(
             task=row.task if row else "", label=row.label if row else model, name=result.name,
-            series_id=result.series_id, status=_status(result), passed=result.passed, eager_ms=eager,
-            compiled_ms=compiled, compile_s=result.compilation_latency if compiled is not None else None,
+            series_id=result.series_id, status=display_status(result.accuracy, result.passed), passed=result.passed,
+            eager_ms=eager, compiled_ms=compiled,
+            compile_s=result.compilation_latency if compiled is not None else None,
             from_samples=from_samples))
     return tuple(VisionTable(key=f"{key_prefix}-bs{batch}", batch_size=batch, rows=tuple(rows))
                  for batch, rows in sorted(by_batch.items()))

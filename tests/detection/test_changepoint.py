@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from perfdash.metric_registry import Better, min_effect_of
 from service.detection.changepoint import (
-    MIN_EFFECT,
     ChangePoint,
     DetectionConfig,
     detect_change_points,
@@ -50,8 +50,8 @@ def test_change_point_numbers_describe_the_step() -> None:
     assert cp.before_mean == pytest.approx(values[: cp.index].mean(), rel=0.02)
     assert cp.after_mean == pytest.approx(values[cp.index :].mean(), rel=0.02)
     assert -13 < cp.change_pct < -7  # a 10 % drop under 2 % noise
-    assert cp.is_regression(higher_is_better=True)
-    assert not cp.is_regression(higher_is_better=False)
+    assert cp.is_regression(Better.HIGHER)
+    assert not cp.is_regression(Better.LOWER)
     assert cp.p_value < 1e-6
 
 
@@ -94,8 +94,9 @@ def test_energy_statistic_peaks_at_the_step() -> None:
 
 
 def test_minimum_effects_per_metric() -> None:
-    assert MIN_EFFECT["compilation_latency"] == 0.10
-    assert {MIN_EFFECT[m] for m in ("speedup", "abs_latency", "compression_ratio")} == {0.05}
+    # DESIGN.md: "speedup and memory 5 %, compile time 10 %"
+    assert min_effect_of("compilation_latency") == 0.10
+    assert {min_effect_of(m) for m in ("speedup", "abs_latency", "compression_ratio")} == {0.05}
     assert DetectionConfig.for_metric("compilation_latency").min_effect == 0.10
 
 

@@ -117,3 +117,19 @@ def test_imported_history_is_searched_whole_unless_incremental(session, store_ru
     detect_run(session, runs[-1])
     (found,) = _findings(session, metric="speedup")
     assert found.change_point.run_id == runs[10] and found.category == "regression"
+
+
+def test_the_registry_direction_decides_the_verdict(session, store_run, series_values, monkeypatch) -> None:
+    """The detector takes "which way is better" from perfdash.metric_registry alone: flip the speedup's direction
+    there and the same drop becomes an improvement, while latency (unflipped) stays a regression."""
+    import dataclasses
+
+    from perfdash import metric_registry as reg
+
+    flipped = dataclasses.replace(reg.SPEEDUP, better=reg.Better.LOWER)
+    monkeypatch.setattr(reg, "RESULT_METRICS", (flipped, *reg.RESULT_METRICS[1:]))
+    runs = _history(store_run, series_values, 26, drop_from=24)
+    for run in runs:
+        detect_run(session, run)
+    found = {(f.model, f.metric): f.category for f in _findings(session, kind="performance")}
+    assert found == {("resnet18", "speedup"): "improvement", ("resnet18", "abs_latency"): "regression"}

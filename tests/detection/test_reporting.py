@@ -54,6 +54,11 @@ def test_report_layout_and_numbers(session, store_run) -> None:
     assert "9.9" not in text
     assert "<details><summary>see more</summary>" in text
     assert "| t5 | 8 | fail_accuracy | 0.00x | 1.00x |" in text
+    # the per-model columns come from the metric registry, in PyTorch's CSV names; throughput only where measured
+    assert ("| name | batch_size | accuracy | speedup | previous | change | abs_latency (ms) | compilation_latency (s) "
+            "| compression_ratio |\n|---|---|---|---|---|---|---|---|---|\n") in text
+    assert "| resnet18 | 8 | pass | 1.10x | 1.30x | -15.4% | 9.091 | 20.0 | 1.20 |\n" in text
+    assert "throughput" not in text
     assert "timm_models / vit_small: speedup 0.80x < 0.95x" in text
     assert "| huggingface | t5 | accuracy | pass | fail_accuracy |" in text  # a new failure, from the findings
     assert "| huggingface | (suite) | passrate | 100% | 50% | -50.0% |" in text

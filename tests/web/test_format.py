@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from perfdash.metric_registry import COMPILE_TIME, GEOMEAN, MEMORY, PASSRATE, Better
 from perfdash.metrics import SuiteSummary
-from service.web.format import Metric, SummaryCell, change_class, web_url
+from service.web.format import SummaryCell, change_class, web_url
 
 
 def summary(passed: int, total: int, geomean: float | None, compile_s: float | None = 10.0,
@@ -13,23 +14,23 @@ def summary(passed: int, total: int, geomean: float | None, compile_s: float | N
 
 
 def test_change_class_needs_more_than_five_percent_and_knows_the_direction() -> None:
-    assert change_class(1.0, 1.05) == ""
-    assert change_class(1.0, 1.06) == "better"
-    assert change_class(1.0, 0.94) == "worse"
-    assert change_class(10.0, 11.0, higher_is_better=False) == "worse"  # compile time went up
-    assert change_class(None, 1.0) == "" and change_class(0.0, 1.0) == ""
+    assert change_class(1.0, 1.05, Better.HIGHER, 0.05) == ""
+    assert change_class(1.0, 1.06, Better.HIGHER, 0.05) == "better"
+    assert change_class(1.0, 0.94, Better.HIGHER, 0.05) == "worse"
+    assert change_class(10.0, 11.0, Better.LOWER, 0.05) == "worse"  # compile time went up
+    assert change_class(None, 1.0, Better.HIGHER, 0.05) == "" and change_class(0.0, 1.0, Better.HIGHER, 0.05) == ""
 
 
 def test_below_target_is_yellow_unless_it_also_got_worse() -> None:
-    steady = SummaryCell.build(Metric.PASSRATE, summary(85, 100, 1.2), summary(86, 100, 1.2))
+    steady = SummaryCell.build(PASSRATE, summary(85, 100, 1.2), summary(86, 100, 1.2))
     assert steady.css == "below-target" and "below target 0.9" in steady.title
-    dropped = SummaryCell.build(Metric.PASSRATE, summary(80, 100, 1.2), summary(95, 100, 1.2))
+    dropped = SummaryCell.build(PASSRATE, summary(80, 100, 1.2), summary(95, 100, 1.2))
     assert dropped.css == "worse"
-    slow = SummaryCell.build(Metric.GEOMEAN, summary(9, 10, 0.94), None)
+    slow = SummaryCell.build(GEOMEAN, summary(9, 10, 0.94), None)
     assert slow.css == "below-target" and slow.base_text is None and slow.new_text == "0.94x"
-    memory = SummaryCell.build(Metric.MEMORY, summary(9, 10, 1.0, memory=0.85), summary(9, 10, 1.0, memory=0.8))
+    memory = SummaryCell.build(MEMORY, summary(9, 10, 1.0, memory=0.85), summary(9, 10, 1.0, memory=0.8))
     assert memory.css == "below-target"  # +6 %, yet still under 0.9x: the low level is what needs attention
-    assert SummaryCell.build(Metric.COMPILE_TIME, summary(9, 10, 1.0, compile_s=50.0),
+    assert SummaryCell.build(COMPILE_TIME, summary(9, 10, 1.0, compile_s=50.0),
                              summary(9, 10, 1.0, compile_s=40.0)).css == "worse"
 
 
