@@ -24,9 +24,9 @@ from pydantic import BaseModel
 from sqlalchemy import orm
 from sqlalchemy.orm import Session
 
+from perfdash.metric_registry import RESULT_METRICS, SPEEDUP, Better, ResultMetric
 from service.models import Configuration, Result, Run
 from service.queries import torch_versions
-from service.queries.compare import DEFAULT_THRESHOLD
 from service.queries.filters import ConfigFilter
 from service.queries.schemas import ConfigurationOut
 
@@ -34,26 +34,8 @@ LATEST = "latest"  # as ``new``: each configuration's latest run
 DEFAULT_LIMIT = 100  # model rows returned (counts always cover every model; the page links to all)
 
 
-@dataclass(frozen=True, slots=True)
-class MetricRule:
-    """How a metric's change is judged. The one table the lead swaps for perfdash/metric_registry.py at merge."""
-
-    key: str  # the ResultOut field
-    label: str
-    min_effect: float  # relative change below this is noise
-    higher_is_better: bool
-
-
-# DESIGN.md's minimum effects: speedup and memory 5 %, compile time 10 %; latency and throughput as speedup.
-METRICS: tuple[MetricRule, ...] = (
-    MetricRule("speedup", "speedup", DEFAULT_THRESHOLD, True),
-    MetricRule("abs_latency", "latency", DEFAULT_THRESHOLD, False),
-    MetricRule("compilation_latency", "compile time", 0.10, False),
-    MetricRule("compression_ratio", "memory ratio", 0.05, True),
-    MetricRule("dynamo_peak_mem", "peak memory", 0.05, False),
-    MetricRule("compiled_throughput", "throughput", DEFAULT_THRESHOLD, True),
-)
-SPEEDUP = METRICS[0]
+# Every result metric of the registry is judged, by its own direction and minimum effect.
+METRICS: tuple[ResultMetric, ...] = RESULT_METRICS
 
 ReleaseVerdict = Literal["new_failure", "regression", "fixed", "improvement", "within_noise", "still_failing",
                          "added", "removed", "unchanged"]
@@ -114,7 +96,7 @@ class ReleaseComparison(BaseModel):
 
 # The columns paired per model: status, the speedup's interval, then each metric (base and new side of each).
 _STATUS = ("series_id", "name", "accuracy", "passed")
-_NUMBERS = ("speedup_ci_low", "speedup_ci_high", *(m.key for m in METRICS))
+_NUMBERS = ("speedup_ci_low", "speedup_ci_high", *(m.name for m in METRICS))
 _VERDICT_INDEX = {v: i for i, v in enumerate(VERDICT_ORDER)}
 
 
@@ -157,17 +139,17 @@ def judge(paired: Paired) -> Judgement:
     direction: dict[str, np.ndarray] = {}
     with np.errstate(invalid="ignore", divide="ignore"):
         for rule in METRICS:
-            base, new = paired.numbers[rule.key]
+            base, new = paired.numbers[rule.name]
             measured = passing & (base > 0) & (new > 0)  # a failure row's zeros are not a measurement
             relative = np.where(measured, new / np.where(measured, base, 1.0) - 1.0, np.nan)
             moved = measured & (np.abs(relative) > rule.min_effect)
-            sign = np.where((relative > 0) == rule.higher_is_better, 1, -1)
-            change[rule.key], direction[rule.key] = relative, np.where(moved, sign, 0)
+            sign = np.where((relative > 0) == (rule.better is Better.HIGHER), 1, -1)
+            change[rule.name], direction[rule.name] = relative, np.where(moved, sign, 0)
         (base_low, new_low), (base_high, new_high) = (paired.numbers["speedup_ci_low"],
                                                       paired.numbers["speedup_ci_high"])
         overlap = (base_low <= new_high) & (new_low <= base_high)  # False where an interval is missing (NaN)
-    noise = (direction[SPEEDUP.key] != 0) & overlap
-    counted = {k: np.where(noise, 0, d) if k == SPEEDUP.key else d for k, d in direction.items()}
+    noise = (direction[SPEEDUP.name] != 0) & overlap
+    counted = {k: np.where(noise, 0, d) if k == SPEEDUP.name else d for k, d in direction.items()}
     worse_impact = np.zeros(size)
     better_impact = np.zeros(size)
     for key, d in counted.items():
@@ -193,12 +175,12 @@ def judge(paired: Paired) -> Judgement:
 def model_change(paired: Paired, judged: Judgement, i: int) -> ModelChange:
     metrics = {}
     for rule in METRICS:
-        relative = judged.change[rule.key][i]
+        relative = judged.change[rule.name][i]
         if not np.isnan(relative):
-            base, new = paired.numbers[rule.key]
-            metrics[rule.key] = MetricChange(
+            base, new = paired.numbers[rule.name]
+            metrics[rule.name] = MetricChange(
                 base=float(base[i]), new=float(new[i]), change=float(relative),
-                direction=("worse", "same", "better")[int(judged.direction[rule.key][i]) + 1])
+                direction=("worse", "same", "better")[int(judged.direction[rule.name][i]) + 1])
     base_passed, new_passed = (None if np.isnan(p[i]) else bool(p[i]) for p in paired.passed)
     return ModelChange(configuration_id=int(paired.configuration_id[i]), series_id=paired.series_id[i],
                        name=paired.name[i], verdict=VERDICT_ORDER[int(judged.verdict[i])],
@@ -288,8 +270,8 @@ def compare_versions(session: Session, base: str, new: str, filters: ConfigFilte
     order = shown[np.lexsort((paired.configuration_id[shown], names[shown], -judged.impact[shown],
                               judged.verdict[shown]))].tolist()
     return ReleaseComparison(
-        base=base, new=new, metrics=[MetricRuleOut(key=m.key, label=m.label, min_effect=m.min_effect,
-                                                   higher_is_better=m.higher_is_better) for m in METRICS],
+        base=base, new=new, metrics=[MetricRuleOut(key=m.name, label=m.label, min_effect=m.min_effect,
+                                                   higher_is_better=m.better is Better.HIGHER) for m in METRICS],
         configurations=configurations, only_base=sorted(set(before) - set(after)),
         only_new=sorted(set(after) - set(before)),
         totals={v: int(n) for v, n in zip(VERDICT_ORDER, totals, strict=True)}, models_total=len(order),
