@@ -23,10 +23,10 @@ from service.detection.queries import (
     BisectionIn,
     BisectionOut,
     BisectionResult,
-    list_bisections,
     record_result,
     request_bisection,
 )
+from service.queries.findings import list_bisections
 from service.settings import Settings
 
 logger = logging.getLogger(__name__)

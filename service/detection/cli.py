@@ -42,10 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _detect(args: argparse.Namespace) -> int:
     from service.db import make_engine, make_session_factory
-    from service.detection.detector import detect_run, runs_to_detect
+    from service.detection.detector import detect_run
     from service.detection.models import Finding
     from service.hooks import post_ingest_hooks
     from service.ingest import pending_hook_runs, run_hooks
+    from service.queries.detection import runs_to_detect
     from service.settings import Settings
 
     settings = Settings()

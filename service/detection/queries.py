@@ -1,9 +1,10 @@
-"""Findings and bisection requests as API shapes, and the queries the routers and pages use (no FastAPI here)."""
+"""Bisection requests: their API shapes, and making a request and recording its result (no FastAPI here). Reads of
+findings and bisections are in service.queries."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import Literal
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -11,81 +12,8 @@ from sqlalchemy.orm import Session
 
 from service.detection.changepoint import HIGHER_IS_BETTER, MIN_EFFECT
 from service.detection.models import BisectionRequest, Finding
-from service.models import Run
 
 BISECT_METRICS = ("speedup", "abs_latency", "compilation_latency", "compression_ratio", "accuracy")
-
-
-class FindingOut(BaseModel):
-    id: int
-    kind: str
-    category: str
-    configuration_id: int
-    series_id: int | None
-    run_id: int
-    night: date
-    suite: str
-    backend: str
-    model: str | None
-    metric: str | None
-    old_status: str | None
-    new_status: str | None
-    old_value: float | None
-    new_value: float | None
-    change_pct: float | None
-    p_value: float | None
-    good_commit: str | None
-    bad_commit: str | None
-    change_point_run_id: int | None  # the first run of the new level
-    summary: str
-    confirmation: str  # none | pending (a candidate) | confirmed | not_reproduced | error
-    confirmation_result: dict[str, Any] | None
-    acknowledged: bool
-    acknowledged_at: datetime | None
-    acknowledged_by: str | None
-    ack_note: str | None
-    created_at: datetime
-
-    @classmethod
-    def from_row(cls, row: Finding) -> FindingOut:
-        return cls(
-            id=row.id, kind=row.kind, category=row.category, configuration_id=row.configuration_id,
-            series_id=row.series_id, run_id=row.run_id, night=row.run.night, suite=row.configuration.suite,
-            backend=row.configuration.backend_variant, model=row.model, metric=row.metric, old_status=row.old_status,
-            new_status=row.new_status, old_value=row.old_value, new_value=row.new_value, change_pct=row.change_pct,
-            p_value=row.p_value, good_commit=row.good_commit, bad_commit=row.bad_commit,
-            change_point_run_id=row.change_point.run_id if row.change_point else None, summary=row.summary,
-            confirmation=row.confirmation, confirmation_result=row.confirmation_result,
-            acknowledged=row.acknowledged, acknowledged_at=row.acknowledged_at, acknowledged_by=row.acknowledged_by,
-            ack_note=row.ack_note, created_at=row.created_at)
-
-
-class AcknowledgeIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    note: str = Field(min_length=1, max_length=10_000)
-    author: str | None = Field(None, max_length=200)
-
-
-def list_findings(session: Session, *, run_id: int | None = None, configuration_id: int | None = None,
-                  series_id: int | None = None, category: str | None = None, kind: str | None = None,
-                  acknowledged: bool | None = None, since: date | None = None, limit: int = 200,
-                  offset: int = 0) -> list[FindingOut]:
-    query = sa.select(Finding).join(Finding.run).order_by(Run.night.desc(), Finding.id.desc())
-    for column, value in ((Finding.run_id, run_id), (Finding.configuration_id, configuration_id),
-                          (Finding.series_id, series_id), (Finding.category, category), (Finding.kind, kind)):
-        if value is not None:
-            query = query.where(column == value)
-    if acknowledged is not None:
-        query = query.where(Finding.acknowledged_at.is_not(None) if acknowledged else Finding.acknowledged_at.is_(None))
-    if since is not None:
-        query = query.where(Run.night >= since)
-    return [FindingOut.from_row(f) for f in session.scalars(query.limit(limit).offset(offset)).unique()]
-
-
-def get_finding(session: Session, finding_id: int) -> FindingOut | None:
-    row = session.get(Finding, finding_id)
-    return FindingOut.from_row(row) if row is not None else None
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -265,20 +193,6 @@ def request_bisection(session: Session, body: BisectionIn,
     session.flush()
     session.refresh(row)
     return row, True
-
-
-def list_bisections(session: Session, status: str | None = None, limit: int = 200) -> list[BisectionOut]:
-    query = sa.select(BisectionRequest).order_by(BisectionRequest.id).limit(limit)
-    if status is not None:
-        query = query.where(BisectionRequest.status == status)
-    return [BisectionOut.model_validate(b) for b in session.scalars(query)]
-
-
-def bisections_for_series(session: Session, series_id: int) -> list[BisectionOut]:
-    """For the model page: the bisections of this series' findings, newest first."""
-    query = (sa.select(BisectionRequest).join(Finding, Finding.id == BisectionRequest.finding_id)
-             .where(Finding.series_id == series_id).order_by(BisectionRequest.id.desc()))
-    return [BisectionOut.model_validate(b) for b in session.scalars(query)]
 
 
 def record_result(session: Session, bisection_id: int, result: BisectionResult) -> BisectionRequest:

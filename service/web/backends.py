@@ -23,7 +23,7 @@ from perfdash.contract import is_passing
 from perfdash.metrics import NEVER_RAN_STATUSES, Outcome, SuiteSummary, summarize
 from service.db import SessionDep
 from service.models import Configuration, Result
-from service.web import backends_queries as bq
+from service.queries.runs import LatestResults, configurations_with_runs, latest_results
 
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 
@@ -129,7 +129,7 @@ class BackendTable:
 DEFAULT_BATCH = "default"  # each model at its suite's batch size (the runs without --batch-size)
 
 
-def build_table(latest: dict[str, tuple[bq.LatestResults, list[Result]]], batch_size: int | str,
+def build_table(latest: dict[str, tuple[LatestResults, list[Result]]], batch_size: int | str,
                 suite_default: dict[str, set[int]]) -> BackendTable:
     """``latest``: backend -> (its latest night, its results); ``batch_size`` a number or DEFAULT_BATCH, which takes
     the rows of ``suite_default`` (backend -> ids of the results of its runs without a batch-size override). Rows
@@ -162,7 +162,7 @@ def build_table(latest: dict[str, tuple[bq.LatestResults, list[Result]]], batch_
     return BackendTable(columns=columns, rows=tuple(table_rows))
 
 
-def batch_chart(latest: dict[str, tuple[bq.LatestResults, list[Result]]], model: str | None) -> dict[str, Any]:
+def batch_chart(latest: dict[str, tuple[LatestResults, list[Result]]], model: str | None) -> dict[str, Any]:
     """The publication's chart: ``model``'s latency per backend across batch sizes (eager: median of the backends'
     eager runs). Failed or missing points are gaps."""
     names = column_order(list(latest))
@@ -193,7 +193,7 @@ def _pick(value: str | None, options: Sequence[str]) -> str | None:
 def backends(request: Request, session: SessionDep, suite: QueryText = None, device: QueryText = None,
              dtype: QueryText = None, machine: QueryText = None, threads: QueryText = None,
              batch_size: QueryText = None, model: QueryText = None) -> Response:
-    configs = bq.inference_configurations(session)
+    configs = configurations_with_runs(session, Configuration.mode == "inference")
     setups = sorted({setup_of(c) for c in configs}, key=lambda s: s.label)
     # Narrow one filter at a time, each defaulting to its first value among the setups the earlier ones leave.
     chosen = setups
@@ -213,8 +213,8 @@ def backends(request: Request, session: SessionDep, suite: QueryText = None, dev
                                "permalink": None}
     if setup is not None:
         members = [c for c in configs if setup_of(c) == setup]
-        latest_by_config = bq.latest_results(session, [c.id for c in members])
-        latest: dict[str, tuple[bq.LatestResults, list[Result]]] = {}
+        latest_by_config = latest_results(session, [c.id for c in members])
+        latest: dict[str, tuple[LatestResults, list[Result]]] = {}
         suite_default: dict[str, set[int]] = {}
         # Configurations of one backend that differ only in a batch-size override are one column.
         for config in sorted(members, key=lambda c: latest_by_config[c.id].night if c.id in latest_by_config

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from service.detection.detector import acknowledge, detect_run, runs_to_detect
+from service.detection.detector import acknowledge, detect_run
 from service.detection.models import ChangePointRow, Finding
 from service.models import Annotation
+from service.queries.detection import runs_to_detect
 
 
 def _findings(session, **where) -> list[Finding]:
