@@ -15,7 +15,8 @@ def same_day(upload, run_files, manifest):
     the smaller id). Returns the run ids by name."""
     night = manifest(night="2026-03-01", commit="aaa")
     morning = manifest(night="2026-03-02", commit="bbb")
-    later = morning.model_copy(update={"start_time": morning.start_time + timedelta(hours=3), "torch_git_commit": "ccc"})
+    later = morning.model_copy(update={"start_time": morning.start_time + timedelta(hours=3),
+                                       "torch_git_commit": "ccc"})
     ids = {}
     for name, m, speedup in (("night", night, 1.1), ("later", later, 1.6), ("morning", morning, 1.3)):
         response = upload(run_files({"a": speedup, "b": 2.0}, manifest=m))
