@@ -87,13 +87,14 @@ def _report(args: argparse.Namespace) -> int:
     from service.db import make_engine, make_session_factory
     from service.detection.report import build_report, render_report
     from service.models import Run
+    from service.queries.order import run_order
     from service.settings import Settings
 
     settings = Settings()
     engine = make_engine(settings.database_url)
     try:
         with make_session_factory(engine)() as session:
-            run_id = args.run or session.scalar(sa.select(Run.id).order_by(Run.night.desc(), Run.id.desc()).limit(1))
+            run_id = args.run or session.scalar(sa.select(Run.id).order_by(*run_order(newest_first=True)).limit(1))
             if run_id is None:
                 print("error: no runs stored", file=sys.stderr)
                 return 1

@@ -85,14 +85,12 @@ def previous_run_ids(session: Session, run_ids: Sequence[int]) -> dict[int, int 
     return dict(session.execute(sa.select(Run.id, previous_run_id(Run)).where(Run.id.in_(list(run_ids)))).all())
 
 
-def latest_run_ids(session: Session, configuration_ids: Sequence[int] | None = None) -> dict[int, int]:
-    """configuration id -> its latest run's id, for every configuration with a run (or those given)."""
+def latest_run_ids(session: Session, filters: ConfigFilter = ConfigFilter()) -> dict[int, int]:
+    """configuration id -> its latest run's id, for every configuration matching ``filters`` that has a run."""
     newest = aliased(Run)
     latest = (sa.select(newest.id).where(newest.configuration_id == Configuration.id)
               .order_by(*run_order(newest, newest_first=True)).limit(1).correlate(Configuration).scalar_subquery())
-    query = sa.select(Configuration.id, latest)
-    if configuration_ids is not None:
-        query = query.where(Configuration.id.in_(list(configuration_ids)))
+    query = sa.select(Configuration.id, latest).where(*filters.clauses())
     return {config_id: run_id for config_id, run_id in session.execute(query) if run_id is not None}
 
 

@@ -65,10 +65,11 @@ def run_summary(session: Session, run_id: int) -> NightSummary | None:
     return NightSummary(night=run.night, rows=_rows(session, [run]))
 
 
-def latest_runs_with_base(session: Session) -> list[tuple[RunLite, RunLite | None]]:
-    """For every configuration: its latest run and that run's previous run, or None (the home page). Two indexed
-    probes per configuration, whatever the history length."""
-    latest = list(latest_run_ids(session).values())
+def latest_runs_with_base(session: Session, filters: ConfigFilter = ConfigFilter()
+                          ) -> list[tuple[RunLite, RunLite | None]]:
+    """For every configuration matching ``filters``: its latest run and that run's previous run, or None (the home
+    page). Two indexed probes per configuration, whatever the history length."""
+    latest = list(latest_run_ids(session, filters).values())
     base = previous_run_ids(session, latest)
     runs = lite_runs(session, latest + [b for b in base.values() if b is not None])
     return [(runs[run_id], runs[base[run_id]] if base.get(run_id) is not None else None) for run_id in latest]

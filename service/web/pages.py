@@ -88,8 +88,8 @@ def repro_command(config: Configuration, name: str) -> str:
 
 
 @router.get("/")
-def home(request: Request, session: SessionDep) -> Response:
-    latest = latest_runs_with_base(session)
+def home(request: Request, session: SessionDep, config_filter: ConfigFilterDep) -> Response:
+    latest = latest_runs_with_base(session, config_filter)
     if not latest:
         return _empty(request, "home")
     groups = views.home_groups(latest)
