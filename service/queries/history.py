@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from service.models import Configuration, Result, Run, RunSummary, Series
 from service.queries.filters import ConfigFilter, night_range
 from service.queries.order import run_order
-from service.queries.runs import SUMMARY_COLUMNS
+from service.queries.runs import SUMMARY_COLUMNS, SummaryNumbers
 from service.queries.schemas import ConfigurationOut, SummaryOut
 
 
@@ -134,17 +134,13 @@ def model_history(session: Session, series_id: int, since: date | None = None,
 
 
 @dataclass(frozen=True, slots=True)
-class SummaryPoint:
+class SummaryPoint(SummaryNumbers):
+    """A run's summary numbers with the run (fields after the numbers: the order of _summary_points' columns)."""
+
     configuration_id: int
     run_id: int
     night: date
     commit: str | None
-    passed: int
-    total: int
-    geomean_speedup: float | None
-    geomean_speedup_unclipped: float | None
-    mean_compile_time_s: float | None
-    mean_compression_ratio: float | None
 
 
 GRANULARITIES = ("day", "week", "month")
@@ -161,11 +157,11 @@ def _bucket(dialect: str, granularity: str) -> sa.ColumnElement[object]:
 
 def _summary_points(session: Session, filters: ConfigFilter, since: date | None, until: date | None,
                     granularity: str = "day") -> sa.Result:
-    """Rows of SummaryPoint's fields: every run's stored summary over a range of nights, oldest first (every run:
-    two runs on one night are two points). With ``week`` or ``month`` each configuration keeps the last run of each
-    week or month: a real run (its commit and link stay meaningful), and a three-year chart carries 150 points a
-    line instead of 1,100."""
-    columns = (Run.configuration_id, Run.id, Run.night, Run.torch_git_commit, *SUMMARY_COLUMNS)
+    """Rows of SummaryPoint's fields (the numbers, then the run): every run's stored summary over a range of
+    nights, oldest first (two runs on one night are two points). With ``week`` or ``month`` each configuration keeps
+    the last run of each week or month: a real run (its commit and link stay meaningful), and a three-year chart
+    carries 150 points a line instead of 1,100."""
+    columns = (*SUMMARY_COLUMNS, Run.configuration_id, Run.id, Run.night, Run.torch_git_commit)
     query = (sa.select(*columns).join(RunSummary, RunSummary.run_id == Run.id)
              .where(*filters.clauses(), *night_range(Run.night, since, until)))
     if filters.clauses():
@@ -196,7 +192,7 @@ def suite_history(session: Session, configuration_id: int, since: date | None = 
     points = _validate_points(SuitePoint, [
         {"run_id": run_id, "night": night, "torch_git_commit": commit,
          "summary": SummaryOut.values(*values, None, with_warnings=False)}
-        for _, run_id, night, commit, *values in rows])
+        for *values, _, run_id, night, commit in rows])
     return SuiteHistory(configuration=ConfigurationOut.from_row(configuration), points=points)
 
 
