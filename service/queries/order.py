@@ -72,9 +72,7 @@ def previous_run_id(outer: RunLike) -> sa.ScalarSelect[int]:
 
 def previous_run(session: Session, run: Run) -> Run | None:
     """The latest earlier run of the same configuration and partition."""
-    before = aliased(Run)
-    run_id = session.scalar(sa.select(before.id).where(same_stream(before, run), earlier(before, run))
-                            .order_by(*run_order(before, newest_first=True)).limit(1))
+    run_id = previous_run_ids(session, [run.id]).get(run.id)
     return session.get(Run, run_id) if run_id is not None else None
 
 

@@ -9,6 +9,7 @@ one model's latency per backend across batch sizes. Every backend's latest night
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from perfdash.contract import is_passing
 from perfdash.metrics import NEVER_RAN_STATUSES, Outcome, SuiteSummary, summarize
+from service.api.deps import ConfigFilterDep
 from service.db import SessionDep
 from service.models import Configuration, Result
 from service.queries.runs import LatestResults, configurations_with_runs, latest_results
@@ -47,8 +49,8 @@ class Setup:
         return " · ".join((self.suite, self.device, self.dtype, self.machine, self.thread_config))
 
     def params(self) -> dict[str, str]:
-        return {"suite": self.suite, "device": self.device, "dtype": self.dtype, "machine": str(self.machine_id),
-                "threads": self.thread_config}
+        return {"suite": self.suite, "device": self.device, "dtype": self.dtype, "machine": self.machine,
+                "thread_config": self.thread_config}
 
 
 def setup_of(config: Configuration) -> Setup:
@@ -190,25 +192,25 @@ def _pick(value: str | None, options: Sequence[str]) -> str | None:
 
 
 @router.get("/backends")
-def backends(request: Request, session: SessionDep, suite: QueryText = None, device: QueryText = None,
-             dtype: QueryText = None, machine: QueryText = None, threads: QueryText = None,
-             batch_size: QueryText = None, model: QueryText = None) -> Response:
-    configs = configurations_with_runs(session, Configuration.mode == "inference")
+def backends(request: Request, session: SessionDep, config_filter: ConfigFilterDep, batch_size: QueryText = None,
+             model: QueryText = None) -> Response:
+    # The setup's fields are selectors (each defaulting below); the filter's other fields narrow the page.
+    setup_fields = ("suite", "device", "dtype", "machine", "thread_config")
+    others = dataclasses.replace(config_filter, **dict.fromkeys(setup_fields))
+    configs = configurations_with_runs(session, Configuration.mode == "inference", *others.clauses())
     setups = sorted({setup_of(c) for c in configs}, key=lambda s: s.label)
     # Narrow one filter at a time, each defaulting to its first value among the setups the earlier ones leave.
     chosen = setups
     selected: dict[str, str | None] = {}
     choices: dict[str, list[str]] = {}
-    for field, value, attr in (("suite", suite, "suite"), ("device", device, "device"), ("dtype", dtype, "dtype"),
-                               ("machine", machine, "machine_id"), ("threads", threads, "thread_config")):
-        options = sorted({str(getattr(s, attr)) for s in chosen})
+    for field in setup_fields:
+        options = sorted({str(getattr(s, field)) for s in chosen})
         choices[field] = options
-        selected[field] = _pick(value, options)
-        chosen = [s for s in chosen if str(getattr(s, attr)) == selected[field]]
+        selected[field] = _pick(getattr(config_filter, field), options)
+        chosen = [s for s in chosen if str(getattr(s, field)) == selected[field]]
     setup = chosen[0] if chosen else None
-    machines = {str(s.machine_id): s.machine for s in setups}
     context: dict[str, Any] = {"active": "backends", "title": "Backends", "setup": setup, "choices": choices,
-                               "selected": selected, "machines": machines, "table": None, "chart": None,
+                               "selected": selected, "table": None, "chart": None,
                                "batch_sizes": [], "batch_size": None, "models": [], "model": None,
                                "permalink": None}
     if setup is not None:

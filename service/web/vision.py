@@ -9,6 +9,7 @@ come from the suite's data file, the one list of the twelve rows (both are torch
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from runner.suites.base import load_model_list
 from runner.suites.hf_vision import DATA_FILE, parse_row_name
+from service.api.deps import ConfigFilterDep
 from service.db import SessionDep
 from service.models import Configuration, Result
 from service.queries.history import LatencyPoint, latency_history
@@ -165,16 +167,15 @@ def bar_chart(table: VisionTable) -> dict[str, Any]:
             "improvement": [r(row.improvement) for row in table.rows]}
 
 
-CompileModeParam = Annotated[str | None, Query(alias="compile_mode")]
-
-
 @router.get("/vision")
-def vision(request: Request, session: SessionDep, compile_mode: CompileModeParam = None,
+def vision(request: Request, session: SessionDep, config_filter: ConfigFilterDep,
            stat: Annotated[str, Query()] = "mean", days: Annotated[int, Query(ge=1, le=3650)] = TREND_DEFAULT_DAYS,
            ) -> Response:
-    configurations = configurations_with_runs(session, Configuration.suite == SUITE)
+    # the compile mode is a selector (default: the first mode measured); the filter's other fields narrow the page
+    others = dataclasses.replace(config_filter, compile_mode=None)
+    configurations = configurations_with_runs(session, Configuration.suite == SUITE, *others.clauses())
     modes = sorted({c.compile_mode for c in configurations}, key=lambda m: (m != "default", m))
-    selected = compile_mode or (modes[0] if modes else "default")
+    selected = config_filter.compile_mode or (modes[0] if modes else "default")
     which = stat if stat in STATISTICS else "mean"
     groups: list[VisionGroup] = []
     charts: dict[str, list[dict[str, Any]]] = {"bars": [], "trends": []}
