@@ -63,17 +63,22 @@ def up_to(run: Run) -> list[sa.ColumnElement[bool]]:
     return [same_stream(Run, run), earlier(Run, run, or_same=True)]
 
 
+def _previous(before: RunLike, run: RunLike | Run) -> sa.Select:
+    """The previous run of ``run`` as ``before`` (Run, or an alias of it to correlate with an outer Run): the one
+    definition of "previous"."""
+    return (sa.select(before).where(same_stream(before, run), earlier(before, run))
+            .order_by(*run_order(before, newest_first=True)).limit(1))
+
+
 def previous_run_id(outer: RunLike) -> sa.ScalarSelect[int]:
     """Correlated subquery: the id of the previous run of the run ``outer`` (NULL for the first)."""
     before = aliased(Run)
-    return (sa.select(before.id).where(same_stream(before, outer), earlier(before, outer))
-            .order_by(*run_order(before, newest_first=True)).limit(1).correlate(outer).scalar_subquery())
+    return _previous(before, outer).with_only_columns(before.id).correlate(outer).scalar_subquery()
 
 
 def previous_run(session: Session, run: Run) -> Run | None:
     """The latest earlier run of the same configuration and partition."""
-    run_id = previous_run_ids(session, [run.id]).get(run.id)
-    return session.get(Run, run_id) if run_id is not None else None
+    return session.scalars(_previous(Run, run)).first()
 
 
 def previous_run_ids(session: Session, run_ids: Sequence[int]) -> dict[int, int | None]:
