@@ -4,11 +4,9 @@ Benchmark a few small models of each suite on this CPU, ingest them into DATABAS
 default), detect regressions, write the report markdown, then serve the dashboard. Every step is a real perfdash
 subcommand called through ``perfdash.cli.main``; this module only plans and sequences them.
 
-"Night" is the UTC date a run started (service.queries.summary). A second `make run` on the same day would land on
-the same night and replace the first in the dashboard, so by default a run on a day that already has a night is
-recorded as the next free night: its manifests' start and end times are moved forward by whole days before ingest,
-and the nightly says so. ``--night real`` keeps the real dates; results ingested again with ``--skip-benchmark``
-keep theirs unless ``--night next`` is given (so re-ingesting a night never makes a copy of it).
+Runs are stored with their real start and end times. A second `make run` on the same day is a second run of the
+same night: both are points of every history, the summary shows the later one and compares it with the earlier
+(service.queries.order).
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,12 +72,7 @@ class NightlyConfig:
     repeat: int | None = None
     timeout: int | None = None
     models_files: dict[str, Path] = field(default_factory=dict)
-    night: str = "auto"  # auto: "next" for results benchmarked now, "real" for --skip-benchmark
     skip_benchmark: bool = False
-
-    @property
-    def shift_nights(self) -> bool:
-        return self.night == "next" or (self.night == "auto" and not self.skip_benchmark)
 
     @property
     def url(self) -> str:
@@ -159,9 +152,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--database-url", help="overrides DATABASE_URL (default: sqlite:///perfdash.db)")
     parser.add_argument("--skip-benchmark", action="store_true",
                         help="ingest, detect and report the existing --results-dir without benchmarking")
-    parser.add_argument("--night", choices=("auto", "next", "real"), default="auto",
-                        help="next: record the run as the night after the database's latest when its day already "
-                             "has one; real: keep its dates; auto (default): next when benchmarked now")
     parser.add_argument("--no-serve", action="store_true", help="stop after the report instead of serving")
     parser.add_argument("--host", default="127.0.0.1", help="dashboard address (default: %(default)s)")
     parser.add_argument("--port", type=int, default=8000, help="dashboard port (default: %(default)s)")
@@ -186,7 +176,7 @@ def config_from_args(args: argparse.Namespace, now: datetime) -> NightlyConfig:
     results_dir = args.results_dir or Path("results") / "nightly" / now.strftime("%Y%m%dT%H%M%SZ")
     return NightlyConfig(picks=tuple(picks), results_dir=results_dir, report=args.report, serve=not args.no_serve,
                          host=args.host, port=args.port, repeat=args.repeat, timeout=args.timeout,
-                         models_files=files, night=args.night, skip_benchmark=args.skip_benchmark)
+                         models_files=files, skip_benchmark=args.skip_benchmark)
 
 
 def _handle(args: argparse.Namespace) -> int:
@@ -223,32 +213,6 @@ def _registered() -> set[str]:
     return set()
 
 
-def latest_night(settings: Settings) -> date | None:
-    from service.db import session_scope
-    from service.queries.summary import latest_night as query_latest_night
-
-    with session_scope(settings) as session:
-        return query_latest_night(session)
-
-
-def shift_to_next_night(results_dir: Path, latest: date | None) -> int:
-    """Moves the start/end times of this run's manifests forward by whole days so that its night comes after
-    ``latest``; returns the number of days (0 when the run already falls on a new night)."""
-    from perfdash.contract import Manifest
-
-    manifests = sorted(results_dir.rglob("*_manifest.json"))
-    starts = [(path, Manifest.read(path)) for path in manifests]
-    nights = [m.start_time.astimezone(UTC).date() for _, m in starts if m.start_time]
-    if latest is None or not nights or min(nights) > latest:
-        return 0
-    days = (latest - min(nights)).days + 1
-    for path, manifest in starts:
-        update = {name: getattr(manifest, name) + timedelta(days=days)
-                  for name in ("start_time", "end_time") if getattr(manifest, name) is not None}
-        manifest.model_copy(update=update).write(path)
-    return days
-
-
 def ingest_files(results_dir: Path) -> tuple[list[str], list[str]]:
     """The result files to ingest, and the runs left out: a suite stopped before its first model leaves a manifest
     without CSVs, which the ingest would refuse, and with it the whole night."""
@@ -279,11 +243,6 @@ def run_nightly(config: NightlyConfig, settings: Settings) -> int:
             console.print(f"  [yellow]skipped: `perfdash {step.argv[0]}` is not available in this build[/yellow]")
             outcomes.append((step.title, "skipped (not available)", 0.0))
             continue
-        if step.argv[0] == "ingest" and config.shift_nights:
-            days = shift_to_next_night(config.results_dir, latest_night(settings))
-            if days:
-                console.print(f"  this database already has this night: recorded as {days} day(s) later "
-                              "(manifest start/end times moved; --night real keeps them)")
         argv = step.argv
         if argv[0] == "ingest" and config.results_dir.is_dir():
             files, empty = ingest_files(config.results_dir)

@@ -18,7 +18,8 @@ from perfdash.bisection import BisectionIn, BisectionOut, BisectionResult, Bisec
 from service.api.deps import IngestAuth
 from service.db import SessionDep, SettingsDep
 from service.detection.models import BisectionRequest, Finding
-from service.detection.queries import BisectionError, bisection_out, list_bisections, record_result, request_bisection
+from service.detection.queries import BisectionError, record_result, request_bisection
+from service.queries.findings import bisection_out, list_bisections
 from service.settings import Settings
 
 logger = logging.getLogger(__name__)

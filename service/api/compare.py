@@ -6,10 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 
-from service.api.deps import json_response
+from service.api.deps import ConfigFilterDep, json_response
 from service.db import SessionDep
 from service.queries.compare import DEFAULT_THRESHOLD, NotComparable, RunComparison, compare_commits, compare_runs
-from service.queries.filters import ConfigFilter
 
 router = APIRouter(prefix="/api/v1/compare", tags=["compare"])
 
@@ -30,8 +29,6 @@ def compare_two_runs(session: SessionDep, base: int, new: int, threshold: Thresh
 
 @router.get("/commits", response_model=list[RunComparison],
             summary="Per configuration with runs at both commits (or prefixes): per-model deltas")
-def compare_two_commits(session: SessionDep, base: str, new: str, threshold: Threshold = DEFAULT_THRESHOLD,
-                        suite: str | None = None, backend: str | None = None, dtype: str | None = None,
-                        mode: str | None = None, device: str | None = None) -> Response:
-    filters = ConfigFilter(suite=suite, backend=backend, dtype=dtype, mode=mode, device=device)
+def compare_two_commits(session: SessionDep, filters: ConfigFilterDep, base: str, new: str,
+                        threshold: Threshold = DEFAULT_THRESHOLD) -> Response:
     return json_response(compare_commits(session, base, new, filters, threshold))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from service.api.deps import ConfigFilterDep
 from service.db import SessionDep
-from service.queries.filters import ConfigFilter
 from service.queries.runs import list_configurations
 from service.queries.schemas import ConfigurationOut
 
@@ -13,8 +13,5 @@ router = APIRouter(prefix="/api/v1/configurations", tags=["configurations"])
 
 
 @router.get("", response_model=list[ConfigurationOut], summary="List configurations")
-def configurations_list(session: SessionDep, suite: str | None = None, backend: str | None = None,
-                        dtype: str | None = None, mode: str | None = None, device: str | None = None,
-                        machine: str | None = None) -> list[ConfigurationOut]:
-    return list_configurations(session, ConfigFilter(suite=suite, backend=backend, dtype=dtype, mode=mode,
-                                                     device=device, machine=machine))
+def configurations_list(session: SessionDep, filters: ConfigFilterDep) -> list[ConfigurationOut]:
+    return list_configurations(session, filters)

@@ -1,15 +1,22 @@
-"""Dependencies shared by routers: the ingest token check."""
+"""Dependencies shared by routers and pages: the ingest token check, and the one filter model every endpoint and
+page reads from its query string (ConfigFilter, RunFilter)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
+import inspect
+import typing
+from collections.abc import Callable
+from datetime import date
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Response, status
+from fastapi import Depends, HTTPException, Query, Response, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
 from service.db import SettingsDep
+from service.queries.filters import ConfigFilter, RunFilter
 
 _bearer = HTTPBearer(auto_error=False, description="One of PERFDASH_INGEST_TOKENS")
 
@@ -41,3 +48,48 @@ def json_response(content: BaseModel | list[BaseModel], status_code: int = 200) 
     else:
         body = content.model_dump_json().encode()
     return Response(content=body, status_code=status_code, media_type="application/json")
+
+
+def _config_filter_dependency() -> Callable[..., ConfigFilter]:
+    """A dependency with one optional query parameter per ConfigFilter field, built from the dataclass so a field
+    added there is a parameter of every endpoint and page at once. Empty values (a form's "any" option) mean no
+    filter; a value that is not of the field's type is a 422."""
+    hints = typing.get_type_hints(ConfigFilter)
+    fields = [f.name for f in dataclasses.fields(ConfigFilter)]
+
+    def build(**values: str | None) -> ConfigFilter:
+        parsed: dict[str, object] = {}
+        for name in fields:
+            value = values.get(name) or None
+            if value is not None and int in typing.get_args(hints[name]):
+                try:
+                    value = int(value)
+                except ValueError:
+                    raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
+                                        f"{name}: {value!r} is not an integer") from None
+            parsed[name] = value
+        return ConfigFilter(**parsed)  # type: ignore[arg-type]
+
+    descriptions = {"backend": "backend with variant, e.g. inductor_no_cudagraphs", "machine": "machine fingerprint"}
+    build.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
+                          default=Query(None, description=descriptions.get(name)))
+        for name in fields])
+    return build
+
+
+config_filter = _config_filter_dependency()
+ConfigFilterDep = Annotated[ConfigFilter, Depends(config_filter)]
+
+
+def run_filter(
+    config: ConfigFilterDep,
+    since: Annotated[date | None, Query(description="first night (UTC date a run started), inclusive")] = None,
+    until: Annotated[date | None, Query(description="last night, inclusive")] = None,
+    commit: Annotated[str | None, Query(description="torch git commit or a prefix of it")] = None,
+    source: Annotated[str | None, Query(description="perfdash or pytorch")] = None,
+) -> RunFilter:
+    return RunFilter(config=config, since=since, until=until, commit=commit or None, source=source or None)
+
+
+RunFilterDep = Annotated[RunFilter, Depends(run_filter)]

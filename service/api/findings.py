@@ -8,12 +8,12 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from service.api.deps import IngestAuth
 from service.db import SessionDep
-from service.detection.queries import AcknowledgeIn, FindingOut, get_finding, list_findings
+from service.queries.findings import AcknowledgeIn, FindingOut, get_finding, list_findings
 
 router = APIRouter(prefix="/api/v1/findings", tags=["findings"])
 
 
-@router.get("", response_model=list[FindingOut], summary="List findings, newest night first")
+@router.get("", response_model=list[FindingOut], summary="List findings, newest run first")
 def findings_list(session: SessionDep, run_id: int | None = None, configuration_id: int | None = None,
                   series_id: int | None = None, category: str | None = None, kind: str | None = None,
                   acknowledged: bool | None = None, since: date | None = None,

@@ -6,20 +6,15 @@ from datetime import date
 
 from fastapi import APIRouter, HTTPException, Response, status
 
-from service.api.deps import json_response
+from service.api.deps import ConfigFilterDep, json_response
 from service.db import SessionDep
-from service.queries.filters import ConfigFilter
 from service.queries.history import ModelHistory, SeriesOut, SuiteHistory, find_series, model_history, suite_history
 
 router = APIRouter(prefix="/api/v1", tags=["history"])
 
 
 @router.get("/series", response_model=list[SeriesOut], summary="Find series by model name and configuration")
-def series_find(session: SessionDep, name: str | None = None, suite: str | None = None, backend: str | None = None,
-                dtype: str | None = None, mode: str | None = None, device: str | None = None,
-                configuration_id: int | None = None) -> Response:
-    filters = ConfigFilter(suite=suite, backend=backend, dtype=dtype, mode=mode, device=device,
-                           configuration_id=configuration_id)
+def series_find(session: SessionDep, filters: ConfigFilterDep, name: str | None = None) -> Response:
     return json_response(find_series(session, name, filters))
 
 

@@ -4,41 +4,26 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
+from fastapi import APIRouter, HTTPException, Query, Response, status
 
-from service.api.deps import json_response
+from service.api.deps import ConfigFilterDep, json_response
 from service.db import SessionDep
-from service.queries.filters import ConfigFilter
 from service.queries.releases import DEFAULT_LIMIT, LATEST, ReleaseComparison, compare_versions, versions
 
 router = APIRouter(prefix="/api/v1/releases", tags=["releases"])
 
 
-def _text(value: str | None) -> str | None:
-    return value or None  # an HTML form's empty choice means "any"
-
-
-def config_filter(suite: str | None = None, backend: str | None = None, compile_mode: str | None = None,
-                  dtype: str | None = None, mode: str | None = None, device: str | None = None,
-                  thread_config: str | None = None, machine: str | None = None) -> ConfigFilter:
-    """The standard configuration filters as query parameters (blank = any), for these routes and their pages."""
-    return ConfigFilter(suite=_text(suite), backend=_text(backend), compile_mode=_text(compile_mode),
-                        dtype=_text(dtype), mode=_text(mode), device=_text(device),
-                        thread_config=_text(thread_config), machine=_text(machine))
-
-
-FilterDep = Annotated[ConfigFilter, Depends(config_filter)]
 Limit = Annotated[int, Query(ge=1, le=100_000, description="model rows returned, by impact; counts cover all")]
 
 
 @router.get("/versions", response_model=list[str], summary="Torch versions with runs, newest first")
-def list_versions(session: SessionDep, filters: FilterDep) -> list[str]:
+def list_versions(session: SessionDep, filters: ConfigFilterDep) -> list[str]:
     return versions(session, filters)
 
 
 @router.get("/compare", response_model=ReleaseComparison,
             summary="Per configuration and model: changes between the last runs of two torch versions")
-def compare(session: SessionDep, filters: FilterDep,
+def compare(session: SessionDep, filters: ConfigFilterDep,
             base: Annotated[str, Query(min_length=1, max_length=64, description="torch version, e.g. 2.5.0")],
             new: Annotated[str, Query(min_length=1, max_length=64,
                                       description=f"torch version, or {LATEST!r}: each configuration's latest run")],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import datetime
 from typing import Annotated
 
 import sqlalchemy as sa
@@ -11,11 +11,10 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from service.api.deps import IngestAuth, json_response
+from service.api.deps import IngestAuth, RunFilterDep, json_response
 from service.db import SessionDep
 from service.ingest import IngestDefaults, RunBundle, RunPayload, bundle_from_payload, bundles_from_files, ingest
 from service.models import Run
-from service.queries.filters import ConfigFilter, RunFilter
 from service.queries.runs import get_run, list_runs
 from service.queries.schemas import RunDetail, RunOut
 
@@ -40,29 +39,13 @@ class IngestResponse(BaseModel):
                                description="skipped companion files and repeated model rows (the last row is kept)")
 
 
-@router.get("", response_model=list[RunOut], summary="List runs, newest night first")
+@router.get("", response_model=list[RunOut], summary="List runs, newest first")
 def runs_list(
     session: SessionDep,
-    suite: str | None = None,
-    backend: Annotated[str | None, Query(description="backend with variant, e.g. inductor_no_cudagraphs")] = None,
-    compile_mode: str | None = None,
-    dtype: str | None = None,
-    mode: str | None = None,
-    device: str | None = None,
-    thread_config: str | None = None,
-    machine: Annotated[str | None, Query(description="machine fingerprint")] = None,
-    configuration_id: int | None = None,
-    since: date | None = None,
-    until: date | None = None,
-    commit: Annotated[str | None, Query(description="torch git commit or a prefix of it")] = None,
-    source: str | None = None,
+    filters: RunFilterDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> Response:
-    config = ConfigFilter(suite=suite, backend=backend, compile_mode=compile_mode, dtype=dtype, mode=mode,
-                          device=device, thread_config=thread_config, machine=machine,
-                          configuration_id=configuration_id)
-    filters = RunFilter(config=config, since=since, until=until, commit=commit, source=source)
     return json_response(list_runs(session, filters, limit=limit, offset=offset))
 
 

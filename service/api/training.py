@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from service.api.deps import json_response
-from service.api.releases import FilterDep
+from service.api.deps import ConfigFilterDep, json_response
 from service.db import SessionDep
 from service.queries.training import TrainingView, training_view
 
@@ -16,7 +15,7 @@ router = APIRouter(prefix="/api/v1/training", tags=["training"])
 
 @router.get("", response_model=TrainingView,
             summary="Samples/s eager and compiled per torch version (last run of each), and scaling over world sizes")
-def training(session: SessionDep, filters: FilterDep,
+def training(session: SessionDep, filters: ConfigFilterDep,
              model: Annotated[str | None, Query(max_length=200, description="default: the first model")] = None,
              nightlies: Annotated[bool, Query(description="every version, not only releases")] = False,
              scaling_version: Annotated[str | None, Query(max_length=64)] = None) -> Response:

@@ -42,10 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _detect(args: argparse.Namespace) -> int:
     from service.db import session_scope
-    from service.detection.detector import detect_run, runs_to_detect
+    from service.detection.detector import detect_run
     from service.detection.models import Finding
     from service.hooks import post_ingest_hooks
     from service.ingest import pending_hook_runs, run_hooks
+    from service.queries.detection import runs_to_detect
 
     settings = args.settings
     with session_scope(settings) as session:
@@ -81,10 +82,12 @@ def _report(args: argparse.Namespace) -> int:
     from service.db import session_scope
     from service.detection.report import build_report, render_report
     from service.models import Run
+    from service.queries.order import run_order
+
 
     settings = args.settings
     with session_scope(settings) as session:
-        run_id = args.run or session.scalar(sa.select(Run.id).order_by(Run.night.desc(), Run.id.desc()).limit(1))
+        run_id = args.run or session.scalar(sa.select(Run.id).order_by(*run_order(newest_first=True)).limit(1))
         if run_id is None:
             print("error: no runs stored", file=sys.stderr)
             return 1

@@ -46,7 +46,7 @@ from sqlalchemy.orm import Session
 from perfdash.bisection import BisectionIn, BisectionResult
 from service.detection.models import BisectionRequest, ChangePointRow, Finding
 from service.detection.queries import BisectionError, request_bisection
-from service.models import Result, Run
+from service.queries.detection import has_later_run, series_commits
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def queue_confirmations(session: Session, findings: Sequence[Finding]) -> list[B
     # A backfill (`perfdash detect --all` over imported history) finds years of old candidates: re-measuring builds
     # of long ago would flood the bisect agents for nothing anyone acts on. Only the newest night's are queued; the
     # others stay suspected, never filed (a bisection can still be asked for by hand).
-    stale = [f for f in candidates if _newer_run_exists(session, f)]
+    stale = [f for f in candidates if has_later_run(session, f.run)]
     for f in stale:
         f.confirmation_result = {"verdict": "pending", "summary": "found over older nights: not re-measured"}
     candidates = [f for f in candidates if f not in stale]
@@ -105,12 +105,6 @@ def queue_confirmations(session: Session, findings: Sequence[Finding]) -> list[B
     return queued
 
 
-def _newer_run_exists(session: Session, finding: Finding) -> bool:
-    night = finding.run.night
-    return session.scalar(sa.select(Run.id).where(Run.configuration_id == finding.configuration_id,
-                                                  Run.night > night).limit(1)) is not None
-
-
 def _widened_range(session: Session, finding: Finding) -> tuple[str, str]:
     """The candidate's commit range, CONFIRM_MARGIN nights wider on either side (the series' own nights).
 
@@ -122,10 +116,7 @@ def _widened_range(session: Session, finding: Finding) -> tuple[str, str]:
     """
     cp = finding.change_point
     assert cp is not None and finding.good_commit and finding.bad_commit
-    runs = session.execute(
-        sa.select(Run.id, Run.torch_git_commit).join(Result, Result.run_id == Run.id)
-        .where(Result.series_id == finding.series_id, Result.passed, Run.torch_git_commit.is_not(None))
-        .order_by(Run.night, Run.id)).all()
+    runs = series_commits(session, finding.series_id)
     ids = [run_id for run_id, _ in runs]
     if cp.previous_run_id not in ids or cp.run_id not in ids:
         return finding.good_commit, finding.bad_commit

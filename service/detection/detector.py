@@ -2,17 +2,17 @@
 
 Three checks per run, all idempotent (a finding's ``key`` is unique; running detection twice stores nothing new):
 
-- status changes against the previous run of the configuration, at once: a model that passed and now fails
-  (fail_accuracy, fail_to_run, timeout, OOM, ...) is a new failure; the reverse is fixed;
+- status changes against the previous run of the configuration (service.queries.order), at once: a model that
+  passed and now fails (fail_accuracy, fail_to_run, timeout, OOM, ...) is a new failure; the reverse is fixed;
 - performance: change points of each series and metric that perfdash.metric_registry marks ``detected`` (speedup,
-  abs_latency, compilation_latency, compression_ratio) over the passing nights, starting at the series' last stored
+  abs_latency, compilation_latency, compression_ratio) over the passing runs, starting at the series' last stored
   change point;
 - the suite: the passrate dropping by PASSRATE_ALERT_DROP (perfdash.metric_registry) or more against the previous
-  night, and change points of the suite's (clipped) geomean speedup;
-- the environment (service.detection.environment): when the manifest differs from the previous night's and most
+  run, and change points of the suite's (clipped) geomean speedup;
+- the environment (service.detection.environment): when the manifest differs from the previous run's and most
   series moved together, one "environment change" finding naming the differences; it resets every series' baseline
   of the configuration at this run, so no per-model change point follows from it;
-- missing data: a suite whose model count dropped by MODELS_DROP or more against the previous night.
+- missing data: a suite whose model count dropped by MODELS_DROP or more against the previous run.
 
 A model's performance regression is a candidate until an A/B re-measurement confirms it
 (service.detection.confirmation): detection queues the confirm requests.
@@ -35,11 +35,20 @@ from service.detection.confirmation import queue_confirmations
 from service.detection.environment import ShiftConfig, common_shift, manifest_differences, series_move
 from service.detection.models import ChangePointRow, Finding
 from service.models import Annotation, Result, Run, RunSummary
+from service.queries.detection import (
+    night_of_run,
+    passing_series,
+    result_count,
+    results_by_series,
+    series_history,
+    suite_geomean_history,
+)
+from service.queries.order import previous_run
 
 logger = logging.getLogger(__name__)
 
 SUITE_METRIC = GEOMEAN.key  # change points of the suite's clipped geomean speedup; series_id NULL
-MODELS_DROP = 0.2  # relative: a fifth of the suite's models missing against the previous night
+MODELS_DROP = 0.2  # relative: a fifth of the suite's models missing against the previous run
 ENVIRONMENT_KIND = "environment"
 
 
@@ -59,17 +68,6 @@ class DetectionReport:
     @property
     def count(self) -> int:
         return len(self.new_findings)
-
-
-def _history_cutoff(run: Run) -> list[sa.ColumnElement[bool]]:
-    # Everything up to and including this run, in the order nights happened (a re-run of a night comes later).
-    return [Run.configuration_id == run.configuration_id,
-            sa.or_(Run.night < run.night, sa.and_(Run.night == run.night, Run.id <= run.id))]
-
-
-def _previous_run(session: Session, run: Run) -> Run | None:
-    return session.scalars(sa.select(Run).where(Run.configuration_id == run.configuration_id, Run.night < run.night)
-                           .order_by(Run.night.desc(), Run.id.desc()).limit(1)).first()
 
 
 def _baselines(session: Session, configuration_id: int) -> dict[tuple[int | None, str], set[int]]:
@@ -94,14 +92,10 @@ def run_environment(run: Run) -> dict[str, str]:
 
 def _recent_moves(session: Session, run: Run, config: ShiftConfig) -> dict[str, list[float]]:
     """metric -> tonight's log move of each passing series against its recent level (environment.series_move)."""
-    recent_runs = list(session.scalars(sa.select(Run.id).where(*_history_cutoff(run))
-                                       .order_by(Run.night.desc(), Run.id.desc()).limit(config.history + 1)))
-    rows = session.execute(
-        sa.select(Result.series_id, Result.run_id, *(getattr(Result, m.name) for m in DETECTED_METRICS))
-        .join(Run, Run.id == Result.run_id)
-        .where(Result.run_id.in_(recent_runs), Result.passed).order_by(Run.night, Run.id))
+    rows = series_history(session, run, None, [getattr(Result, m.name) for m in DETECTED_METRICS],
+                          last_runs=config.history + 1)
     history: dict[tuple[int, str], list[tuple[int, float]]] = defaultdict(list)
-    for series_id, run_id, *values in rows:
+    for series_id, run_id, _night, _commit, *values in rows:
         for metric, value in zip(DETECTED_METRICS, values, strict=True):
             if value is not None and value > 0:
                 history[(series_id, metric.name)].append((run_id, float(value)))
@@ -136,16 +130,14 @@ def _environment_finding(session: Session, run: Run, previous: Run) -> Finding |
 
 
 def _models_dropped_finding(session: Session, run: Run, previous: Run) -> Finding | None:
-    count = sa.select(sa.func.count()).select_from(Result)
-    now = session.scalar(count.where(Result.run_id == run.id)) or 0
-    before = session.scalar(count.where(Result.run_id == previous.id)) or 0
+    now, before = result_count(session, run.id), result_count(session, previous.id)
     if not before or now > (1.0 - MODELS_DROP) * before:
         return None
     return _add_finding(session, Finding(
         key=f"models_dropped:{run.id}", kind="missing", category="models_dropped",
         configuration_id=run.configuration_id, run_id=run.id, metric="models", old_value=float(before),
         new_value=float(now), change_pct=100.0 * (now / before - 1.0),
-        summary=f"{run.configuration.suite}: {now} models reported, {before} the night before"))
+        summary=f"{run.configuration.suite}: {now} models reported, {before} the run before"))
 
 
 def _add_finding(session: Session, finding: Finding) -> Finding | None:
@@ -157,8 +149,7 @@ def _add_finding(session: Session, finding: Finding) -> Finding | None:
 
 
 def _status_findings(session: Session, run: Run, previous: Run) -> list[Finding]:
-    now = {r.series_id: r for r in session.scalars(sa.select(Result).where(Result.run_id == run.id))}
-    before = {r.series_id: r for r in session.scalars(sa.select(Result).where(Result.run_id == previous.id))}
+    now, before = results_by_series(session, run.id), results_by_series(session, previous.id)
     found = []
     for series_id, current in now.items():
         old = before.get(series_id)
@@ -219,16 +210,10 @@ def _store_change_points(session: Session, run: Run, series_id: int | None, mode
 
 
 def _performance_findings(session: Session, run: Run, incremental: bool) -> list[Finding]:
-    series_in_run = dict(session.execute(
-        sa.select(Result.series_id, Result.name).where(Result.run_id == run.id, Result.passed)).all())
+    series_in_run = passing_series(session, run.id)
     if not series_in_run:
         return []
-    rows = session.execute(
-        sa.select(Result.series_id, Run.id, Run.night, Run.torch_git_commit,
-                  *(getattr(Result, m.name) for m in DETECTED_METRICS))
-        .join(Run, Run.id == Result.run_id)
-        .where(*_history_cutoff(run), Result.passed, Result.series_id.in_(series_in_run))
-        .order_by(Run.night, Run.id))
+    rows = series_history(session, run, list(series_in_run), [getattr(Result, m.name) for m in DETECTED_METRICS])
     history: dict[tuple[int, str], list[Point]] = defaultdict(list)
     for series_id, run_id, night, commit, *values in rows:
         for metric, value in zip(DETECTED_METRICS, values, strict=True):
@@ -262,10 +247,7 @@ def _suite_findings(session: Session, run: Run, previous: Run | None, incrementa
                         f"{100 * new_rate:.0f}% ({summary.passed}/{summary.total})"))
             if finding is not None:
                 found.append(finding)
-    rows = session.execute(
-        sa.select(Run.id, Run.night, Run.torch_git_commit, RunSummary.geomean_speedup)
-        .join(RunSummary, RunSummary.run_id == Run.id).where(*_history_cutoff(run)).order_by(Run.night, Run.id))
-    points = [Point(r, n, c, float(g)) for r, n, c, g in rows if g is not None and g > 0]
+    points = [Point(r, n, c, float(g)) for r, n, c, g in suite_geomean_history(session, run) if g is not None and g > 0]
     if points and points[-1].run_id == run.id:
         stored = _baselines(session, run.configuration_id)[(None, SUITE_METRIC)]
         found += _store_change_points(session, run, None, None, SUITE_METRIC, points, stored,
@@ -283,7 +265,7 @@ def detect_run(session: Session, run_id: int, *, incremental: bool = False) -> D
     run = session.get(Run, run_id)
     if run is None:
         raise LookupError(f"no run {run_id}")
-    previous = _previous_run(session, run)
+    previous = previous_run(session, run)
     found = []
     if previous is not None:
         found += _status_findings(session, run, previous)
@@ -294,18 +276,6 @@ def detect_run(session: Session, run_id: int, *, incremental: bool = False) -> D
     queue_confirmations(session, found)
     logger.info("run %s: %d new findings", run_id, len(found))
     return DetectionReport(run_id=run_id, new_findings=tuple(f.id for f in found))
-
-
-def runs_to_detect(session: Session, *, all_runs: bool = False) -> list[int]:
-    """Every run oldest first (a backfill), or the latest run of each configuration."""
-    if all_runs:
-        return list(session.scalars(sa.select(Run.id).order_by(Run.night, Run.id)))
-    latest = (sa.select(Run.configuration_id, sa.func.max(Run.night).label("night"))
-              .group_by(Run.configuration_id).subquery())
-    rows = session.execute(sa.select(sa.func.max(Run.id)).join(
-        latest, sa.and_(Run.configuration_id == latest.c.configuration_id, Run.night == latest.c.night))
-        .group_by(Run.configuration_id))
-    return sorted(r for (r,) in rows)
 
 
 def detection_hook(session: Session, run_id: int) -> None:
@@ -322,7 +292,7 @@ def acknowledge(session: Session, finding_id: int, note: str, author: str | None
     finding.acknowledged_at = datetime.now(UTC)
     finding.acknowledged_by = author
     finding.ack_note = note
-    night = session.scalar(sa.select(Run.night).where(Run.id == finding.run_id))
+    night = night_of_run(session, finding.run_id)
     session.add(Annotation(configuration_id=None if finding.series_id else finding.configuration_id,
                            series_id=finding.series_id, night=night, author=author,
                            text=f"Acknowledged finding #{finding.id} ({finding.summary}): {note}"))

@@ -1,13 +1,11 @@
-"""Findings as API shapes, bisection requests (shapes from perfdash.bisection), and the queries the routers and pages
-use (no FastAPI here)."""
+"""Bisection requests: making a request and recording its result (the shapes are perfdash.bisection's; no FastAPI
+here). Reads of findings and bisections are in service.queries."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
-from typing import Any
+from datetime import UTC, datetime
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from perfdash.axes import AXIS
@@ -15,86 +13,12 @@ from perfdash.bisection import (
     REQUEST_AXES,
     BisectionFields,
     BisectionIn,
-    BisectionOut,
     BisectionPurpose,
     BisectionResult,
 )
 from perfdash.metric_registry import BISECT_METRICS, better_of, min_effect_of
 from service.detection.models import BisectionRequest, Finding
 from service.models import Configuration, Run
-
-
-class FindingOut(BaseModel):
-    id: int
-    kind: str
-    category: str
-    configuration_id: int
-    series_id: int | None
-    run_id: int
-    night: date
-    suite: str
-    backend: str
-    model: str | None
-    metric: str | None
-    old_status: str | None
-    new_status: str | None
-    old_value: float | None
-    new_value: float | None
-    change_pct: float | None
-    p_value: float | None
-    good_commit: str | None
-    bad_commit: str | None
-    change_point_run_id: int | None  # the first run of the new level
-    summary: str
-    confirmation: str  # none | pending (a candidate) | confirmed | not_reproduced | error
-    confirmation_result: dict[str, Any] | None
-    acknowledged: bool
-    acknowledged_at: datetime | None
-    acknowledged_by: str | None
-    ack_note: str | None
-    created_at: datetime
-
-    @classmethod
-    def from_row(cls, row: Finding) -> FindingOut:
-        return cls(
-            id=row.id, kind=row.kind, category=row.category, configuration_id=row.configuration_id,
-            series_id=row.series_id, run_id=row.run_id, night=row.run.night, suite=row.configuration.suite,
-            backend=row.configuration.backend_variant, model=row.model, metric=row.metric, old_status=row.old_status,
-            new_status=row.new_status, old_value=row.old_value, new_value=row.new_value, change_pct=row.change_pct,
-            p_value=row.p_value, good_commit=row.good_commit, bad_commit=row.bad_commit,
-            change_point_run_id=row.change_point.run_id if row.change_point else None, summary=row.summary,
-            confirmation=row.confirmation, confirmation_result=row.confirmation_result,
-            acknowledged=row.acknowledged, acknowledged_at=row.acknowledged_at, acknowledged_by=row.acknowledged_by,
-            ack_note=row.ack_note, created_at=row.created_at)
-
-
-class AcknowledgeIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    note: str = Field(min_length=1, max_length=10_000)
-    author: str | None = Field(None, max_length=200)
-
-
-def list_findings(session: Session, *, run_id: int | None = None, configuration_id: int | None = None,
-                  series_id: int | None = None, category: str | None = None, kind: str | None = None,
-                  acknowledged: bool | None = None, since: date | None = None, limit: int = 200,
-                  offset: int = 0) -> list[FindingOut]:
-    query = sa.select(Finding).join(Finding.run).order_by(Run.night.desc(), Finding.id.desc())
-    for column, value in ((Finding.run_id, run_id), (Finding.configuration_id, configuration_id),
-                          (Finding.series_id, series_id), (Finding.category, category), (Finding.kind, kind)):
-        if value is not None:
-            query = query.where(column == value)
-    if acknowledged is not None:
-        query = query.where(Finding.acknowledged_at.is_not(None) if acknowledged else Finding.acknowledged_at.is_(None))
-    if since is not None:
-        query = query.where(Run.night >= since)
-    return [FindingOut.from_row(f) for f in session.scalars(query.limit(limit).offset(offset)).unique()]
-
-
-def get_finding(session: Session, finding_id: int) -> FindingOut | None:
-    row = session.get(Finding, finding_id)
-    return FindingOut.from_row(row) if row is not None else None
-
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Bisection requests (the contract's models live in perfdash.bisection; the bisect tool imports the same ones)
@@ -172,25 +96,6 @@ def _configuration_of(session: Session, fields: BisectionFields) -> int:
         raise BisectionError(f"no stored run has this configuration ({described}): a bisection measures a series "
                              "the dashboard holds")
     return found
-
-
-def bisection_out(row: BisectionRequest) -> BisectionOut:
-    """The request as the API answers it: its configuration's axes sent along, so the bisect tool needs nothing
-    else."""
-    axes = {name: getattr(row.configuration, AXIS[name].column) for name in REQUEST_AXES}
-    return BisectionOut(
-        id=row.id, status=row.status, purpose=row.purpose, finding_id=row.finding_id,
-        configuration_id=row.configuration_id, model=row.model, batch_size=row.batch_size, metric=row.metric,
-        direction=row.direction, good_commit=row.good_commit, bad_commit=row.bad_commit,
-        threshold_pct=row.threshold_pct, created_at=row.created_at,
-        result=BisectionResult.model_validate(row.result) if row.result is not None else None, **axes)
-
-
-def list_bisections(session: Session, status: str | None = None, limit: int = 200) -> list[BisectionOut]:
-    query = sa.select(BisectionRequest).order_by(BisectionRequest.id).limit(limit)
-    if status is not None:
-        query = query.where(BisectionRequest.status == status)
-    return [bisection_out(b) for b in session.scalars(query)]
 
 
 def record_result(session: Session, bisection_id: int, result: BisectionResult) -> BisectionRequest:

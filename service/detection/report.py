@@ -15,14 +15,21 @@ from datetime import date
 from pathlib import Path
 
 import jinja2
-import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from perfdash.metric_registry import RESULT_METRICS, SUMMARY_METRICS, ResultMetric, shown_metrics
 from perfdash.metrics import SuiteSummary
-from service.detection.missing import MissingConfiguration, missing_configurations
 from service.detection.models import Finding
-from service.models import Configuration, Result, Run, RunSummary
+from service.models import Configuration, Run, RunSummary
+from service.queries.detection import (
+    MissingConfiguration,
+    missing_configurations,
+    open_findings_of,
+    result_rows_of,
+    results_by_series,
+    runs_of_night,
+)
+from service.queries.order import previous_run
 
 TEMPLATES = Path(__file__).resolve().parent.parent.parent / "templates"
 TEMPLATE = "report.md.j2"
@@ -31,7 +38,7 @@ TEMPLATE = "report.md.j2"
 @dataclass(frozen=True, slots=True)
 class Cell:
     text: str
-    delta: str  # change against the previous night, "" when there is none
+    delta: str  # change against the previous run, "" when there is none
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,16 +140,9 @@ def _delta(now: float | None, before: float | None, fmt: str) -> str:
     return "" if abs(diff) < 1e-12 else format(diff, fmt)
 
 
-def _previous(session: Session, run: Run) -> Run | None:
-    return session.scalars(sa.select(Run).where(Run.configuration_id == run.configuration_id, Run.night < run.night)
-                           .order_by(Run.night.desc(), Run.id.desc()).limit(1)).first()
-
-
 def _details(session: Session, run: Run, previous: Run | None) -> SuiteDetail:
-    results = session.scalars(sa.select(Result).where(Result.run_id == run.id).order_by(Result.name)).all()
-    before = {}
-    if previous is not None:
-        before = {r.series_id: r for r in session.scalars(sa.select(Result).where(Result.run_id == previous.id))}
+    results = result_rows_of(session, run.id)
+    before = results_by_series(session, previous.id) if previous is not None else {}
     rows = []
     for r in results:
         old = before.get(r.series_id)
@@ -160,24 +160,16 @@ def _details(session: Session, run: Run, previous: Run | None) -> SuiteDetail:
     return SuiteDetail(suite=c.suite, compiler=c.backend_variant, run_id=run.id, models=rows, metrics=metrics)
 
 
-def _latest_per_configuration(runs: list[Run]) -> list[Run]:
-    latest: dict[int, Run] = {}
-    for run in sorted(runs, key=lambda r: r.id):
-        latest[run.configuration_id] = run
-    return list(latest.values())
-
-
 def build_report(session: Session, run_id: int, dashboard_url: str | None = None) -> ReportContext:
     """The report of the night and scope of ``run_id``: every configuration of that scope on that night."""
     anchor = session.get(Run, run_id)
     if anchor is None:
         raise LookupError(f"no run {run_id}")
     key = report_scope_key(anchor.configuration)
-    same_night = session.scalars(sa.select(Run).where(Run.night == anchor.night)).unique().all()
-    runs = sorted(_latest_per_configuration([r for r in same_night if report_scope_key(r.configuration) == key]),
+    runs = sorted((r for r in runs_of_night(session, anchor.night) if report_scope_key(r.configuration) == key),
                   key=lambda r: (r.configuration.backend_variant, r.configuration.suite))
     c = anchor.configuration
-    previous = {r.id: _previous(session, r) for r in runs}
+    previous = {r.id: previous_run(session, r) for r in runs}
     suites = list(dict.fromkeys(r.configuration.suite for r in runs))
     compilers = list(dict.fromkeys(r.configuration.backend_variant for r in runs))
     by_cell = {(r.configuration.backend_variant, r.configuration.suite): r for r in runs}
@@ -202,9 +194,7 @@ def build_report(session: Session, run_id: int, dashboard_url: str | None = None
     summaries = {r.id: session.get(RunSummary, r.id) for r in runs}
     warnings = [(r.configuration.suite, w["name"], w["reason"]) for r in runs if summaries[r.id]
                 for w in summaries[r.id].warnings]
-    findings = session.scalars(sa.select(Finding).where(Finding.run_id.in_([r.id for r in runs]),
-                                                        Finding.acknowledged_at.is_(None))
-                               .order_by(Finding.id)).unique().all()
+    findings = open_findings_of(session, [r.id for r in runs])
     context = ReportContext(
         title=f"Performance Dashboard for {c.dtype} precision -- {_thread_title(c)}",
         night=anchor.night, scope=_scope_label(c), scope_key=key, machine=c.machine.fingerprint,

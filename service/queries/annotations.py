@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy.orm import Session
 
 from service.models import Annotation, Configuration, Series
+from service.queries.filters import night_range
 
 
 class AnnotationIn(BaseModel):
@@ -62,15 +63,18 @@ def add_annotation(session: Session, note: AnnotationIn) -> AnnotationOut:
 
 
 def list_annotations(session: Session, *, configuration_id: int | None = None, series_id: int | None = None,
-                     since: date | None = None, until: date | None = None, limit: int = 500) -> list[AnnotationOut]:
-    """Annotations on the given configuration or series (or any), with notes on nights in the range."""
-    query = sa.select(Annotation).order_by(Annotation.night.desc().nulls_last(), Annotation.id.desc()).limit(limit)
-    if configuration_id is not None:
-        query = query.where(Annotation.configuration_id == configuration_id)
-    if series_id is not None:
-        query = query.where(Annotation.series_id == series_id)
-    if since is not None:
-        query = query.where(Annotation.night >= since)
-    if until is not None:
-        query = query.where(Annotation.night <= until)
-    return [AnnotationOut.model_validate(a) for a in session.scalars(query)]
+                     since: date | None = None, until: date | None = None, with_night_notes: bool = False,
+                     oldest_first: bool = False, limit: int = 500) -> list[AnnotationOut]:
+    """Notes on the configuration or on the series (either matches; any note when neither is given), on nights in
+    the range. ``with_night_notes`` (the model page): also the notes on whole nights (neither configuration nor
+    series), and notes on no night at all whatever the range."""
+    a = Annotation
+    scope = [a.configuration_id == configuration_id] if configuration_id is not None else []
+    scope += [a.series_id == series_id] if series_id is not None else []
+    if with_night_notes:
+        scope.append(sa.and_(a.configuration_id.is_(None), a.series_id.is_(None)))
+    order = (a.night.asc().nulls_first(), a.id) if oldest_first else (a.night.desc().nulls_last(), a.id.desc())
+    query = (sa.select(a).where(sa.or_(*scope) if scope else sa.true(),
+                                *night_range(a.night, since, until, undated=with_night_notes))
+             .order_by(*order).limit(limit))
+    return [AnnotationOut.model_validate(row) for row in session.scalars(query)]

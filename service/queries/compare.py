@@ -19,6 +19,7 @@ from perfdash.confidence import Interval, within_noise
 from perfdash.metric_registry import COMPILATION_LATENCY, COMPRESSION_RATIO, RESULT_METRICS, SPEEDUP, relative_change
 from service.models import Run
 from service.queries.filters import ConfigFilter, RunFilter
+from service.queries.order import run_order
 from service.queries.runs import results_of
 from service.queries.schemas import ResultOut, RunOut
 
@@ -118,7 +119,7 @@ def compare_runs(session: Session, base_run_id: int, new_run_id: int,
 
 def _latest_by_configuration(session: Session, commit: str, filters: ConfigFilter) -> dict[int, int]:
     query = (sa.select(Run.configuration_id, Run.id).join(Run.configuration)
-             .where(*RunFilter(config=filters, commit=commit).clauses()).order_by(Run.night, Run.id))
+             .where(*RunFilter(config=filters, commit=commit).clauses()).order_by(*run_order()))
     return {configuration_id: run_id for configuration_id, run_id in session.execute(query)}
 
 

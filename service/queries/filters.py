@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -52,6 +53,16 @@ class ConfigFilter:
         return out
 
 
+def night_range(column: Any, since: date | None, until: date | None, *,
+                undated: bool = False) -> list[sa.ColumnElement[bool]]:
+    """Nights from ``since`` to ``until``, both inclusive, either open; ``undated``: rows without a night match too
+    (annotations on a configuration rather than a night)."""
+    out: list[sa.ColumnElement[bool]] = []
+    for bound in ([column >= since] if since is not None else []) + ([column <= until] if until is not None else []):
+        out.append(sa.or_(column.is_(None), bound) if undated else bound)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class RunFilter:
     """Selects runs: a configuration filter plus nights (inclusive), a commit (prefix) and a source."""
@@ -63,11 +74,7 @@ class RunFilter:
     source: str | None = None
 
     def clauses(self) -> list[sa.ColumnElement[bool]]:
-        out = self.config.clauses()
-        if self.since is not None:
-            out.append(Run.night >= self.since)
-        if self.until is not None:
-            out.append(Run.night <= self.until)
+        out = self.config.clauses() + night_range(Run.night, self.since, self.until)
         if self.commit:
             out.append(Run.torch_git_commit.startswith(self.commit, autoescape=True))
         if self.source is not None:

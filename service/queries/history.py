@@ -1,4 +1,6 @@
-"""History: one model's series over nights, and a configuration's suite summary over nights.
+"""History: one model's series over its runs, and suite summaries over runs (one configuration, or many for Trends).
+
+Every run is a point, two runs on one night included; the night is the label of the x axis.
 
 A series is (configuration, model name, batch size) — the configuration holds suite, backend + variant, compile
 mode, dtype, mode, device, threads, batch-size override, env settings and machine fingerprint.
@@ -7,6 +9,7 @@ mode, dtype, mode, device, threads, batch-size override, env settings and machin
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from datetime import date, datetime
 
 import sqlalchemy as sa
@@ -16,7 +19,9 @@ from sqlalchemy.orm import Session
 from perfdash.contract import gated_speedup
 from perfdash.metric_registry import RESULT_METRICS
 from service.models import Configuration, Result, Run, RunSummary, Series
-from service.queries.filters import ConfigFilter
+from service.queries.filters import ConfigFilter, night_range
+from service.queries.order import run_order
+from service.queries.runs import SUMMARY_COLUMNS, SummaryNumbers
 from service.queries.schemas import ConfigurationOut, ResultMetricFields, SummaryOut
 
 
@@ -95,12 +100,8 @@ def find_series(session: Session, name: str | None = None, filters: ConfigFilter
             for s in session.scalars(query).unique()]
 
 
-def _night_range(query: sa.Select, since: date | None, until: date | None) -> sa.Select:
-    if since is not None:
-        query = query.where(Run.night >= since)
-    if until is not None:
-        query = query.where(Run.night <= until)
-    return query
+def get_series(session: Session, series_id: int) -> Series | None:
+    return session.get(Series, series_id)
 
 
 def model_history(session: Session, series_id: int, since: date | None = None,
@@ -119,8 +120,8 @@ def model_history(session: Session, series_id: int, since: date | None = None,
              # the configuration condition is redundant for the answer but lets the planner take the series' ~1,000
              # runs from ix_runs_configuration_night instead of hashing all runs (x2-3 faster at 3 years)
              .join(Run, sa.and_(Run.id == r.run_id, Run.configuration_id == series.configuration_id))
-             .where(r.series_id == series_id).order_by(Run.night, Run.id))
-    result = session.execute(_night_range(query, since, until))
+             .where(r.series_id == series_id, *night_range(Run.night, since, until)).order_by(*run_order()))
+    result = session.execute(query)
     keys = tuple(result.keys())
     rows = [dict(zip(keys, row, strict=True)) for row in result]
     for row in rows:
@@ -131,19 +132,85 @@ def model_history(session: Session, series_id: int, since: date | None = None,
     return ModelHistory(series=out, points=points)
 
 
+@dataclass(frozen=True, slots=True)
+class SummaryPoint(SummaryNumbers):
+    """A run's summary numbers with the run (fields after the numbers: the order of _summary_points' columns)."""
+
+    configuration_id: int
+    run_id: int
+    night: date
+    commit: str | None
+
+
+GRANULARITIES = ("day", "week", "month")
+
+
+def _bucket(dialect: str, granularity: str) -> sa.ColumnElement[object]:
+    """The week (starting Monday) or month a night falls in, in the database's own date functions."""
+    if dialect == "postgresql":
+        return sa.func.date_trunc(granularity, Run.night)
+    if granularity == "week":  # SQLite: back to Monday ('weekday 0' is the next Sunday)
+        return sa.func.date(Run.night, "weekday 0", "-6 days")
+    return sa.func.strftime("%Y-%m", Run.night)
+
+
+def _summary_points(session: Session, filters: ConfigFilter, since: date | None, until: date | None,
+                    granularity: str = "day") -> sa.Result:
+    """Rows of SummaryPoint's fields (the numbers, then the run): every run's stored summary over a range of
+    nights, oldest first (two runs on one night are two points). With ``week`` or ``month`` each configuration keeps
+    the last run of each week or month: a real run (its commit and link stay meaningful), and a three-year chart
+    carries 150 points a line instead of 1,100."""
+    columns = (*SUMMARY_COLUMNS, Run.configuration_id, Run.id, Run.night, Run.torch_git_commit)
+    query = (sa.select(*columns).join(RunSummary, RunSummary.run_id == Run.id)
+             .where(*filters.clauses(), *night_range(Run.night, since, until)))
+    if filters.clauses():
+        query = query.join(Configuration, Configuration.id == Run.configuration_id)
+    if granularity == "day":
+        return session.execute(query.order_by(*run_order()))
+    bucket = _bucket(session.get_bind().dialect.name, granularity)
+    rank = sa.func.row_number().over(partition_by=(Run.configuration_id, bucket),
+                                     order_by=run_order(newest_first=True))
+    ranked = query.add_columns(rank.label("rank"), Run.started_at).subquery()
+    return session.execute(sa.select(*(ranked.c[c.key] for c in columns)).where(ranked.c.rank == 1)
+                           .order_by(ranked.c.night, ranked.c.started_at.asc().nulls_first(), ranked.c.id))
+
+
+def summary_history(session: Session, filters: ConfigFilter, since: date | None, until: date | None,
+                    granularity: str = "day") -> list[SummaryPoint]:
+    """Suite summaries of every configuration matching ``filters`` over a range of nights, oldest first (Trends)."""
+    return [SummaryPoint(*row) for row in _summary_points(session, filters, since, until, granularity)]
+
+
 def suite_history(session: Session, configuration_id: int, since: date | None = None,
                   until: date | None = None) -> SuiteHistory | None:
     """The stored summary of every run of one configuration between two nights, oldest first (without warnings)."""
     configuration = session.get(Configuration, configuration_id)
     if configuration is None:
         return None
-    s = RunSummary
-    query = (sa.select(Run.id, Run.night, Run.torch_git_commit, s.passed, s.total, s.geomean_speedup,
-                       s.geomean_speedup_unclipped, s.mean_compile_time_s, s.mean_compression_ratio)
-             .join(s, s.run_id == Run.id)
-             .where(Run.configuration_id == configuration_id).order_by(Run.night, Run.id))
-    rows = session.execute(_night_range(query, since, until))
+    rows = _summary_points(session, ConfigFilter(configuration_id=configuration_id), since, until)
     points = _validate_points(SuitePoint, [
         {"run_id": run_id, "night": night, "torch_git_commit": commit,
-         "summary": SummaryOut.values(*values, None, with_warnings=False)} for run_id, night, commit, *values in rows])
+         "summary": SummaryOut.values(*values, None, with_warnings=False)}
+        for *values, _, run_id, night, commit in rows])
     return SuiteHistory(configuration=ConfigurationOut.from_row(configuration), points=points)
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyPoint:
+    name: str
+    night: date
+    run_id: int
+    compiled_ms: float | None  # the CSV's abs_latency (median compiled latency); None for a failure row
+    passed: bool
+
+
+def latency_history(session: Session, configuration_id: int, since: date) -> list[LatencyPoint]:
+    """Every model row's compiled latency in every run since the night ``since``, oldest first (the Vision page)."""
+    rows = session.execute(
+        sa.select(Result.name, Run.night, Run.id, Result.abs_latency, Result.speedup, Result.passed)
+        .join(Run, Run.id == Result.run_id)
+        .where(Run.configuration_id == configuration_id, *night_range(Run.night, since, None))
+        .order_by(*run_order()))
+    return [LatencyPoint(name=name, night=night, run_id=run_id,
+                         compiled_ms=abs_latency if abs_latency and speedup else None, passed=bool(passed))
+            for name, night, run_id, abs_latency, speedup, passed in rows]

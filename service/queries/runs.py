@@ -1,20 +1,129 @@
-"""Runs: list and filter, one run with its results, the configurations that exist."""
+"""Runs: list and filter, one run with its results, the configurations that exist, the results a table shows.
+
+List pages get :class:`RunLite` (no JSON columns, no per-model warnings: decoding those dominated the pages); the
+API gets :class:`~service.queries.schemas.RunOut`. Both come from one selection (:func:`runs_select`).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from service.models import Configuration, Result, Run
+from service.models import Configuration, Result, Run, RunSummary
 from service.queries.filters import ConfigFilter, RunFilter
+from service.queries.order import latest_nights, latest_of_each, run_order
 from service.queries.schemas import RESULT_COLUMNS, ConfigurationOut, ResultOut, RunDetail, RunOut
 
 
+def has_runs(session: Session) -> bool:
+    return session.scalar(sa.select(Run.id).limit(1)) is not None
+
+
+def runs_select(filters: RunFilter, *columns: sa.ColumnElement | type[Run], limit: int,
+                offset: int = 0) -> sa.Select:
+    """``columns`` (default the Run entity) of the runs matching ``filters``, newest first."""
+    return (sa.select(*(columns or (Run,))).join(Configuration, Configuration.id == Run.configuration_id)
+            .where(*filters.clauses()).order_by(*run_order(newest_first=True)).limit(limit).offset(offset))
+
+
 def list_runs(session: Session, filters: RunFilter = RunFilter(), *, limit: int = 100, offset: int = 0) -> list[RunOut]:
-    """Runs matching ``filters``, newest night first; summaries carry warnings_count, not the warnings."""
-    query = (sa.select(Run).join(Run.configuration).where(*filters.clauses())
-             .order_by(Run.night.desc(), Run.id.desc()).limit(limit).offset(offset))
+    """Runs matching ``filters``, newest first; summaries carry warnings_count, not the warnings."""
+    query = runs_select(filters, limit=limit, offset=offset)
     return [RunOut.from_row(r, with_warnings=False) for r in session.scalars(query).unique()]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryNumbers:
+    """The numbers of a RunSummary (the attribute names views.suite_summary reads)."""
+
+    passed: int
+    total: int
+    geomean_speedup: float | None
+    geomean_speedup_unclipped: float | None
+    mean_compile_time_s: float | None
+    mean_compression_ratio: float | None
+
+
+SUMMARY_COLUMNS = (RunSummary.passed, RunSummary.total, RunSummary.geomean_speedup,
+                   RunSummary.geomean_speedup_unclipped, RunSummary.mean_compile_time_s,
+                   RunSummary.mean_compression_ratio)
+
+
+@dataclass(frozen=True, slots=True)
+class RunLite:
+    """What list pages show of a run."""
+
+    id: int
+    night: date
+    torch_git_commit: str | None
+    torch_version: str | None
+    host: str | None
+    jenkins_url: str | None
+    suite_versions: dict[str, str] | None
+    partition_id: int
+    total_partitions: int
+    configuration: Configuration
+    summary: SummaryNumbers | None
+
+
+_LITE_COLUMNS = (Run.id, Run.night, Run.torch_git_commit, Run.torch_version, Run.host, Run.jenkins_url,
+                 Run.partition_id, Run.total_partitions, Run.configuration_id)
+
+
+def _lite_runs(session: Session, query: sa.Select, with_versions: bool = False) -> list[RunLite]:
+    """Rows of ``query`` (_LITE_COLUMNS [+ suite_versions], then SUMMARY_COLUMNS) as RunLite."""
+    configs = {c.id: c for c in configurations(session)}
+    out = []
+    for row in session.execute(query):
+        summary = SummaryNumbers(*row[-6:]) if row[-6] is not None else None
+        out.append(RunLite(id=row.id, night=row.night, torch_git_commit=row.torch_git_commit,
+                           torch_version=row.torch_version, host=row.host, jenkins_url=row.jenkins_url,
+                           suite_versions=row.suite_versions if with_versions else None,
+                           partition_id=row.partition_id, total_partitions=row.total_partitions,
+                           configuration=configs[row.configuration_id], summary=summary))
+    return out
+
+
+def lite_runs(session: Session, run_ids: Sequence[int]) -> dict[int, RunLite]:
+    """The given runs as RunLite, by id."""
+    if not run_ids:
+        return {}
+    query = (sa.select(*_LITE_COLUMNS, *SUMMARY_COLUMNS).outerjoin(RunSummary, RunSummary.run_id == Run.id)
+             .where(Run.id.in_(list(run_ids))))
+    return {run.id: run for run in _lite_runs(session, query)}
+
+
+def list_run_rows(session: Session, filters: RunFilter, *, limit: int, offset: int = 0) -> list[RunLite]:
+    """Runs matching ``filters``, newest first, as the Runs page lists them."""
+    query = runs_select(filters, *_LITE_COLUMNS, Run.suite_versions, *SUMMARY_COLUMNS, limit=limit, offset=offset)
+    return _lite_runs(session, query.outerjoin(RunSummary, RunSummary.run_id == Run.id), with_versions=True)
+
+
+@dataclass(frozen=True, slots=True)
+class RunChoice:
+    id: int
+    night: date
+    torch_git_commit: str | None
+
+
+def run_choices(session: Session, configuration_id: int, limit: int = 400) -> list[RunChoice]:
+    """Runs of a configuration for the Compare form's selects, newest first."""
+    query = runs_select(RunFilter(ConfigFilter(configuration_id=configuration_id)), Run.id, Run.night,
+                        Run.torch_git_commit, limit=limit)
+    return [RunChoice(*row) for row in session.execute(query)]
+
+
+def run_by_commit(session: Session, configuration_id: int, commit: str) -> Run | None:
+    """The latest run of a configuration whose torch commit starts with ``commit`` (a short hash works)."""
+    commit = commit.strip().lower()
+    if not commit:
+        return None
+    filters = RunFilter(ConfigFilter(configuration_id=configuration_id), commit=commit)
+    return session.scalars(runs_select(filters, limit=1)).first()
 
 
 def results_of(session: Session, run_id: int, *, with_samples: bool = False) -> list[ResultOut]:
@@ -24,6 +133,11 @@ def results_of(session: Session, run_id: int, *, with_samples: bool = False) -> 
     return [ResultOut.from_values(dict(row)) for row in rows]
 
 
+def result_rows(session: Session, run_id: int) -> list[Result]:
+    """A run's results as ORM rows, by model name (samples deferred)."""
+    return list(session.scalars(sa.select(Result).where(Result.run_id == run_id).order_by(Result.name)))
+
+
 def get_run(session: Session, run_id: int, *, with_samples: bool = False) -> RunDetail | None:
     run = session.get(Run, run_id)
     if run is None:
@@ -31,8 +145,74 @@ def get_run(session: Session, run_id: int, *, with_samples: bool = False) -> Run
     return RunDetail(**dict(RunOut.from_row(run)), results=results_of(session, run_id, with_samples=with_samples))
 
 
+def run_row(session: Session, run_id: int) -> Run | None:
+    return session.get(Run, run_id)
+
+
 def list_configurations(session: Session, filters: ConfigFilter = ConfigFilter()) -> list[ConfigurationOut]:
     query = (sa.select(Configuration).where(*filters.clauses())
              .order_by(Configuration.suite, Configuration.backend, Configuration.variant, Configuration.device,
                        Configuration.dtype, Configuration.mode, Configuration.id))
     return [ConfigurationOut.from_row(c) for c in session.scalars(query).unique()]
+
+
+def configurations(session: Session) -> list[Configuration]:
+    return list(session.scalars(sa.select(Configuration).order_by(Configuration.id)))
+
+
+def configurations_with_runs(session: Session, *clauses: sa.ColumnElement[bool]) -> list[Configuration]:
+    """Configurations matching ``clauses`` that have at least one run, in a stable order (suite, device, dtype,
+    backend)."""
+    has_run = sa.exists().where(Run.configuration_id == Configuration.id)
+    return list(session.scalars(sa.select(Configuration).where(*clauses, has_run)
+                                .order_by(Configuration.suite, Configuration.device, Configuration.dtype,
+                                          Configuration.backend, Configuration.variant, Configuration.id)))
+
+
+def distinct_values(session: Session) -> dict[str, list[str]]:
+    """The values each filter can take, for the filter forms."""
+    rows = configurations(session)
+    return {
+        "suite": sorted({c.suite for c in rows}),
+        "backend": sorted({c.backend_variant for c in rows}),
+        "device": sorted({c.device for c in rows}),
+        "dtype": sorted({c.dtype for c in rows}),
+        "mode": sorted({c.mode for c in rows}),
+        "thread_config": sorted({c.thread_config for c in rows}),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class LatestResults:
+    """A configuration's latest night as a table shows it: the latest run of each partition that night."""
+
+    night: date
+    run_ids: tuple[int, ...]  # oldest first; the last one is the run a link to the suite page opens
+    results: tuple[Result, ...]  # one per model row (partitions hold disjoint models)
+
+    @property
+    def run_id(self) -> int:
+        return self.run_ids[-1]
+
+
+def latest_results(session: Session, configuration_ids: Sequence[int]) -> dict[int, LatestResults]:
+    """The latest night of each configuration with its results (samples not loaded: tables need medians)."""
+    nights = latest_nights(session, configuration_ids)
+    if not nights:
+        return {}
+    runs = session.execute(sa.select(Run.id, Run.configuration_id, Run.partition_id, Run.total_partitions,
+                                     Run.night, Run.started_at)
+                           .where(sa.tuple_(Run.configuration_id, Run.night).in_(list(nights.items())))).all()
+    shown = latest_of_each(runs)
+    run_ids: dict[int, list[int]] = {config_id: [] for config_id in nights}
+    for run in shown:
+        run_ids[run.configuration_id].append(run.id)
+    by_config: dict[int, dict[tuple[str, int], Result]] = {config_id: {} for config_id in nights}
+    config_of = {run.id: run.configuration_id for run in shown}
+    if config_of:
+        for result in session.scalars(sa.select(Result).where(Result.run_id.in_(list(config_of)))
+                                      .order_by(Result.name)):
+            by_config[config_of[result.run_id]][(result.name, result.batch_size)] = result
+    return {config_id: LatestResults(night=nights[config_id], run_ids=tuple(run_ids[config_id]),
+                                     results=tuple(by_config[config_id].values()))
+            for config_id in nights if run_ids[config_id]}

@@ -9,6 +9,7 @@ one model's latency per backend across batch sizes. Every backend's latest night
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,9 +22,10 @@ from fastapi.responses import HTMLResponse, Response
 
 from perfdash.contract import accuracy_gate, display_status
 from perfdash.metrics import NEVER_RAN_STATUSES, GatedResult, SuiteSummary, summarize
+from service.api.deps import ConfigFilterDep
 from service.db import SessionDep
 from service.models import Configuration, Result
-from service.web import backends_queries as bq
+from service.queries.runs import LatestResults, configurations_with_runs, latest_results
 
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 
@@ -47,8 +49,8 @@ class Setup:
         return " · ".join((self.suite, self.device, self.dtype, self.machine, self.thread_config))
 
     def params(self) -> dict[str, str]:
-        return {"suite": self.suite, "device": self.device, "dtype": self.dtype, "machine": str(self.machine_id),
-                "threads": self.thread_config}
+        return {"suite": self.suite, "device": self.device, "dtype": self.dtype, "machine": self.machine,
+                "thread_config": self.thread_config}
 
 
 def setup_of(config: Configuration) -> Setup:
@@ -123,7 +125,7 @@ class BackendTable:
 DEFAULT_BATCH = "default"  # each model at its suite's batch size (the runs without --batch-size)
 
 
-def build_table(latest: dict[str, tuple[bq.LatestResults, list[Result]]], batch_size: int | str,
+def build_table(latest: dict[str, tuple[LatestResults, list[Result]]], batch_size: int | str,
                 suite_default: dict[str, set[int]]) -> BackendTable:
     """``latest``: backend -> (its latest night, its results); ``batch_size`` a number or DEFAULT_BATCH, which takes
     the rows of ``suite_default`` (backend -> ids of the results of its runs without a batch-size override). Rows
@@ -156,7 +158,7 @@ def build_table(latest: dict[str, tuple[bq.LatestResults, list[Result]]], batch_
     return BackendTable(columns=columns, rows=tuple(table_rows))
 
 
-def batch_chart(latest: dict[str, tuple[bq.LatestResults, list[Result]]], model: str | None) -> dict[str, Any]:
+def batch_chart(latest: dict[str, tuple[LatestResults, list[Result]]], model: str | None) -> dict[str, Any]:
     """The publication's chart: ``model``'s latency per backend across batch sizes (eager: median of the backends'
     eager runs). Failed or missing points are gaps."""
     names = column_order(list(latest))
@@ -184,31 +186,31 @@ def _pick(value: str | None, options: Sequence[str]) -> str | None:
 
 
 @router.get("/backends")
-def backends(request: Request, session: SessionDep, suite: QueryText = None, device: QueryText = None,
-             dtype: QueryText = None, machine: QueryText = None, threads: QueryText = None,
-             batch_size: QueryText = None, model: QueryText = None) -> Response:
-    configs = bq.inference_configurations(session)
+def backends(request: Request, session: SessionDep, config_filter: ConfigFilterDep, batch_size: QueryText = None,
+             model: QueryText = None) -> Response:
+    # The setup's fields are selectors (each defaulting below); the filter's other fields narrow the page.
+    setup_fields = ("suite", "device", "dtype", "machine", "thread_config")
+    others = dataclasses.replace(config_filter, **dict.fromkeys(setup_fields))
+    configs = configurations_with_runs(session, Configuration.mode == "inference", *others.clauses())
     setups = sorted({setup_of(c) for c in configs}, key=lambda s: s.label)
     # Narrow one filter at a time, each defaulting to its first value among the setups the earlier ones leave.
     chosen = setups
     selected: dict[str, str | None] = {}
     choices: dict[str, list[str]] = {}
-    for field, value, attr in (("suite", suite, "suite"), ("device", device, "device"), ("dtype", dtype, "dtype"),
-                               ("machine", machine, "machine_id"), ("threads", threads, "thread_config")):
-        options = sorted({str(getattr(s, attr)) for s in chosen})
+    for field in setup_fields:
+        options = sorted({str(getattr(s, field)) for s in chosen})
         choices[field] = options
-        selected[field] = _pick(value, options)
-        chosen = [s for s in chosen if str(getattr(s, attr)) == selected[field]]
+        selected[field] = _pick(getattr(config_filter, field), options)
+        chosen = [s for s in chosen if str(getattr(s, field)) == selected[field]]
     setup = chosen[0] if chosen else None
-    machines = {str(s.machine_id): s.machine for s in setups}
     context: dict[str, Any] = {"active": "backends", "title": "Backends", "setup": setup, "choices": choices,
-                               "selected": selected, "machines": machines, "table": None, "chart": None,
+                               "selected": selected, "table": None, "chart": None,
                                "batch_sizes": [], "batch_size": None, "models": [], "model": None,
                                "permalink": None}
     if setup is not None:
         members = [c for c in configs if setup_of(c) == setup]
-        latest_by_config = bq.latest_results(session, [c.id for c in members])
-        latest: dict[str, tuple[bq.LatestResults, list[Result]]] = {}
+        latest_by_config = latest_results(session, [c.id for c in members])
+        latest: dict[str, tuple[LatestResults, list[Result]]] = {}
         suite_default: dict[str, set[int]] = {}
         # Configurations of one backend that differ only in a batch-size override are one column.
         for config in sorted(members, key=lambda c: latest_by_config[c.id].night if c.id in latest_by_config

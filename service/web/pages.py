@@ -13,13 +13,14 @@ from starlette.templating import Jinja2Templates
 
 from perfdash.axes import run_command, stored_axes
 from perfdash.metric_registry import shown_metrics
+from service.api.deps import ConfigFilterDep
 from service.db import SessionDep
 from service.models import Configuration, Run, Series
+from service.queries import findings, history, order, runs
+from service.queries.annotations import list_annotations
 from service.queries.compare import compare_runs
-from service.queries.filters import ConfigFilter
-from service.queries.history import model_history
-from service.queries.summary import previous_run
-from service.web import queries as q
+from service.queries.filters import RunFilter
+from service.queries.summary import latest_runs_with_base
 from service.web import views
 
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
@@ -59,12 +60,6 @@ def _date_range(since: date | None, until: date | None, days: int, latest: date 
     return since or start, end
 
 
-def _config_filter(suite: str | None, backend: str | None, device: str | None, dtype: str | None, mode: str | None,
-                   thread_config: str | None) -> ConfigFilter:
-    return ConfigFilter(suite=_blank(suite), backend=_blank(backend), device=_blank(device), dtype=_blank(dtype),
-                        mode=_blank(mode), thread_config=_blank(thread_config))
-
-
 FilterParam = Annotated[str | None, Query()]
 
 
@@ -82,8 +77,8 @@ def repro_command(config: Configuration, name: str) -> str:
 
 
 @router.get("/")
-def home(request: Request, session: SessionDep) -> Response:
-    latest = q.latest_runs_with_base(session)
+def home(request: Request, session: SessionDep, config_filter: ConfigFilterDep) -> Response:
+    latest = latest_runs_with_base(session, config_filter)
     if not latest:
         return _empty(request, "home")
     groups = views.home_groups(latest)
@@ -92,27 +87,28 @@ def home(request: Request, session: SessionDep) -> Response:
 
 @router.get("/suite/{run_id}")
 def suite(request: Request, session: SessionDep, run_id: int, base: int | None = None) -> Response:
-    run = q.get_run(session, run_id)
+    run = runs.run_row(session, run_id)
     if run is None:
         return _not_found(request, f"There is no run {run_id}.")
     base_run = _base_run(session, run, base)
     if isinstance(base_run, str):
         return _not_found(request, base_run)
     comparison = compare_runs(session, base_run.id, run.id) if base_run else None
-    results = [m.new for m in comparison.models if m.new is not None] if comparison else q.run_results(session, run.id)
+    results = ([m.new for m in comparison.models if m.new is not None] if comparison
+               else runs.result_rows(session, run.id))
     rows = views.model_rows(results, comparison, run.summary.warnings if run.summary else [])
     return render(request, "pages/suite.html", active="home", title=f"{run.configuration.suite} {run.night}",
-                  run=run, findings=q.findings_for_run(session, run.id), base_run=base_run, rows=rows,
+                  run=run, findings=_findings_of_run(session, run.id), base_run=base_run, rows=rows,
                   summary=views.suite_summary(run.summary),
                   base_summary=views.suite_summary(base_run.summary) if base_run else None,
                   label=views.config_label(run.configuration), group=views.group_title(run.configuration))
 
 
 def _base_run(session: SessionDep, run: Run, base_id: int | None) -> Run | str | None:
-    """The base of a comparison: the given run (same configuration only) or the previous night."""
+    """The base of a comparison: the given run (same configuration only) or the previous run."""
     if base_id is None:
-        return previous_run(session, run)
-    base = q.get_run(session, base_id)
+        return order.previous_run(session, run)
+    base = runs.run_row(session, base_id)
     if base is None:
         return f"There is no run {base_id}."
     if base.configuration_id != run.configuration_id:
@@ -125,75 +121,74 @@ def _base_run(session: SessionDep, run: Run, base_id: int | None) -> Run | str |
 def model(request: Request, session: SessionDep, series_id: int,
           since: Annotated[date | None, Query(alias="from")] = None,
           until: Annotated[date | None, Query(alias="to")] = None) -> Response:
-    series: Series | None = q.get_series(session, series_id)
+    series: Series | None = history.get_series(session, series_id)
     if series is None:
         return _not_found(request, f"There is no series {series_id}.")
     config = series.configuration
-    latest = q.latest_night(session)
+    latest = order.latest_night(session)
     since, until = _date_range(since, until, MODEL_DEFAULT_DAYS, latest)
-    history = model_history(session, series_id, since, until)
-    points = history.points if history is not None else []
+    found = history.model_history(session, series_id, since, until)
+    points = found.points if found is not None else []
     notes = [{"night": a.night.isoformat() if a.night else "", "text": a.text, "author": a.author or ""}
-             for a in q.annotations(session, config.id, series_id, since, until)]
-    findings = q.findings_for_series(session, series_id, since, until)
-    chart = views.model_chart_data(points, notes, [views.finding_mark(f) for f in findings])
+             for a in list_annotations(session, configuration_id=config.id, series_id=series_id, since=since,
+                                       until=until, with_night_notes=True, oldest_first=True, limit=10_000)]
+    shown = findings.finding_rows(session, series_id=series_id, since=since, until=until, oldest_first=True)
+    chart = views.model_chart_data(points, notes, [views.finding_mark(f) for f in shown])
     last = points[-1] if points else None
     # the latest point that carries perfdash's activation peak (PyTorch's own files have none)
     activation = next((p for p in reversed(points) if p.eager_activation_peak_mem is not None), None)
     return render(request, "pages/model.html", active="home", title=series.name, series=series, config=config,
                   label=views.config_label(config), group=views.group_title(config), points=points, last=last,
                   activation=activation, metrics=shown_metrics(chart["series"]),
-                  chart=chart, since=since, until=until, notes=notes, table_limit=MODEL_TABLE_ROWS, findings=findings,
+                  chart=chart, since=since, until=until, notes=notes, table_limit=MODEL_TABLE_ROWS, findings=shown,
                   repro=repro_command(config, series.name), views=views,
                   env=" ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(config.env.items())))
 
 
 @router.get("/trends")
-def trends(request: Request, session: SessionDep, suite: FilterParam = None, backend: FilterParam = None,
-           device: FilterParam = None, dtype: FilterParam = None, mode: FilterParam = None,
-           thread_config: FilterParam = None, since: Annotated[date | None, Query(alias="from")] = None,
+def trends(request: Request, session: SessionDep, config_filter: ConfigFilterDep,
+           since: Annotated[date | None, Query(alias="from")] = None,
            until: Annotated[date | None, Query(alias="to")] = None,
            granularity: Annotated[str, Query(pattern="^(auto|day|week|month)$")] = "auto") -> Response:
-    if not q.has_runs(session):
+    if not runs.has_runs(session):
         return _empty(request, "trends")
     if not request.query_params:
         # Every configuration at once is a tangle of lines: start where the Summary starts, as a permalink.
-        first = views.first_group_filter(q.configurations(session))
+        first = views.first_group_filter(runs.configurations(session))
         if first is not None:
             return RedirectResponse(f"/trends?{urlencode(first)}", status_code=303)
-    config_filter = _config_filter(suite, backend, device, dtype, mode, thread_config)
-    since, until = _date_range(since, until, TRENDS_DEFAULT_DAYS, q.latest_night(session))
+    since, until = _date_range(since, until, TRENDS_DEFAULT_DAYS, order.latest_night(session))
     step = granularity if granularity != "auto" else ("day" if (until - since).days <= DAILY_UP_TO_DAYS else "week")
-    points = q.summary_history(session, config_filter, since, until, step)
-    configs = {c.id: c for c in q.configurations(session)}
+    points = history.summary_history(session, config_filter, since, until, step)
+    configs = {c.id: c for c in runs.configurations(session)}
     return render(request, "pages/trends.html", active="trends", title="Trends",
                   chart=views.trend_chart_data(points, configs), rows=views.trend_rows(points, configs),
-                  choices=q.distinct_values(session), selected=config_filter, since=since, until=until, views=views,
+                  choices=runs.distinct_values(session), selected=config_filter, since=since, until=until, views=views,
                   granularity=granularity, step=step)
 
 
 @router.get("/compare")
 def compare(request: Request, session: SessionDep, base: int | None = None, new: int | None = None,
             config: int | None = None, base_commit: FilterParam = None, new_commit: FilterParam = None) -> Response:
-    if not q.has_runs(session):
+    if not runs.has_runs(session):
         return _empty(request, "compare")
-    configs = q.configurations(session)
+    configs = runs.configurations(session)
     context: dict[str, Any] = {"configs": configs, "config_id": config, "base_commit": base_commit or "",
                                "new_commit": new_commit or "", "views": views, "error": None}
     new_run: Run | None = None
     base_run: Run | None = None
     if new is not None:
-        new_run = q.get_run(session, new)
+        new_run = runs.run_row(session, new)
         if new_run is None:
             context["error"] = f"There is no run {new}."
     elif config is not None:
         if new_commit:
-            new_run = q.run_by_commit(session, config, new_commit)
+            new_run = runs.run_by_commit(session, config, new_commit)
             if new_run is None:
                 context["error"] = f"No run of configuration {config} at commit {new_commit}."
         else:
-            latest = q.run_choices(session, config, limit=1)
-            new_run = q.get_run(session, latest[0].id) if latest else None
+            latest = runs.run_choices(session, config, limit=1)
+            new_run = runs.run_row(session, latest[0].id) if latest else None
     if new_run is not None:
         context["config_id"] = new_run.configuration_id
         if base is not None or not base_commit:
@@ -203,7 +198,7 @@ def compare(request: Request, session: SessionDep, base: int | None = None, new:
             else:
                 base_run = found
         else:
-            base_run = q.run_by_commit(session, new_run.configuration_id, base_commit)
+            base_run = runs.run_by_commit(session, new_run.configuration_id, base_commit)
             if base_run is None:
                 context["error"] = f"No run of this configuration at commit {base_commit}."
     if new_run is not None and base_run is None and context["error"] is None:
@@ -214,32 +209,35 @@ def compare(request: Request, session: SessionDep, base: int | None = None, new:
         results = [m.new for m in comparison.models if m.new is not None]
         rows = views.model_rows(results, comparison, new_run.summary.warnings if new_run.summary else [])
         context.update(rows=rows, sections=views.comparison_sections(rows, comparison))
-    choices = q.run_choices(session, context["config_id"]) if context["config_id"] else []
+    choices = runs.run_choices(session, context["config_id"]) if context["config_id"] else []
     # The selects must show the runs compared, also when they are older than the newest few hundred.
     listed = {c.id for c in choices}
     for shown in (base_run, new_run):
         if shown is not None and shown.id not in listed and shown.configuration_id == context["config_id"]:
-            choices.append(q.RunChoice(shown.id, shown.night, shown.torch_git_commit))
+            choices.append(runs.RunChoice(shown.id, shown.night, shown.torch_git_commit))
     context.update(new_run=new_run, base_run=base_run, choices=choices)
     return render(request, "pages/compare.html", active="compare", title="Compare",
                   status_code=400 if context["error"] else 200, **context)
 
 
 @router.get("/runs")
-def runs(request: Request, session: SessionDep, suite: FilterParam = None, backend: FilterParam = None,
-         device: FilterParam = None, dtype: FilterParam = None, mode: FilterParam = None,
-         thread_config: FilterParam = None, commit: FilterParam = None,
-         page: Annotated[int, Query(ge=1)] = 1) -> Response:
-    if not q.has_runs(session):
+def runs_page(request: Request, session: SessionDep, config_filter: ConfigFilterDep, commit: FilterParam = None,
+              page: Annotated[int, Query(ge=1)] = 1) -> Response:
+    if not runs.has_runs(session):
         return _empty(request, "runs")
-    config_filter = _config_filter(suite, backend, device, dtype, mode, thread_config)
-    rows = q.runs_list(session, config_filter, _blank(commit), limit=RUNS_PER_PAGE + 1,
-                       offset=(page - 1) * RUNS_PER_PAGE)
+    rows = runs.list_run_rows(session, RunFilter(config=config_filter, commit=_blank(commit)),
+                              limit=RUNS_PER_PAGE + 1, offset=(page - 1) * RUNS_PER_PAGE)
     kept = [(k, v) for k, v in request.query_params.multi_items() if k != "page" and v]
 
     def pager_query(number: int) -> str:
         return urlencode([*kept, ("page", str(number))])
 
     return render(request, "pages/runs.html", active="runs", title="Runs", runs=rows[:RUNS_PER_PAGE],
-                  has_next=len(rows) > RUNS_PER_PAGE, page=page, choices=q.distinct_values(session),
+                  has_next=len(rows) > RUNS_PER_PAGE, page=page, choices=runs.distinct_values(session),
                   selected=config_filter, commit=commit or "", pager_query=pager_query, views=views)
+
+
+def _findings_of_run(session: SessionDep, run_id: int) -> list:
+    # grouped by kind, then model, on the suite page
+    return sorted(findings.finding_rows(session, run_id=run_id), key=lambda f: (f.kind, f.model is None, f.model or "",
+                                                                                f.id))

@@ -10,13 +10,13 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from service.api.releases import FilterDep
+from service.api.deps import ConfigFilterDep
 from service.db import SessionDep
 from service.queries import torch_versions
 from service.queries.filters import ConfigFilter
 from service.queries.releases import DEFAULT_LIMIT, LATEST, compare_versions, versions
+from service.queries.runs import distinct_values
 from service.queries.schemas import ConfigurationOut
-from service.web import queries as q
 
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 
@@ -39,7 +39,7 @@ def default_pair(known: list[str], release: dict[str, bool]) -> tuple[str | None
 
 
 @router.get("/releases")
-def releases(request: Request, session: SessionDep, filters: FilterDep, base: Version = None, new: Version = None,
+def releases(request: Request, session: SessionDep, filters: ConfigFilterDep, base: Version = None, new: Version = None,
              limit: Annotated[int, Query(ge=1, le=100_000)] = DEFAULT_LIMIT) -> Response:
     known = versions(session, filters)
     release = {v: torch_versions.is_release(v) for v in known}
@@ -56,7 +56,7 @@ def releases(request: Request, session: SessionDep, filters: FilterDep, base: Ve
         params["limit"] = str(limit)
     context: dict[str, Any] = {
         "active": "releases", "title": "Releases", "versions": listed, "latest": LATEST, "base": chosen_base,
-        "new": chosen_new, "choices": q.distinct_values(session), "selected": filters, "comparison": comparison,
+        "new": chosen_new, "choices": distinct_values(session), "selected": filters, "comparison": comparison,
         "limit": limit,
         "labels": {c.configuration.id: label(c.configuration) for c in (comparison.configurations
                                                                         if comparison else [])},

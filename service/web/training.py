@@ -11,10 +11,10 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from service.api.releases import FilterDep
+from service.api.deps import ConfigFilterDep
 from service.db import SessionDep
+from service.queries.runs import distinct_values
 from service.queries.training import ScalingExperiment, ThroughputByVersion, training_view
-from service.web import queries as q
 from service.web.releases import filter_params, label
 
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
@@ -42,7 +42,7 @@ def scaling_chart(key: str, item: ScalingExperiment) -> dict[str, Any]:
 
 
 @router.get("/training")
-def training(request: Request, session: SessionDep, filters: FilterDep,
+def training(request: Request, session: SessionDep, filters: ConfigFilterDep,
              model: Annotated[str | None, Query(max_length=200)] = None, nightlies: bool = False,
              scaling_version: Annotated[str | None, Query(max_length=64)] = None) -> Response:
     view = training_view(session, model or None, filters, nightlies=nightlies,
@@ -55,7 +55,7 @@ def training(request: Request, session: SessionDep, filters: FilterDep,
     charts = {"bars": [bar_chart(f"tp-{t.configuration.id}", t) for t in view.throughput],
               "scaling": [scaling_chart(f"sc-{s.configuration.id}", s) for s in view.scaling]}
     context: dict[str, Any] = {
-        "active": "training", "title": "Training", "view": view, "choices": q.distinct_values(session),
+        "active": "training", "title": "Training", "view": view, "choices": distinct_values(session),
         "selected": filters,
         "nightlies": nightlies, "charts": charts, "label": label, "permalink": "/training?" + urlencode(params),
         "api_link": "/api/v1/training?" + urlencode(params)}

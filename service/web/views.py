@@ -13,9 +13,9 @@ from perfdash.metrics import SuiteSummary
 from service.detection.models import Finding
 from service.models import Configuration, RunSummary
 from service.queries.compare import RunComparison
-from service.queries.history import ModelPoint
+from service.queries.history import ModelPoint, SummaryPoint
+from service.queries.runs import RunLite, SummaryNumbers
 from service.web.format import SummaryCell
-from service.web.queries import RunLite, SummaryNumbers, SummaryPoint
 
 
 def suite_summary(summary: RunSummary | SummaryNumbers | None) -> SuiteSummary | None:
@@ -302,10 +302,26 @@ def finding_mark(finding: Finding) -> dict[str, object]:
             "text": finding.summary, "category": finding.category}
 
 
+def run_slots(points: Iterable[tuple[int, date, int]]) -> tuple[list[str], dict[int, int]]:
+    """A shared x axis for lines of runs: ``points`` are (line, night, run id) in run order. A night is one slot when
+    each line ran once that night; a line's second run of a night gets a second slot ("2026-11-22 #2"), so two runs of
+    one day are two points, never one hiding the other. Returns the slot labels and run id -> slot index."""
+    count: dict[tuple[int, date], int] = {}
+    slot_of_run: dict[int, tuple[date, int]] = {}
+    for line, night, run_id in points:
+        if run_id not in slot_of_run:
+            k = count.get((line, night), 0)
+            count[(line, night)] = k + 1
+            slot_of_run[run_id] = (night, k)
+    slots = sorted(set(slot_of_run.values()))
+    index = {slot: i for i, slot in enumerate(slots)}
+    labels = [night.isoformat() if k == 0 else f"{night.isoformat()} #{k + 1}" for night, k in slots]
+    return labels, {run_id: index[slot] for run_id, slot in slot_of_run.items()}
+
+
 def trend_chart_data(points: Sequence[SummaryPoint], configs: dict[int, Configuration]) -> dict[str, object]:
-    """One line per configuration on a shared axis of nights."""
-    nights = sorted({p.night for p in points})
-    index = {n: i for i, n in enumerate(nights)}
+    """One line per configuration on a shared axis of runs labelled by night (run_slots)."""
+    nights, slot = run_slots((p.configuration_id, p.night, p.run_id) for p in points)
     lines: dict[int, dict[str, list[object]]] = {}
     width = len(nights)
     for p in points:
@@ -313,7 +329,7 @@ def trend_chart_data(points: Sequence[SummaryPoint], configs: dict[int, Configur
         if line is None:
             line = lines[p.configuration_id] = {key: [None] * width for key in
                                                 (*(m.key for m in DASHBOARD_METRICS), "commits", "runs")}
-        i = index[p.night]
+        i = slot[p.run_id]
         summary = SuiteSummary.of(p)
         for metric in DASHBOARD_METRICS:
             value = summary.value_of(metric)
@@ -323,8 +339,7 @@ def trend_chart_data(points: Sequence[SummaryPoint], configs: dict[int, Configur
         line["runs"][i] = p.run_id
     labels = _distinguishing_labels({cid: (configs[cid].suite, config_label(configs[cid]), group_title(configs[cid]),
                                            configs[cid].machine.fingerprint) for cid in lines})
-    return {"nights": [n.isoformat() for n in nights],
-            "lines": [{"label": labels[cid], **line} for cid, line in lines.items()]}
+    return {"nights": nights, "lines": [{"label": labels[cid], **line} for cid, line in lines.items()]}
 
 
 def _round(value: float | None, digits: int = 4) -> float | None:

@@ -9,6 +9,7 @@ list of the twelve rows (perfdash.vision), the one the runner benchmarks.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,12 +21,16 @@ from fastapi.responses import HTMLResponse, Response
 
 from perfdash.contract import display_status
 from perfdash.vision import parse_row_name, publication_rows
+from service.api.deps import ConfigFilterDep
 from service.db import SessionDep
 from service.models import Configuration, Result
-from service.web import vision_queries as vq
+from service.queries.history import LatencyPoint, latency_history
+from service.queries.runs import configurations_with_runs, latest_results
+from service.web.views import run_slots
 
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 
+SUITE = "hf_vision"
 STATISTICS = ("mean", "median")  # the publication reported means; the CSVs' abs_latency is a median
 TREND_DEFAULT_DAYS = 90
 
@@ -115,19 +120,19 @@ def group_title(config: Configuration) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def trend_chart(points: Sequence[vq.LatencyPoint], table: VisionTable) -> dict[str, Any]:
-    """Compiled latency per night of each model of one table (nights with no value are gaps)."""
+def trend_chart(points: Sequence[LatencyPoint], table: VisionTable) -> dict[str, Any]:
+    """Compiled latency of each model of one table in every run (runs with no value are gaps), on an axis of runs
+    labelled by night (views.run_slots: two runs of one night are two points)."""
     names = [r.name for r in table.rows]
     labels = {r.name: r.label for r in table.rows}
-    nights = sorted({p.night for p in points if p.name in labels})
-    index = {night: i for i, night in enumerate(nights)}
-    lines = {name: [None] * len(nights) for name in names}
+    mine = [p for p in points if p.name in labels]
+    nights, slot = run_slots((0, p.night, p.run_id) for p in mine)
+    lines: dict[str, list[float | None]] = {name: [None] * len(nights) for name in names}
     runs: list[int | None] = [None] * len(nights)
-    for p in points:
-        if p.name in lines:
-            lines[p.name][index[p.night]] = round(p.compiled_ms, 4) if p.compiled_ms is not None else None
-            runs[index[p.night]] = p.run_id
-    return {"id": table.key, "nights": [n.isoformat() for n in nights], "runs": runs,
+    for p in mine:
+        lines[p.name][slot[p.run_id]] = round(p.compiled_ms, 4) if p.compiled_ms is not None else None
+        runs[slot[p.run_id]] = p.run_id
+    return {"id": table.key, "nights": nights, "runs": runs,
             "lines": [{"label": labels[n], "values": lines[n]} for n in names]}
 
 
@@ -140,29 +145,28 @@ def bar_chart(table: VisionTable) -> dict[str, Any]:
             "improvement": [r(row.improvement) for row in table.rows]}
 
 
-CompileModeParam = Annotated[str | None, Query(alias="compile_mode")]
-
-
 @router.get("/vision")
-def vision(request: Request, session: SessionDep, compile_mode: CompileModeParam = None,
+def vision(request: Request, session: SessionDep, config_filter: ConfigFilterDep,
            stat: Annotated[str, Query()] = "mean", days: Annotated[int, Query(ge=1, le=3650)] = TREND_DEFAULT_DAYS,
            ) -> Response:
-    configurations = vq.vision_configurations(session)
+    # the compile mode is a selector (default: the first mode measured); the filter's other fields narrow the page
+    others = dataclasses.replace(config_filter, compile_mode=None)
+    configurations = configurations_with_runs(session, Configuration.suite == SUITE, *others.clauses())
     modes = sorted({c.compile_mode for c in configurations}, key=lambda m: (m != "default", m))
-    selected = compile_mode or (modes[0] if modes else "default")
+    selected = config_filter.compile_mode or (modes[0] if modes else "default")
     which = stat if stat in STATISTICS else "mean"
     groups: list[VisionGroup] = []
     charts: dict[str, list[dict[str, Any]]] = {"bars": [], "trends": []}
     for config in configurations:
         if config.compile_mode != selected:
             continue
-        latest = vq.latest_results(session, config.id)
+        latest = latest_results(session, [config.id]).get(config.id)
         if latest is None:
             continue
         tables = build_tables(latest.results, which, f"c{config.id}")
         groups.append(VisionGroup(configuration=config, title=group_title(config), night=latest.night,
-                                  run_id=latest.run_ids[-1], tables=tables))
-        history = vq.compiled_latency_history(session, config.id, latest.night - timedelta(days=days))
+                                  run_id=latest.run_id, tables=tables))
+        history = latency_history(session, config.id, latest.night - timedelta(days=days))
         for table in tables:
             charts["bars"].append(bar_chart(table))
             charts["trends"].append(trend_chart(history, table))

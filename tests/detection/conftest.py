@@ -67,14 +67,15 @@ def run_files() -> RunFiles:
     """run_files(night_index, {model: speedup | None}, statuses={model: status}, **config) -> {file name: bytes}.
 
     The run's CSVs and manifest, written with the contract's own types (what the runner writes). Latency is
-    10 ms / speedup, compile time 20 s and memory ratio 1.2 unless given."""
+    10 ms / speedup, compile time 20 s and memory ratio 1.2 unless given. The run starts at 01:00 of its night,
+    ``hours`` later for a second run of the night."""
     from perfdash.contract import AccuracyRow, MachineInfo, Manifest, PerformanceRow, RunConfig
 
     def make(night: int, speedups: dict[str, float | None], statuses: dict[str, str] | None = None,
              compile_s: dict[str, float] | None = None, suite: str = "timm_models", backend: str = "inductor",
-             environment: dict[str, str] | None = None, **config) -> dict[str, bytes]:
+             environment: dict[str, str] | None = None, hours: float = 0, **config) -> dict[str, bytes]:
         statuses = statuses or {}
-        start = datetime(2026, 1, 1, 1, 0, tzinfo=UTC) + timedelta(days=night)
+        start = datetime(2026, 1, 1, 1, 0, tzinfo=UTC) + timedelta(days=night, hours=hours)
         manifest = Manifest(
             source="perfdash", config=RunConfig(suite=suite, backend=backend, **config),
             machine=MachineInfo(host="agent-1", device="cpu", cpu_model="Test Xeon", cpu_count=2),

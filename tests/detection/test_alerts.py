@@ -137,7 +137,7 @@ def test_missing_configuration_and_dropped_models_are_in_the_posted_report(sessi
     (missing,) = context.missing
     assert (missing.suite, missing.last_night.isoformat()) == ("huggingface", "2026-01-02")
     (dropped,) = context.models_dropped
-    assert dropped.summary == "timm_models: 3 models reported, 5 the night before"
+    assert dropped.summary == "timm_models: 3 models reported, 5 the run before"
     issue = github.add_issue("nightly reports")
     config = GitHubConfig(api_url=github.url, token=SecretStr("ghp_x"), repository="pytorch/pytorch")
     with GitHubClient(config, sleep=lambda _s: None) as client:
@@ -145,7 +145,7 @@ def test_missing_configuration_and_dropped_models_are_in_the_posted_report(sessi
     (comment,) = github.state.comments.values()
     section = comment["body"].split("## Missing data ##", 1)[1].split("##", 1)[0]
     assert "huggingface, inductor" in section and "reported on 2026-01-02" in section and "nothing tonight" in section
-    assert "3 models reported, 5 the night before" in section
+    assert "3 models reported, 5 the run before" in section
 
 
 def test_a_backfill_queues_no_confirmation_of_old_nights(session, store_run, series_values) -> None:

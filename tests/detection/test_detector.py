@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from service.detection.detector import acknowledge, detect_run, runs_to_detect
+from service.detection.detector import acknowledge, detect_run
 from service.detection.models import ChangePointRow, Finding
 from service.models import Annotation
+from service.queries.detection import runs_to_detect
 
 
 def _findings(session, **where) -> list[Finding]:
@@ -133,3 +134,29 @@ def test_the_registry_direction_decides_the_verdict(session, store_run, series_v
         detect_run(session, run)
     found = {(f.model, f.metric): f.category for f in _findings(session, kind="performance")}
     assert found == {("resnet18", "speedup"): "improvement", ("resnet18", "abs_latency"): "regression"}
+
+
+def test_status_changes_compare_with_the_previous_run_not_the_previous_night(session, store_run) -> None:
+    # Night 0 passes; night 1 runs twice: the morning run fails, a re-run in the afternoon passes again.
+    night0 = store_run(0, {"resnet18": 1.5, "vit_small": 2.0})
+    morning = store_run(1, {"resnet18": None, "vit_small": 2.0}, hours=6)
+    afternoon = store_run(1, {"resnet18": 1.5, "vit_small": 2.0}, hours=12)
+    assert detect_run(session, night0).count == 0
+    assert [(f.model, f.category) for f in _findings(session, run_id=morning) if f.kind == "status"] == []  # not yet
+    detect_run(session, morning)
+    assert [(f.model, f.category) for f in _findings(session, run_id=morning, kind="status")] == [
+        ("resnet18", "new_failure")]
+    # The afternoon run's previous run is the morning's, on the same night: resnet18 is fixed (against the previous
+    # night it would be no change at all).
+    detect_run(session, afternoon)
+    assert [(f.model, f.category) for f in _findings(session, run_id=afternoon, kind="status")] == [
+        ("resnet18", "fixed")]
+
+
+def test_runs_to_detect_takes_the_run_that_started_last(session, store_run) -> None:
+    # Uploaded out of order: the afternoon run arrives (and gets its id) before the morning one.
+    afternoon = store_run(3, {"resnet18": 1.5}, hours=12)
+    morning = store_run(3, {"resnet18": 1.4}, hours=2)
+    assert morning > afternoon
+    assert runs_to_detect(session) == [afternoon]
+    assert runs_to_detect(session, all_runs=True) == [morning, afternoon]

@@ -122,20 +122,6 @@ def write_night(directory: Path, start: datetime, speedup: float, failing: str |
                  end_time=start + timedelta(minutes=5)).write(directory / key.filename("manifest"))
 
 
-def test_a_second_run_on_the_same_day_becomes_the_next_night(tmp_path: Path) -> None:
-    start = datetime(2026, 11, 22, 21, 30, tzinfo=UTC)
-    write_night(tmp_path, start, 1.2)
-    assert nightly.shift_to_next_night(tmp_path, None) == 0
-    assert nightly.shift_to_next_night(tmp_path, date(2026, 11, 21)) == 0
-    assert nightly.shift_to_next_night(tmp_path, date(2026, 11, 23)) == 2
-    manifests = [Manifest.read(p) for p in sorted(tmp_path.glob("*_manifest.json"))]
-    assert len(manifests) == 2
-    for manifest in manifests:
-        assert manifest.start_time == start + timedelta(days=2)
-        assert manifest.end_time == start + timedelta(days=2, minutes=5)
-        assert manifest.config.suite in MODELS  # the rest of the manifest is untouched
-
-
 def _nightly(database_url: str, results: Path, report: Path, *extra: str) -> int:
     from perfdash.cli import main
 
@@ -151,8 +137,8 @@ def environment_untouched():
     assert os.environ.get("DATABASE_URL") == before
 
 
-def _nights(database_url: str) -> dict[date, int]:
-    """Runs per night, read with SQLAlchemy from the service's own tables."""
+def _starts(database_url: str) -> dict[date, list[datetime]]:
+    """The stored start times of the runs per night, read with SQLAlchemy from the service's own tables."""
     import sqlalchemy as sa
 
     from service.models import Run
@@ -160,10 +146,13 @@ def _nights(database_url: str) -> dict[date, int]:
     engine = sa.create_engine(database_url)
     try:
         with engine.connect() as connection:
-            rows = connection.execute(sa.select(Run.night, sa.func.count()).group_by(Run.night)).all()
+            rows = connection.execute(sa.select(Run.night, Run.started_at).order_by(Run.started_at)).all()
     finally:
         engine.dispose()
-    return {night: count for night, count in rows}
+    out: dict[date, list[datetime]] = {}
+    for night, started in rows:
+        out.setdefault(night, []).append(started.replace(tzinfo=UTC) if started.tzinfo is None else started)
+    return out
 
 
 def _check_two_nights(database_url: str, tmp_path: Path) -> None:
@@ -172,17 +161,19 @@ def _check_two_nights(database_url: str, tmp_path: Path) -> None:
     write_night(tmp_path / "night1", today, 1.30)
     write_night(tmp_path / "night2", today + timedelta(hours=1), 1.05, failing="lcnet_050")
     report = tmp_path / "report.md"
+    second = today + timedelta(hours=1)
     assert _nightly(database_url, tmp_path / "night1", report) == 0
-    assert _nights(database_url) == {today.date(): 2}
-    assert _nightly(database_url, tmp_path / "night2", report, "--night", "next") == 0
-    # Same day, but recorded as the next night so the dashboard compares the two.
-    assert _nights(database_url) == {today.date(): 2, today.date() + timedelta(days=1): 2}
-    # Ingesting the first night again changes nothing (idempotent ingest, and the night is not shifted twice).
-    assert _nightly(database_url, tmp_path / "night1", report) == 0
-    assert _nights(database_url) == {today.date(): 2, today.date() + timedelta(days=1): 2}
+    assert _starts(database_url) == {today.date(): [today, today]}
+    assert _nightly(database_url, tmp_path / "night2", report) == 0
+    # Same day: a second run of the same night with its real start times, beside the first (not instead of it).
+    assert _starts(database_url) == {today.date(): [today, today, second, second]}
     if "report" in _registered():
+        # the report of the later run compares it with the earlier one of the same day: lcnet_050 stopped passing
         text = report.read_text()
-        assert "lcnet_050" in text and "timm_models" in text
+        assert "| timm_models | lcnet_050 | accuracy | pass | fail_to_run |" in text
+    # Ingesting the first run again changes nothing (idempotent ingest).
+    assert _nightly(database_url, tmp_path / "night1", report) == 0
+    assert _starts(database_url) == {today.date(): [today, today, second, second]}
 
 
 def test_nightly_flow_on_sqlite(tmp_path: Path, environment_untouched) -> None:

@@ -1,0 +1,144 @@
+"""Which run comes before which: the one definition of "latest", "previous" and "a later run wins".
+
+A series' points are runs (configuration + commit + start time). Runs are ordered by their start time; the night
+(the UTC date a run started) comes first in the order only because it is indexed (ix_runs_configuration_night) and
+agrees with the start time, and the id breaks ties. A run without a start time (none are stored so since ingest
+dates every run) counts as the first of its night. Two runs on one night are two points: the later one is what a
+summary shows, the earlier one is its previous run.
+
+The previous run of a run is the latest earlier run of the same configuration and the same partition (a sharded
+suite's partitions are separate runs of disjoint models: a partition compares only with itself).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import date
+from typing import Any, Protocol, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session, aliased
+
+from service.models import Configuration, Run
+from service.queries.filters import ConfigFilter
+
+RunLike = Any  # the Run entity or an alias of it
+
+
+def run_order(run: RunLike = Run, *, newest_first: bool = False) -> tuple[sa.ColumnElement[Any], ...]:
+    """ORDER BY terms of the run order (oldest first unless ``newest_first``)."""
+    if newest_first:
+        return run.night.desc(), run.started_at.desc().nulls_last(), run.id.desc()
+    return run.night, run.started_at.asc().nulls_first(), run.id
+
+
+def _key(run: RunLike | Run) -> tuple[Any, Any, Any]:
+    """(night, started_at, id) as SQL expressions: an entity's columns, or a loaded run's values as literals."""
+    if isinstance(run, Run):
+        return (sa.literal(run.night, sa.Date), sa.literal(run.started_at, sa.DateTime(timezone=True)),
+                sa.literal(run.id, sa.Integer))
+    return run.night, run.started_at, run.id
+
+
+def earlier(a: RunLike, b: RunLike | Run, *, or_same: bool = False) -> sa.ColumnElement[bool]:
+    """``a`` comes before ``b`` in the run order (or is ``b``, with ``or_same``)."""
+    a_night, a_start, a_id = _key(a)
+    b_night, b_start, b_id = _key(b)
+    same_start = sa.or_(a_start == b_start, sa.and_(a_start.is_(None), b_start.is_(None)))
+    id_clause = a_id <= b_id if or_same else a_id < b_id
+    within_night = sa.or_(sa.and_(a_start.is_(None), b_start.is_not(None)), a_start < b_start,
+                          sa.and_(same_start, id_clause))
+    # the plain night condition first: it is what the (configuration_id, night) index can use
+    return sa.and_(a_night <= b_night, sa.or_(a_night < b_night, within_night))
+
+
+def same_stream(a: RunLike, b: RunLike | Run) -> sa.ColumnElement[bool]:
+    """Runs that are points of one another's history: same configuration, same partition."""
+    return sa.and_(a.configuration_id == b.configuration_id, a.partition_id == b.partition_id,
+                   a.total_partitions == b.total_partitions)
+
+
+def up_to(run: Run) -> list[sa.ColumnElement[bool]]:
+    """Every run of ``run``'s configuration and partition up to and including it (a history cut at ``run``)."""
+    return [same_stream(Run, run), earlier(Run, run, or_same=True)]
+
+
+def _previous(before: RunLike, run: RunLike | Run) -> sa.Select:
+    """The previous run of ``run`` as ``before`` (Run, or an alias of it to correlate with an outer Run): the one
+    definition of "previous"."""
+    return (sa.select(before).where(same_stream(before, run), earlier(before, run))
+            .order_by(*run_order(before, newest_first=True)).limit(1))
+
+
+def previous_run_id(outer: RunLike) -> sa.ScalarSelect[int]:
+    """Correlated subquery: the id of the previous run of the run ``outer`` (NULL for the first)."""
+    before = aliased(Run)
+    return _previous(before, outer).with_only_columns(before.id).correlate(outer).scalar_subquery()
+
+
+def previous_run(session: Session, run: Run) -> Run | None:
+    """The latest earlier run of the same configuration and partition."""
+    return session.scalars(_previous(Run, run)).first()
+
+
+def previous_run_ids(session: Session, run_ids: Sequence[int]) -> dict[int, int | None]:
+    """run id -> its previous run's id, in one statement (a correlated subquery per run on the index)."""
+    if not run_ids:
+        return {}
+    return dict(session.execute(sa.select(Run.id, previous_run_id(Run)).where(Run.id.in_(list(run_ids)))).all())
+
+
+def latest_run_ids(session: Session, filters: ConfigFilter = ConfigFilter()) -> dict[int, int]:
+    """configuration id -> its latest run's id, for every configuration matching ``filters`` that has a run."""
+    newest = aliased(Run)
+    latest = (sa.select(newest.id).where(newest.configuration_id == Configuration.id)
+              .order_by(*run_order(newest, newest_first=True)).limit(1).correlate(Configuration).scalar_subquery())
+    query = sa.select(Configuration.id, latest).where(*filters.clauses())
+    return {config_id: run_id for config_id, run_id in session.execute(query) if run_id is not None}
+
+
+def latest_night(session: Session, filters: ConfigFilter = ConfigFilter(), *, before: date | None = None,
+                 configuration_ids: Sequence[int] | None = None) -> date | None:
+    """The latest night with a run matching ``filters`` (and earlier than ``before``)."""
+    clauses = filters.clauses()
+    query = sa.select(sa.func.max(Run.night))
+    if clauses:
+        query = query.join(Run.configuration).where(*clauses)
+    if before is not None:
+        query = query.where(Run.night < before)
+    if configuration_ids is not None:
+        query = query.where(Run.configuration_id.in_(list(configuration_ids)))
+    return session.scalar(query)
+
+
+def latest_nights(session: Session, configuration_ids: Sequence[int]) -> dict[int, date]:
+    """configuration id -> the latest night it has a run."""
+    if not configuration_ids:
+        return {}
+    return dict(session.execute(sa.select(Run.configuration_id, sa.func.max(Run.night))
+                                .where(Run.configuration_id.in_(list(configuration_ids)))
+                                .group_by(Run.configuration_id)).all())
+
+
+class _Ordered(Protocol):
+    id: int
+    configuration_id: int
+    partition_id: int
+    total_partitions: int
+    night: date
+    started_at: Any
+
+
+R = TypeVar("R", bound=_Ordered)
+
+
+def latest_of_each(runs: Iterable[R]) -> list[R]:
+    """The latest run of each configuration and partition among ``runs`` (a later run wins: a re-run replaces what
+    a summary or table shows, never what history shows), in run order."""
+    def key(r: R) -> tuple[Any, ...]:
+        return r.night, r.started_at is not None, r.started_at or 0, r.id
+
+    latest: dict[tuple[int, int, int], R] = {}
+    for run in sorted(runs, key=key):
+        latest[(run.configuration_id, run.partition_id, run.total_partitions)] = run
+    return sorted(latest.values(), key=key)
