@@ -121,13 +121,12 @@ def _unset_since_v1(manifest: Manifest) -> dict[str, object]:
     return exclude
 
 
-def _activation(samples: ModelSamples) -> list[list[float | None]]:
-    """The activation peaks and throughputs for the content hash; nothing when absent, so older files hash as they
-    did."""
+def _activation(samples: ModelSamples) -> list[list[object]]:
+    """The activation peaks and the registry's samples-file metrics for the content hash; nothing when absent, so
+    older files hash as they did."""
     peaks = [samples.eager_activation_peak_mem, samples.dynamo_activation_peak_mem]
-    throughput = [samples.eager_throughput, samples.compiled_throughput]
-    return ([] if peaks == [None, None] else [peaks]) + ([] if throughput == [None, None] else [["throughput",
-                                                                                                 *throughput]])
+    measured = [[name, value] for name in SAMPLE_METRICS if (value := getattr(samples, name)) is not None]
+    return ([] if peaks == [None, None] else [peaks]) + measured
 
 
 # How far ahead of the server's clock a run may start (clocks of agents drift; a night never starts tomorrow).

@@ -27,6 +27,7 @@ from perfbisect.commands import CommandOracle, run_command
 from perfbisect.gitops import GitError, commit_info, git
 from perfbisect.procedure import CRASH, MeasureFailed
 from perfbisect.stats import Sample
+from perfdash.axes import AXIS, run_flags
 from perfdash.contract import ContractError, RunKey, read_accuracy_csv, read_performance_csv
 from perfdash.metric_registry import BISECT_METRICS
 
@@ -64,18 +65,16 @@ class TorchTarget:
                           dtype=self.dtype, mode=self.mode, dynamic_shapes=self.dynamic_shapes).run_config().key()
 
     def run_args(self, output_dir: Path) -> list[str]:
-        """The arguments after ``perfdash run``."""
-        args = ["--suite", self.suite, "--only", self.model, "--backend", self.backend, "--compile-mode",
-                self.compile_mode, "--device", self.device, "--dtype", self.dtype, "--mode", self.mode,
+        """The arguments after ``perfdash run``: the configuration's flags as perfdash.axes writes them, then the
+        measurement's own."""
+        axes = {name: getattr(self, name) for name in AXIS if hasattr(self, name)}
+        args = [*run_flags(axes), "--only", self.model,
                 "--accuracy" if self.metric == "accuracy" else "--performance", "--output-dir", str(output_dir),
                 "--no-progress"]
-        for flag, value in (("--threads", self.threads), ("--batch-size", self.batch_size),
-                            ("--repeat", self.repeat), ("--models-file", self.models_file),
+        for flag, value in (("--repeat", self.repeat), ("--models-file", self.models_file),
                             ("--timeout", self.timeout_s)):
             if value is not None:
                 args += [flag, str(value)]
-        if self.dynamic_shapes:
-            args.append("--dynamic-shapes")
         return args
 
     def read_metric(self, output_dir: Path) -> Sample:
