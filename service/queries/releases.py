@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from sqlalchemy import orm
 from sqlalchemy.orm import Session
 
+from perfdash.contract import display_status
 from perfdash.metric_registry import RESULT_METRICS, SPEEDUP, Better, ResultMetric
 from service.models import Configuration, Result, Run
 from service.queries import torch_versions
@@ -101,10 +102,8 @@ _VERDICT_INDEX = {v: i for i, v in enumerate(VERDICT_ORDER)}
 
 
 def status_of(accuracy: str | None, passed: bool | None) -> str | None:
-    """The status shown for a result (None: not in that run)."""
-    if passed is None:
-        return None
-    return accuracy or ("pass" if passed else "fail_to_run")
+    """The status shown for a result (contract.display_status); None: not in that run."""
+    return None if passed is None else display_status(accuracy, passed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -202,12 +202,17 @@ def test_releases_page_shows_what_the_api_returns(history: History, page: Page) 
     link = regress.locator("td a").first
     series_id = next(m["series_id"] for m in api["models"] if m["name"] == "m_regress")
     expect(link).to_have_attribute("href", f"/model/{series_id}")
+    # leave each page only once its scripts have loaded: navigating away aborts a pending chart library request,
+    # which the page fixture reports as a failed request
+    page.wait_for_load_state("networkidle")
     link.click()
     expect(page).to_have_url(f"{_url(history)}/model/{series_id}")
+    page.wait_for_load_state("networkidle")
     # the permalink reproduces the view
     page.goto(f"{_url(history)}/releases?base=2.5.0&new=2.6.0&suite=timm_models")
     permalink = page.locator("#permalink").get_attribute("href")
     assert permalink is not None and "base=2.5.0" in permalink and "suite=timm_models" in permalink
+    page.wait_for_load_state("networkidle")
     page.goto(_url(history) + permalink)
     expect(page.locator("#release-models tbody tr")).to_have_count(len(api["models"]))
 
