@@ -277,7 +277,9 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
         "runs": [p.run_id for p in points],
         "status": [display_status(p.accuracy, p.passed) for p in points],
         "series": {
-            **{m.name: [_round(getattr(p, m.name)) if p.passed else None for p in points] for m in RESULT_METRICS},
+            # the metrics the page shows: an optional one (throughput) no point has would be a column of nulls
+            **{m.name: [_round(getattr(p, m.name)) if p.passed else None for p in points]
+               for m in shown_metrics({m.name: (getattr(p, m.name) for p in points) for m in RESULT_METRICS})},
             "activation_ratio": [_round(p.activation_ratio) if p.passed else None for p in points],
         },
         # the speedup's 95 % confidence interval per night (None without raw samples), drawn as a band

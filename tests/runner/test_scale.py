@@ -61,6 +61,19 @@ def test_world_sizes_1_and_2_are_runs_that_ingest(tmp_path: Path, monkeypatch: p
     assert main(["ingest", str(out)]) == 0
     stored = [line for line in capsys.readouterr().out.splitlines() if " stored: " in line]
     assert len(stored) == 2 and all("torchbench inductor, 1 models" in line for line in stored), stored
+    # ... and the Training page's scaling chart draws them with the factors the command printed
+    from service.db import make_engine, make_session_factory
+    from service.queries.training import training_view
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'p.db'}")
+    try:
+        with make_session_factory(engine)() as session:
+            [experiment] = training_view(session, "tiny_cnn").scaling
+    finally:
+        engine.dispose()
+    assert [p.world_size for p in experiment.points] == [1, 2]
+    assert experiment.points[1].compiled_scaling == pytest.approx(two.compiled_scaling)
+    assert experiment.points[1].eager_throughput == pytest.approx(two.eager_throughput)
 
 
 def test_a_rank_that_raises_ends_its_world_size_as_a_status_row(tmp_path: Path) -> None:
