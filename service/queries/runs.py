@@ -13,6 +13,7 @@ from datetime import date
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from perfdash.metrics import SuiteSummary
 from service.models import Configuration, Result, Run, RunSummary
 from service.queries.filters import ConfigFilter, RunFilter
 from service.queries.order import latest_nights, latest_of_each, run_order
@@ -36,16 +37,9 @@ def list_runs(session: Session, filters: RunFilter = RunFilter(), *, limit: int 
     return [RunOut.from_row(r, with_warnings=False) for r in session.scalars(query).unique()]
 
 
-@dataclass(frozen=True, slots=True)
-class SummaryNumbers:
-    """The numbers of a RunSummary (the attribute names views.suite_summary reads)."""
-
-    passed: int
-    total: int
-    geomean_speedup: float | None
-    geomean_speedup_unclipped: float | None
-    mean_compile_time_s: float | None
-    mean_compression_ratio: float | None
+# The numbers of a RunSummary as the reads return them: perfdash.metrics' SuiteSummary itself, so pages read its
+# metric values and texts without building another object per point.
+SummaryNumbers = SuiteSummary
 
 
 SUMMARY_COLUMNS = (RunSummary.passed, RunSummary.total, RunSummary.geomean_speedup,

@@ -20,7 +20,9 @@ from service.web.format import SummaryCell
 
 def suite_summary(summary: RunSummary | SummaryNumbers | None) -> SuiteSummary | None:
     """The stored summary of a run as perfdash.metrics' SuiteSummary (its text formats are the dashboard's)."""
-    return SuiteSummary.of(summary) if summary is not None else None
+    if summary is None or isinstance(summary, SuiteSummary):
+        return summary
+    return SuiteSummary.of(summary)
 
 
 def config_label(config: Configuration) -> str:
@@ -332,7 +334,7 @@ def trend_chart_data(points: Sequence[SummaryPoint], configs: dict[int, Configur
             line = lines[p.configuration_id] = {key: [None] * width for key in
                                                 (*(m.key for m in DASHBOARD_METRICS), "commits", "runs")}
         i = slot[p.run_id]
-        summary = SuiteSummary.of(p)
+        summary = p  # a SummaryPoint is a SuiteSummary
         for metric in DASHBOARD_METRICS:
             value = summary.value_of(metric)
             line[metric.key][i] = (round(100 * value, 2) if value is not None else None) if metric.percent \
@@ -382,7 +384,7 @@ def trend_rows(points: Sequence[SummaryPoint], configs: dict[int, Configuration]
         last[p.configuration_id] = p
     rows = []
     for cid, f in first.items():
-        fs, ls = SuiteSummary.of(f), SuiteSummary.of(last[cid])
+        fs, ls = f, last[cid]
         rows.append(TrendRow(configuration=configs[cid], first=f, last=last[cid], first_summary=fs,
                              last_summary=ls, cells=[SummaryCell.build(m, ls, fs) for m in DASHBOARD_METRICS]))
     return sorted(rows, key=lambda r: (suite_order(SUITES).index(r.configuration.suite)
