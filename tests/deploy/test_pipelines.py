@@ -181,7 +181,9 @@ def test_bisect_pipeline_creates_a_request_from_explicit_commits(run_pipeline) -
                           {"--data @bisection-request.json": _bisection("cpu", "socket")})
     written = next(e for e in record["echoes"] if e.startswith("writeJSON bisection-request.json"))
     body = json.loads(written.split(" ", 2)[2])
-    assert body["model"] == "lcnet_050" and body["good_commit"] == "a1" and body["direction"] == "lower"
+    assert body["model"] == "lcnet_050" and body["good_commit"] == "a1" and body["metric"] == "compilation_latency"
+    # which way is better and the threshold are the service's (its metric registry), not the pipeline's
+    assert "direction" not in body and "threshold_pct" not in body
     assert any("perfdash bisect --request-id 7" in script for script in record["sh"])
 
 
