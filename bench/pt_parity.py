@@ -116,7 +116,20 @@ def common_env(args: argparse.Namespace, cache_dir: Path) -> dict[str, str]:
             env.update(CPU_MALLOC_ENV)
     if args.threads:
         env["OMP_NUM_THREADS"] = str(args.threads)
+    iomp = Path(sys.executable).parent.parent / "lib" / "libiomp5.so"  # pip's intel-openmp puts it in the venv
+    if args.launcher != "none" and "IOMP_LIB" not in env and iomp.exists():
+        env["IOMP_LIB"] = str(iomp)
     return env
+
+
+XEON_LAUNCH = REPO / "docker" / "xeon-launch.sh"
+
+
+def launcher(args: argparse.Namespace) -> list[str]:
+    """The prefix both sides run under: none, or the Xeon image's launcher with one of its thread configurations
+    (jemalloc and Intel's OpenMP preloaded, KMP_* and OMP_NUM_THREADS set, pinned with numactl/taskset), which is how
+    PyTorch's CPU dashboard runs its harness (test_inductor_set_cpu_affinity in PyTorch's .ci/pytorch/test.sh)."""
+    return [] if args.launcher == "none" else ["bash", str(XEON_LAUNCH), args.launcher, "--"]
 
 
 def pytorch_command(args: argparse.Namespace, model: Model, kind: str, out_csv: Path) -> list[str]:
@@ -180,7 +193,8 @@ def run_one(args: argparse.Namespace, side: str, model: Model, kind: str, rnd: i
         log.write(" ".join(cmd) + "\n")
         log.flush()
         try:
-            proc = subprocess.run(["nice", "-n", str(args.nice), *cmd], cwd=run_dir, env=env, stdout=log,
+            proc = subprocess.run(["nice", "-n", str(args.nice), *launcher(args), *cmd], cwd=run_dir, env=env,
+                                  stdout=log,
                                   stderr=subprocess.STDOUT, timeout=args.timeout)
             if proc.returncode:
                 result.error = f"exit {proc.returncode} (log: {run_dir / 'log.txt'})"
@@ -287,7 +301,8 @@ def report(args: argparse.Namespace, models: list[Model], results: list[RunResul
             f"device {args.device}, float32 inference, backend inductor"
             f"{' with freezing (TORCHINDUCTOR_FREEZING=1, --freezing)' if args.device == 'cpu' else ''}, "
             f"repeat {args.repeat}, threads {args.threads or f'default ({cpu} CPUs)'}, "
-            f"allocator environment {args.allocator}, cold Inductor cache for every run, {args.rounds} round(s), "
+            f"allocator environment {args.allocator}, launcher {args.launcher}, cold Inductor cache for every run, "
+            f"{args.rounds} round(s), "
             f"batch size {args.batch_size or 'each side its default unless given per model'}; "
             f"PyTorch harness: {args.pytorch_dir}.",
             f"Machine load (1-min os.getloadavg) around the runs: min {min(loads):.2f}, median "
@@ -320,6 +335,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="C allocator environment of both sides and perfdash's --allocator: pytorch = glibc defaults "
                         "(the runner's default), perfdash = runner.options.CPU_MALLOC_ENV (what every CPU worker had "
                         "before --allocator existed)")
+    p.add_argument("--launcher", default="none", choices=("none", "single", "socket"),
+                   help="run both sides under docker/xeon-launch.sh with this thread configuration, the environment "
+                        "of PyTorch's CPU dashboard (jemalloc, Intel OpenMP, KMP_*, pinned cores); default none")
     p.add_argument("--no-accuracy", action="store_true", help="skip the accuracy runs")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per run (default 1800)")
     p.add_argument("--nice", type=int, default=5, help="niceness of every run (default 5)")
@@ -334,6 +352,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(REPO))
     if not (args.pytorch_dir / "common.py").is_file():
         raise SystemExit(f"--pytorch-dir {args.pytorch_dir}: no common.py there (want PyTorch's benchmarks/dynamo)")
+    jemalloc = Path(os.environ.get("JEMALLOC_LIB", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"))
+    if args.launcher != "none" and not jemalloc.exists():
+        raise SystemExit(f"--launcher {args.launcher}: {jemalloc} is missing (apt-get install libjemalloc2, or set "
+                         "JEMALLOC_LIB); PyTorch's CPU dashboard runs with jemalloc preloaded")
     if args.rounds < 1 or args.repeat < 1:
         raise SystemExit("--rounds and --repeat must be >= 1")
     try:

@@ -78,9 +78,24 @@ def build_timm(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
     except RuntimeError as exc:  # timm raises RuntimeError("Unknown model ...")
         raise ModelLoadError(str(exc)) from exc
     # The model's own data config, its test size in inference (e.g. 288 for resnet18), as PyTorch's timm_models.py.
+    # No loss of its own: training backpropagates the mean of the output, as PyTorch's timm compute_loss
+    # (reduce_to_scalar_loss) does, not a classification loss against targets.
     size = tuple(input_size) if input_size else tuple(
         resolve_data_config({}, model=module, use_test_size=not ctx.training)["input_size"])
-    return _image_model(module, size, getattr(module, "num_classes", None), ctx)
+    return BuiltModel(module=module, args=(timm_images(ctx.batch_size, size),))
+
+
+# The seed PyTorch's harness resets to before building inputs (torch._dynamo.testing.reset_rng_state).
+PYTORCH_SEED = 1337
+
+
+def timm_images(batch_size: int, input_size: tuple[int, ...]) -> torch.Tensor:
+    """A batch as PyTorch's timm_models.py ``load_model`` makes it: random integers in [0, 256) drawn after seeding
+    1337, standardised by the batch's own mean and standard deviation (the same values as seeding the default
+    generator, without touching it). Both sides of bench/pt_parity.py then time and check the same tensor."""
+    gen = torch.Generator().manual_seed(PYTORCH_SEED)
+    pixels = torch.randint(256, size=(batch_size, *input_size), generator=gen).to(torch.float32)
+    return (pixels - pixels.mean()) / pixels.std()
 
 
 def build_torchvision(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:

@@ -40,6 +40,22 @@ def test_an_explicit_input_size_still_wins() -> None:
     assert tuple(images.shape) == (1, 3, 32, 32)
 
 
+def test_timm_inputs_and_loss_are_pytorchs() -> None:
+    # timm_models.py load_model: after reset_rng_state (seed 1337) on the default generator, randint(256) pixels as
+    # float32, standardised by the batch's mean and std; compute_loss is the mean of the output (no targets).
+    spec = ModelSpec("resnet18", 1, "timm:resnet18", options={"input_size": [3, 8, 8]})
+    built = build(spec, BuildContext(device="cpu", batch_size=3, training=True))
+    (images,) = built.args
+    state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(1337)
+        pixels = torch.randint(256, size=(3, 3, 8, 8)).to(torch.float32)
+    finally:
+        torch.random.set_rng_state(state)
+    assert torch.equal(images, (pixels - pixels.mean()) / pixels.std())
+    assert built.loss is None  # the runner's default: the mean of the output, PyTorch's reduce_to_scalar_loss
+
+
 def _timm_on_meta(name: str) -> torch.nn.Module:
     import timm
 
