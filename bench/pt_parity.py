@@ -183,6 +183,7 @@ def run_one(args: argparse.Namespace, side: str, model: Model, kind: str, rnd: i
     run_dir.mkdir(parents=True)
     env = common_env(args, run_dir / "inductor-cache")
     if side == "pytorch":
+        env.update(args.pytorch_env)
         out_csv = run_dir / f"{kind}.csv"
         cmd = pytorch_command(args, model, kind, out_csv)
     else:
@@ -301,7 +302,8 @@ def report(args: argparse.Namespace, models: list[Model], results: list[RunResul
             f"device {args.device}, float32 inference, backend inductor"
             f"{' with freezing (TORCHINDUCTOR_FREEZING=1, --freezing)' if args.device == 'cpu' else ''}, "
             f"repeat {args.repeat}, threads {args.threads or f'default ({cpu} CPUs)'}, "
-            f"allocator environment {args.allocator}, launcher {args.launcher}, cold Inductor cache for every run, "
+            f"allocator environment {args.allocator}, launcher {args.launcher}, PyTorch side's extra environment "
+            f"{' '.join(f'{k}={v}' for k, v in args.pytorch_env) or 'none'}, cold Inductor cache for every run, "
             f"{args.rounds} round(s), "
             f"batch size {args.batch_size or 'each side its default unless given per model'}; "
             f"PyTorch harness: {args.pytorch_dir}.",
@@ -316,6 +318,13 @@ def report(args: argparse.Namespace, models: list[Model], results: list[RunResul
             "psutil memory_percent × total / 1e9, i.e. 100 × GB of RSS).", ""]
     return "\n".join(head + summary_table(models, results, first_use) + ["", "Every round:", ""]
                      + rounds_table(results)) + "\n"
+
+
+def env_setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key, value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -338,6 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--launcher", default="none", choices=("none", "single", "socket"),
                    help="run both sides under docker/xeon-launch.sh with this thread configuration, the environment "
                         "of PyTorch's CPU dashboard (jemalloc, Intel OpenMP, KMP_*, pinned cores); default none")
+    p.add_argument("--pytorch-env", type=env_setting, action="append", default=[], metavar="KEY=VALUE",
+                   help="an environment variable for PyTorch's side only, e.g. TORCH_WARM_POOL=0: its harness "
+                        "compiles through torch._dynamo.optimize('inductor'), whose backend starts Inductor's compile "
+                        "subprocess pool (maybe_warm_pool), which torch.compile (perfdash) does not")
     p.add_argument("--no-accuracy", action="store_true", help="skip the accuracy runs")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per run (default 1800)")
     p.add_argument("--nice", type=int, default=5, help="niceness of every run (default 5)")
