@@ -7,7 +7,8 @@ filter on it. What derives from this table:
 
 - the configuration key and the stored configuration's columns (service.ingest: ``configuration_identity``,
   ``configuration_columns``);
-- the runner's vocabulary checks and flag choices (runner.options, runner.cli) and the repro command of a series
+- the runner's vocabulary checks and flag choices (runner.options; ``add_choice_flags`` for the command lines of
+  runner.cli, runner.scale_cli and perfbisect.cli) and the repro command of a series
   (``run_flags``, used by the Model page and by the bisect tool's ``perfdash run``);
 - the fields of what ``perfdash run`` is told to measure (``RunAxes``: the axes with a flag, their defaults), which
   the runner's options (runner.options.RunOptions) and the bisect tool's target (perfbisect.pytorch.TorchTarget)
@@ -106,6 +107,14 @@ def run_axis_values(source: Any) -> dict[str, Any]:
     """The run axes' values of anything that has them as attributes (a RunAxes, parsed ``perfdash run`` or
     ``perfdash bisect`` arguments: their dests are the axes' names), by name."""
     return {axis.name: getattr(source, axis.name) for axis in RUN_AXES}
+
+
+def add_choice_flags(parser: Any, names: tuple[str, ...]) -> None:
+    """Add the named axes' flags to an argparse parser or group, each with its axis' default and vocabulary
+    (``perfdash run``, ``perfdash bisect``, ``perfdash scale``)."""
+    for name in names:
+        axis = AXIS[name]
+        parser.add_argument(axis.flag, default=axis.default, choices=axis.vocabulary)
 
 
 def configuration_identity(config: RunConfig, machine_fingerprint: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfdash.axes import AXIS, run_axis_values
+from perfdash.axes import AXIS, add_choice_flags, run_axis_values
 from runner.backends import QUANTIZE_CHOICES, RUNNABLE_BACKENDS
 from runner.options import ALLOCATORS, DEFAULT_ALLOCATOR, DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, RunOptions
 from runner.suites import available_suites
@@ -36,9 +36,7 @@ def register(subparsers: Any) -> None:
                           "'perfdash[backends]'; inference only)")
     cfg.add_argument("--quantize", choices=QUANTIZE_CHOICES,
                      help="onnxruntime: ONNX Runtime's dynamic int8 quantization (a series of its own)")
-    for name in ("compile_mode", "device", "dtype", "mode"):  # flag, default and vocabulary: perfdash.axes
-        axis = AXIS[name]
-        cfg.add_argument(axis.flag, default=axis.default, choices=axis.vocabulary)
+    add_choice_flags(cfg, ("compile_mode", "device", "dtype", "mode"))
     cfg.add_argument("--threads", type=int, metavar="N", help="1: single-core single-thread (pinned); default all")
     cfg.add_argument("--batch-size", type=int, metavar="N", help="override the suite's batch sizes")
     cfg.add_argument("--dynamic-shapes", action="store_true")

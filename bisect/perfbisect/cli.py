@@ -18,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from perfdash.axes import AXIS, run_axis_values
+from perfdash.axes import AXIS, add_choice_flags, run_axis_values
 from perfdash.metric_registry import BISECT_METRICS, Better, better_of
 
 
@@ -54,9 +54,7 @@ def register(subparsers: Any) -> None:
     pt.add_argument("--model", help="the model (perfdash run --only)")
     pt.add_argument("--metric", choices=BISECT_METRICS, default="speedup")
     pt.add_argument("--backend", default=AXIS["backend"].default)
-    for name in ("compile_mode", "device", "dtype", "mode"):  # flag, default and vocabulary: perfdash.axes
-        axis = AXIS[name]
-        pt.add_argument(axis.flag, default=axis.default, choices=axis.vocabulary)
+    add_choice_flags(pt, ("compile_mode", "device", "dtype", "mode"))
     pt.add_argument("--threads", type=int, metavar="N")
     pt.add_argument("--batch-size", type=int, metavar="N")
     pt.add_argument("--dynamic-shapes", action="store_true")
