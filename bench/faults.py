@@ -48,6 +48,8 @@ import httpx
 import sqlalchemy as sa
 
 from perfdash.contract import AccuracyRow, PerformanceRow, header_for
+from service.db import session_scope
+from service.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent  # where the corpus is (tests/service/hostile.py)
 TOKEN = "faults-token"
@@ -106,10 +108,8 @@ class Postgres:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        engine = sa.create_engine(url)
-        with engine.connect() as connection:
-            self.data = Path(connection.scalar(sa.text("SHOW data_directory")))
-        engine.dispose()
+        with session_scope(Settings(database_url=url)) as session:
+            self.data = Path(session.scalar(sa.text("SHOW data_directory")))
         self.options = (self.data / "postmaster.opts").read_text().strip()
 
     def kill(self) -> None:
@@ -315,12 +315,10 @@ def server_statuses(log: Path) -> Counter:
 
 def stored(url: str, nights: list[Night]) -> tuple[int, int, int]:
     """(rows lost, runs stored twice, runs of the drill nights)."""
-    engine = sa.create_engine(url)
-    with engine.connect() as connection:
-        rows = connection.execute(sa.text(
+    with session_scope(Settings(database_url=url)) as session:
+        rows = session.execute(sa.text(
             "SELECT r.torch_git_commit, count(DISTINCT r.id), count(x.id) FROM runs r "
             "LEFT JOIN results x ON x.run_id = r.id GROUP BY r.torch_git_commit")).all()
-    engine.dispose()
     by_commit = {commit: (runs, results) for commit, runs, results in rows}
     lost = twice = total = 0
     for night in nights:
@@ -332,11 +330,9 @@ def stored(url: str, nights: list[Night]) -> tuple[int, int, int]:
 
 
 def _table_counts(url: str) -> dict[str, int]:
-    engine = sa.create_engine(url)
-    with engine.connect() as connection:
-        counts = {t: connection.scalar(sa.text(f"SELECT count(*) FROM {t}"))
+    with session_scope(Settings(database_url=url)) as session:
+        counts = {t: session.scalar(sa.text(f"SELECT count(*) FROM {t}"))
                   for t in ("machines", "configurations", "runs", "series", "results", "annotations")}
-    engine.dispose()
     return counts
 
 

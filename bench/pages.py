@@ -60,6 +60,9 @@ from pathlib import Path
 import httpx
 import sqlalchemy as sa
 
+from service.db import session_scope
+from service.settings import Settings
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out" / "pages"
 CHROMIUM = "/usr/bin/chromium"
@@ -102,7 +105,6 @@ def serve(database_url: str) -> Iterator[str]:
     import uvicorn
 
     from service.app import create_app
-    from service.settings import Settings
 
     app = create_app(Settings(database_url=database_url), post_ingest_hooks=[])
     port = _free_port()
@@ -122,30 +124,26 @@ def serve(database_url: str) -> Iterator[str]:
 
 def pick_pages(database_url: str) -> list[tuple[str, str]]:
     """One URL per page kind, chosen on the data: the busiest configuration, its longest series, its latest runs."""
-    engine = sa.create_engine(database_url)
-    try:
-        with engine.connect() as c:
-            config_id, suite, backend, variant, device, dtype, mode = c.execute(sa.text(
-                "SELECT c.id, c.suite, c.backend, c.variant, c.device, c.dtype, c.mode FROM configurations c "
-                "JOIN runs r ON r.configuration_id = c.id GROUP BY c.id ORDER BY count(*) DESC, c.id LIMIT 1")).one()
-            new, base = c.execute(sa.text(
-                "SELECT id FROM runs WHERE configuration_id = :c ORDER BY night DESC, id DESC LIMIT 2"),
-                {"c": config_id}).scalars().all()
-            oldest = c.execute(sa.text("SELECT id FROM runs WHERE configuration_id = :c ORDER BY night, id LIMIT 1"),
-                               {"c": config_id}).scalar()
-            series = c.execute(sa.text("SELECT series_id FROM results WHERE run_id = :r ORDER BY name LIMIT 1"),
-                               {"r": new}).scalar()
-            first, last = c.execute(sa.text("SELECT min(night), max(night) FROM runs")).one()
-            commit = c.execute(sa.text("SELECT torch_git_commit FROM runs WHERE id = :r"), {"r": base}).scalar() or ""
-            new_commit = c.execute(sa.text("SELECT torch_git_commit FROM runs WHERE id = :r"), {"r": new}).scalar()
-            # a model of a DDP scaling experiment (it also has single-process training runs), else any training one
-            trained = c.execute(sa.text(
-                "SELECT s.name FROM series s JOIN configurations c ON c.id = s.configuration_id "
-                "WHERE c.mode = 'training' ORDER BY c.world_size DESC, s.name LIMIT 1")).scalar()
-            versions = c.execute(sa.text("SELECT DISTINCT torch_version FROM runs WHERE torch_version IS NOT NULL")
-                                 ).scalars().all()
-    finally:
-        engine.dispose()
+    with session_scope(Settings(database_url=database_url)) as c:
+        config_id, suite, backend, variant, device, dtype, mode = c.execute(sa.text(
+            "SELECT c.id, c.suite, c.backend, c.variant, c.device, c.dtype, c.mode FROM configurations c "
+            "JOIN runs r ON r.configuration_id = c.id GROUP BY c.id ORDER BY count(*) DESC, c.id LIMIT 1")).one()
+        new, base = c.execute(sa.text(
+            "SELECT id FROM runs WHERE configuration_id = :c ORDER BY night DESC, id DESC LIMIT 2"),
+            {"c": config_id}).scalars().all()
+        oldest = c.execute(sa.text("SELECT id FROM runs WHERE configuration_id = :c ORDER BY night, id LIMIT 1"),
+                           {"c": config_id}).scalar()
+        series = c.execute(sa.text("SELECT series_id FROM results WHERE run_id = :r ORDER BY name LIMIT 1"),
+                           {"r": new}).scalar()
+        first, last = c.execute(sa.text("SELECT min(night), max(night) FROM runs")).one()
+        commit = c.execute(sa.text("SELECT torch_git_commit FROM runs WHERE id = :r"), {"r": base}).scalar() or ""
+        new_commit = c.execute(sa.text("SELECT torch_git_commit FROM runs WHERE id = :r"), {"r": new}).scalar()
+        # a model of a DDP scaling experiment (it also has single-process training runs), else any training one
+        trained = c.execute(sa.text(
+            "SELECT s.name FROM series s JOIN configurations c ON c.id = s.configuration_id "
+            "WHERE c.mode = 'training' ORDER BY c.world_size DESC, s.name LIMIT 1")).scalar()
+        versions = c.execute(sa.text("SELECT DISTINCT torch_version FROM runs WHERE torch_version IS NOT NULL")
+                             ).scalars().all()
     from service.queries.torch_versions import is_release, ordered
 
     releases = [v for v in ordered(versions) if is_release(v)]
@@ -247,11 +245,9 @@ def main() -> int:
     args = parser.parse_args()
 
     with _database(args) as url:
-        engine = sa.create_engine(url)
-        with engine.connect() as c:
-            counts = {t: c.execute(sa.text(f"SELECT count(*) FROM {t}")).scalar()
+        with session_scope(Settings(database_url=url)) as session:
+            counts = {t: session.scalar(sa.text(f"SELECT count(*) FROM {t}"))
                       for t in ("configurations", "runs", "series", "results")}
-        engine.dispose()
         print("history:", ", ".join(f"{v} {k}" for k, v in counts.items()))
         # The machine is shared: a high load average inflates every wall-clock figure below.
         print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")

@@ -59,9 +59,9 @@ QUERY_P95_TARGET_MS = 50.0
 def bench_app():
     """The app as production runs it, minus post-ingest hooks (detection is measured by bench/detection.py): this
     benchmark times ingest itself. ``--with-hooks`` serves the default app instead."""
-    from service.app import create_app
+    from service.app import app_from_environment
 
-    return create_app(post_ingest_hooks=[])
+    return app_from_environment(post_ingest_hooks=[])
 
 
 def _free_port() -> int:
@@ -135,17 +135,15 @@ def _filled(url: str, args: argparse.Namespace):
     import sqlalchemy as sa
 
     from bench.synthetic_history import Filled
+    from service.db import session_scope
+    from service.settings import Settings
 
-    engine = sa.create_engine(url)
-    try:
-        with engine.connect() as connection:
-            exists = sa.inspect(connection).has_table("runs")
-            first, last, runs = connection.execute(sa.text(
-                "SELECT min(night), max(night), count(*) FROM runs WHERE command LIKE 'SYNTHETIC%'")).one() \
-                if exists else (None, None, 0)
-            results = connection.scalar(sa.text("SELECT count(*) FROM results")) if runs else 0
-    finally:
-        engine.dispose()
+    with session_scope(Settings(database_url=url)) as session:
+        exists = sa.inspect(session.connection()).has_table("runs")
+        first, last, runs = session.execute(sa.text(
+            "SELECT min(night), max(night), count(*) FROM runs WHERE command LIKE 'SYNTHETIC%'")).one() \
+            if exists else (None, None, 0)
+        results = session.scalar(sa.text("SELECT count(*) FROM results")) if runs else 0
     if runs:
         print(f"reusing SYNTHETIC history in {url}")
         return Filled(runs=runs, results=results, first_night=first, last_night=last, seconds=0.0)
@@ -171,7 +169,7 @@ def _run(url: str, args: argparse.Namespace) -> None:
     port = _free_port()
     env = {**os.environ, "DATABASE_URL": url, "PERFDASH_INGEST_TOKENS": TOKEN,
            "PERFDASH_MAX_UPLOAD_BYTES": str(64 * 1024 * 1024)}
-    factory = "service.app:create_app" if args.with_hooks else "bench.service:bench_app"
+    factory = "service.app:app_from_environment" if args.with_hooks else "bench.service:bench_app"
     server = subprocess.Popen([sys.executable, "-m", "uvicorn", factory, "--factory",
                                "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"], env=env)
     try:
@@ -276,51 +274,47 @@ def _report(client: httpx.Client, url: str, filled, args: argparse.Namespace, rn
 
 
 def _in_process(url, filled, configurations_list, runs_by_configuration, series_ids, nights, args, rng) -> None:
-    from service.db import make_engine, make_session_factory
+    import gc
+
+    import sqlalchemy as sa
+
+    from service.db import session_scope
     from service.queries.compare import compare_runs
     from service.queries.history import model_history, suite_history
     from service.queries.summary import night_summary
+    from service.settings import Settings
 
-    engine = make_engine(url)
-    try:
-        with make_session_factory(engine)() as session:
-            def fresh(call: Callable[[], object]) -> Callable[[], object]:
-                def wrapped() -> object:
-                    session.expunge_all()  # no identity-map hits between calls
-                    return call()
-                return wrapped
+    with session_scope(Settings(database_url=url)) as session:
+        def fresh(call: Callable[[], object]) -> Callable[[], object]:
+            def wrapped() -> object:
+                session.expunge_all()  # no identity-map hits between calls
+                return call()
+            return wrapped
 
-            def compare_call() -> object:
-                runs = runs_by_configuration[rng.choice(configurations_list)["id"]]
-                i = rng.randrange(1, len(runs))
-                return compare_runs(session, runs[i], runs[i - 1])
+        def compare_call() -> object:
+            runs = runs_by_configuration[rng.choice(configurations_list)["id"]]
+            i = rng.randrange(1, len(runs))
+            return compare_runs(session, runs[i], runs[i - 1])
 
-            cases = [
-                ("night_summary", fresh(lambda: night_summary(session, night=rng.choice(nights)))),
-                ("model_history, 3 years", fresh(lambda: model_history(session, rng.choice(series_ids)))),
-                ("suite_history, 3 years",
-                 fresh(lambda: suite_history(session, rng.choice(configurations_list)["id"]))),
-                ("compare_runs", fresh(compare_call)),
-            ]
-            # As the app does at startup (service/app.py): what this process holds by now would otherwise be walked by
-            # every full collection and show up as ~90 ms stalls that the served app does not have.
-            import gc
-
-            gc.collect()
-            gc.freeze()
-            print()
-            print("query functions in-process (what the pages call; ms; startup objects frozen as in the app)")
-            for label, call in cases:
-                p50, p95 = _percentiles(_time_calls(call, args.requests))
-                print(f"  {label:42s} {p50:7.1f} {p95:7.1f}")
-        with engine.connect() as connection:
-            import sqlalchemy as sa
-
-            size = connection.scalar(sa.text("SELECT pg_size_pretty(pg_total_relation_size('results'))"))
-            print(f"\nresults table with its indexes: {size}")
-        print(_cpu_check())
-    finally:
-        engine.dispose()
+        cases = [
+            ("night_summary", fresh(lambda: night_summary(session, night=rng.choice(nights)))),
+            ("model_history, 3 years", fresh(lambda: model_history(session, rng.choice(series_ids)))),
+            ("suite_history, 3 years",
+             fresh(lambda: suite_history(session, rng.choice(configurations_list)["id"]))),
+            ("compare_runs", fresh(compare_call)),
+        ]
+        # As the app does at startup (service/app.py): what this process holds by now would otherwise be walked by
+        # every full collection and show up as ~90 ms stalls that the served app does not have.
+        gc.collect()
+        gc.freeze()
+        print()
+        print("query functions in-process (what the pages call; ms; startup objects frozen as in the app)")
+        for label, call in cases:
+            p50, p95 = _percentiles(_time_calls(call, args.requests))
+            print(f"  {label:42s} {p50:7.1f} {p95:7.1f}")
+        size = session.scalar(sa.text("SELECT pg_size_pretty(pg_total_relation_size('results'))"))
+        print(f"\nresults table with its indexes: {size}")
+    print(_cpu_check())
 
 
 if __name__ == "__main__":

@@ -7,8 +7,12 @@ filter on it. What derives from this table:
 
 - the configuration key and the stored configuration's columns (service.ingest: ``configuration_identity``,
   ``configuration_columns``);
-- the runner's vocabulary checks and flag choices (runner.options, runner.cli) and the repro command of a series
+- the runner's vocabulary checks and flag choices (runner.options; ``add_choice_flags`` for the command lines of
+  runner.cli, runner.scale_cli and perfbisect.cli) and the repro command of a series
   (``run_flags``, used by the Model page and by the bisect tool's ``perfdash run``);
+- the fields of what ``perfdash run`` is told to measure (``RunAxes``: the axes with a flag, their defaults), which
+  the runner's options (runner.options.RunOptions) and the bisect tool's target (perfbisect.pytorch.TorchTarget)
+  are made of;
 - the fields of the configuration filter (service.queries.filters.ConfigFilter: ``FILTER_AXES``);
 - the bisection request, which points at a stored configuration and sends the bisect tool its axes.
 
@@ -77,6 +81,40 @@ AXIS: Mapping[str, Axis] = {axis.name: axis for axis in AXES}
 FILTER_AXES: tuple[Axis, ...] = tuple(axis for axis in AXES if axis.filterable)
 # The axes the runner checks against the contract's vocabulary (a flag with a closed set of values).
 CHECKED_FLAGS: tuple[Axis, ...] = tuple(axis for axis in AXES if axis.flag and axis.vocabulary)
+# The axes `perfdash run` takes as flags: the fields of RunAxes.
+RUN_AXES: tuple[Axis, ...] = tuple(axis for axis in AXES if axis.flag)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunAxes:
+    """The configuration ``perfdash run`` measures, one field per axis with a flag (RUN_AXES, in its order), each
+    defaulting to its axis' default. The runner's options and the bisect tool's target extend it (keyword-only, so
+    they add their own fields in any order). Written out for the type checker and the reader;
+    tests/contract/test_axes.py fails when a field is missing or its default differs from its axis."""
+
+    suite: str
+    backend: str = AXIS["backend"].default
+    compile_mode: str = AXIS["compile_mode"].default
+    device: str = AXIS["device"].default
+    dtype: str = AXIS["dtype"].default
+    mode: str = AXIS["mode"].default
+    threads: int | None = AXIS["threads"].default
+    batch_size: int | None = AXIS["batch_size"].default
+    dynamic_shapes: bool = AXIS["dynamic_shapes"].default
+
+
+def run_axis_values(source: Any) -> dict[str, Any]:
+    """The run axes' values of anything that has them as attributes (a RunAxes, parsed ``perfdash run`` or
+    ``perfdash bisect`` arguments: their dests are the axes' names), by name."""
+    return {axis.name: getattr(source, axis.name) for axis in RUN_AXES}
+
+
+def add_choice_flags(parser: Any, names: tuple[str, ...]) -> None:
+    """Add the named axes' flags to an argparse parser or group, each with its axis' default and vocabulary
+    (``perfdash run``, ``perfdash bisect``, ``perfdash scale``)."""
+    for name in names:
+        axis = AXIS[name]
+        parser.add_argument(axis.flag, default=axis.default, choices=axis.vocabulary)
 
 
 def configuration_identity(config: RunConfig, machine_fingerprint: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfdash.axes import AXIS
+from perfdash.axes import AXIS, add_choice_flags, run_axis_values
 from runner.backends import QUANTIZE_CHOICES, RUNNABLE_BACKENDS
 from runner.options import ALLOCATORS, DEFAULT_ALLOCATOR, DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, RunOptions
 from runner.suites import available_suites
@@ -31,14 +31,12 @@ def register(subparsers: Any) -> None:
     sel.add_argument("--total-partitions", type=int, default=1, metavar="N")
     sel.add_argument("--partition-id", type=int, default=0, metavar="I")
     cfg = p.add_argument_group("configuration")
-    cfg.add_argument("--backend", default="inductor", choices=RUNNABLE_BACKENDS,
+    cfg.add_argument("--backend", default=AXIS["backend"].default, choices=RUNNABLE_BACKENDS,
                      help="a torch.compile backend, or onnxruntime / openvino / tensorrt (pip install "
                           "'perfdash[backends]'; inference only)")
     cfg.add_argument("--quantize", choices=QUANTIZE_CHOICES,
                      help="onnxruntime: ONNX Runtime's dynamic int8 quantization (a series of its own)")
-    for name in ("compile_mode", "device", "dtype", "mode"):  # flag, default and vocabulary: perfdash.axes
-        axis = AXIS[name]
-        cfg.add_argument(axis.flag, default=axis.default, choices=axis.vocabulary)
+    add_choice_flags(cfg, ("compile_mode", "device", "dtype", "mode"))
     cfg.add_argument("--threads", type=int, metavar="N", help="1: single-core single-thread (pinned); default all")
     cfg.add_argument("--batch-size", type=int, metavar="N", help="override the suite's batch sizes")
     cfg.add_argument("--dynamic-shapes", action="store_true")
@@ -63,10 +61,8 @@ def register(subparsers: Any) -> None:
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
-        suite=args.suite, output_dir=args.output_dir, only=args.only, filters=tuple(args.filter),
-        excludes=tuple(args.exclude), backend=args.backend, compile_mode=args.compile_mode, device=args.device,
-        dtype=args.dtype, mode=args.mode, threads=args.threads, batch_size=args.batch_size,
-        dynamic_shapes=args.dynamic_shapes, repeat=args.repeat, warmup=args.warmup, timeout_s=args.timeout,
+        **run_axis_values(args), output_dir=args.output_dir, only=args.only, filters=tuple(args.filter),
+        excludes=tuple(args.exclude), repeat=args.repeat, warmup=args.warmup, timeout_s=args.timeout,
         accuracy=args.accuracy, performance=args.performance, total_partitions=args.total_partitions,
         partition_id=args.partition_id, cold_start=args.cold_start, models_file=args.models_file,
         model_list=args.model_list, quantize=args.quantize, allocator=args.allocator)

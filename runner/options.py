@@ -7,7 +7,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfdash.axes import CHECKED_FLAGS
+from perfdash.axes import CHECKED_FLAGS, RunAxes, run_axis_values
 from perfdash.contract import BACKENDS, RunConfig
 from runner.backends import RUNNABLE_BACKENDS, BackendUnavailable, check
 from runner.suites import ModelSpec, Suite, SuiteError, get_suite
@@ -35,21 +35,15 @@ class OptionsError(ValueError):
     """A flag combination or model selection that cannot run; reported before any model starts."""
 
 
-@dataclass(frozen=True, slots=True)
-class RunOptions:
-    suite: str
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOptions(RunAxes):
+    """One ``perfdash run``: the configuration's axes (the fields of perfdash.axes.RunAxes), then which models, how
+    to measure them and where to write."""
+
     output_dir: Path = Path("results")
     only: str | None = None
     filters: tuple[str, ...] = ()
     excludes: tuple[str, ...] = ()
-    backend: str = "inductor"
-    compile_mode: str = "default"
-    device: str = "cpu"
-    dtype: str = "float32"
-    mode: str = "inference"
-    threads: int | None = None
-    batch_size: int | None = None
-    dynamic_shapes: bool = False
     repeat: int = DEFAULT_REPEAT
     warmup: int = DEFAULT_WARMUP
     timeout_s: float = DEFAULT_TIMEOUT_S
@@ -96,9 +90,7 @@ class RunOptions:
 
     def run_config(self) -> RunConfig:
         env = self.worker_env()
-        return RunConfig(suite=self.suite, backend=self.backend, variant=self.variant, compile_mode=self.compile_mode,
-                         dtype=self.dtype, mode=self.mode, device=self.device, threads=self.threads,
-                         dynamic_shapes=self.dynamic_shapes, cold_start=self.cold_start, batch_size=self.batch_size,
+        return RunConfig(**run_axis_values(self), variant=self.variant, cold_start=self.cold_start,
                          repeat=self.repeat, warmup=self.warmup, total_partitions=self.total_partitions,
                          partition_id=self.partition_id, env=env)
 

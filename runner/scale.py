@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from perfdash.axes import AXIS
 from perfdash.contract import (
     ModelSamples,
     PerformanceRow,
@@ -62,10 +63,10 @@ class ScaleOptions:
     model: str
     nproc: int
     output_dir: Path = Path("results/scale")
-    backend: str = "inductor"
-    compile_mode: str = "default"
-    device: str = "cpu"
-    dtype: str = "float32"
+    backend: str = AXIS["backend"].default
+    compile_mode: str = AXIS["compile_mode"].default
+    device: str = AXIS["device"].default
+    dtype: str = AXIS["dtype"].default
     batch_size: int | None = None  # per rank; None: the suite's training batch size
     cores_per_rank: int | None = None  # CPU; None: the cores this process may use divided by nproc
     repeat: int = DEFAULT_REPEAT

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfdash.contract import COMPILE_MODES, DEVICES, DTYPES
+from perfdash.axes import AXIS, add_choice_flags
 from runner.backends import RUNNABLE_BACKENDS
 from runner.options import ALLOCATORS, DEFAULT_ALLOCATOR, DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 from runner.suites import available_suites
@@ -24,11 +24,9 @@ def register(subparsers: Any) -> None:
                    help="the largest world size: processes (CUDA: one GPU each; CPU: one slice of cores each)")
     p.add_argument("--models-file", type=Path, metavar="PATH", help="a model list in the suite data-file format")
     p.add_argument("--model-list", default="default", metavar="NAME", help="one of the suite's named lists")
-    p.add_argument("--backend", default="inductor", choices=[b for b in RUNNABLE_BACKENDS
-                                                             if b not in ("onnxruntime", "openvino", "tensorrt")])
-    p.add_argument("--compile-mode", default="default", choices=COMPILE_MODES)
-    p.add_argument("--device", default="cpu", choices=DEVICES)
-    p.add_argument("--dtype", default="float32", choices=DTYPES)
+    p.add_argument("--backend", default=AXIS["backend"].default,
+                   choices=[b for b in RUNNABLE_BACKENDS if b not in ("onnxruntime", "openvino", "tensorrt")])
+    add_choice_flags(p, ("compile_mode", "device", "dtype"))
     p.add_argument("--batch-size", type=int, metavar="N", help="per rank (default: the suite's training batch size)")
     p.add_argument("--cores-per-rank", type=int, metavar="N",
                    help="CPU: cores of each rank's slice, pinned (default: the usable cores divided by --nproc)")

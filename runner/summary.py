@@ -1,4 +1,5 @@
-"""The suite summary printed at the end of ``perfdash run`` (numbers from perfdash.metrics, PyTorch's definitions)."""
+"""The suite summary printed at the end of ``perfdash run``: numbers from perfdash.metrics (PyTorch's definitions),
+headings and formats from perfdash.metric_registry (as the dashboard shows them)."""
 
 from __future__ import annotations
 
@@ -7,50 +8,49 @@ from collections.abc import Mapping, Sequence
 from rich.console import Group
 from rich.table import Table
 
-from perfdash.contract import ModelResult, ModelSamples, RunConfig
+from perfdash.contract import ModelResult, ModelSamples, PerformanceRow, RunConfig
+from perfdash.metric_registry import RESULT_METRICS, SUMMARY_METRICS, ResultMetric, Source, shown_metrics
 from perfdash.metrics import SuiteSummary, model_warnings
 
 
 def summary_table(config: RunConfig, summary: SuiteSummary) -> Table:
+    """PyTorch's executive summary of the run: one column per summary metric, headed and written as the registry
+    says (perfdash.metric_registry.SUMMARY_METRICS)."""
     shard = f", partition {config.partition_id}/{config.total_partitions}" if config.total_partitions > 1 else ""
     title = f"{config.key().stem} ({config.thread_config}{shard})"
     table = Table(title=title, title_justify="left")
-    for column in ("passrate", "geomean speedup", "(unclipped)", "compile time (s)", "peak memory ratio"):
-        table.add_column(column, justify="right")
-    table.add_row(summary.passrate_text, summary.geomean_text, summary.geomean_unclipped_text,
-                  summary.compile_time_text, summary.compression_text)
+    for metric in SUMMARY_METRICS:
+        table.add_column(metric.heading, justify="right")
+    table.add_row(*(getattr(summary, metric.text_attr) for metric in SUMMARY_METRICS))
     return table
 
 
-def _per_second(value: float | None) -> str:
-    return f"{value:,.1f}" if value is not None else "-"
+def _value(metric: ResultMetric, performance: PerformanceRow, samples: ModelSamples | None) -> float | None:
+    """A model's value of a result metric, from where the registry says it comes (the CSV row or the samples)."""
+    source = performance if metric.source is Source.PERFORMANCE_CSV else samples
+    return getattr(source, metric.name, None)
 
 
 def models_table(results: Sequence[ModelResult], samples: Mapping[str, ModelSamples] | None = None) -> Table:
-    """One row per model; with ``samples`` (the run's samples file) also samples/s of the eager and the compiled
-    step, the batch over the median step as perfdash.contract.throughput defines it."""
+    """One row per model: its accuracy status, then the result metrics (perfdash.metric_registry.RESULT_METRICS,
+    headed and written as the registry says); the optional ones (training throughput, from the run's samples file)
+    only where a model has a value."""
     samples = samples or {}
-    with_throughput = any(s.eager_throughput is not None for s in samples.values())
-    table = Table(title="models", title_justify="left")
-    columns = [("model", "left"), ("batch", "right"), ("accuracy", "left"), ("speedup", "right"),
-               ("latency ms", "right"), ("compile s", "right"), ("memory ratio", "right")]
-    if with_throughput:
-        columns += [("eager samples/s", "right"), ("compiled samples/s", "right")]
-    for column, justify in columns:
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    values: dict[str, dict[str, float | None]] = {}  # model -> metric name -> value; measured models only
     for r in results:
-        p = r.performance
-        measured = p is not None and not p.is_failure
-        cells = [r.name, str(r.batch_size), r.accuracy or "-",
-                 f"{p.speedup:.2f}x" if measured else "-",
-                 f"{p.abs_latency:.2f}" if measured else "-",
-                 f"{p.compilation_latency:.1f}" if measured and p.compilation_latency is not None else "-",
-                 f"{p.compression_ratio:.2f}x" if measured and p.compression_ratio else "-"]
-        if with_throughput:
-            s = samples.get(r.name) if measured else None
-            cells += [_per_second(s.eager_throughput if s else None),
-                      _per_second(s.compiled_throughput if s else None)]
-        table.add_row(*cells)
+        if r.performance is not None and not r.performance.is_failure:
+            values[r.name] = {m.name: _value(m, r.performance, samples.get(r.name)) for m in RESULT_METRICS}
+    metrics = shown_metrics({m.name: [v[m.name] for v in values.values()] for m in RESULT_METRICS})
+    table = Table(title="models", title_justify="left")
+    table.add_column("model")
+    table.add_column("batch", justify="right")
+    table.add_column("accuracy")
+    for metric in metrics:
+        table.add_column(metric.heading, justify="right")
+    for r in results:
+        measured = values.get(r.name, {})
+        table.add_row(r.name, str(r.batch_size), r.accuracy or "-", *(metric.text(measured.get(metric.name))
+                                                                      for metric in metrics))
     return table
 
 

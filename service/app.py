@@ -1,4 +1,8 @@
-"""The FastAPI application factory. Settings, engine and hooks are made in the lifespan (startup), not at import."""
+"""The FastAPI application factory. The engine and hooks are made in the lifespan (startup), not at import.
+
+Settings come from the caller (``perfdash serve`` hands it those ``perfdash.cli.main`` read; tests build their own).
+Only :func:`app_from_environment`, uvicorn's factory for worker processes, reads them from the environment itself.
+"""
 
 from __future__ import annotations
 
@@ -26,21 +30,26 @@ from service.settings import Settings
 from service.web import install as install_web
 
 
-def create_app(settings: Settings | None = None, post_ingest_hooks: Sequence[PostIngestHook] | None = None) -> FastAPI:
-    """Build the app. ``settings`` default to the environment (read at startup); ``post_ingest_hooks`` default to
-    :func:`service.hooks.post_ingest_hooks`."""
+def app_from_environment(post_ingest_hooks: Sequence[PostIngestHook] | None = None) -> FastAPI:
+    """The app with the settings of the environment: uvicorn's factory where worker processes import the app by name
+    (``perfdash serve --workers N``; ``uvicorn service.app:app_from_environment --factory``), each at its startup.
+    The one place the app reads the environment."""
+    return create_app(Settings(), post_ingest_hooks)
+
+
+def create_app(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] | None = None) -> FastAPI:
+    """Build the app with ``settings``; ``post_ingest_hooks`` default to :func:`service.hooks.post_ingest_hooks`."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         from service.hooks import post_ingest_hooks as default_hooks
 
-        resolved = settings or Settings()
-        engine = make_engine(resolved.database_url, echo=resolved.sql_echo)
-        app.state.settings = resolved
+        engine = make_engine(settings.database_url, echo=settings.sql_echo)
+        app.state.settings = settings
         app.state.engine = engine
         app.state.session_factory = make_session_factory(engine)
         app.state.post_ingest_hooks = list(post_ingest_hooks if post_ingest_hooks is not None
-                                           else default_hooks(resolved))
+                                           else default_hooks(settings))
         # What exists now (modules, routes, schemas: a few hundred thousand objects) lives as long as the app. Left
         # in the collector's oldest generation, every full collection walks it again, and a request that builds a
         # 3-year history stalled by ~90 ms each time one ran (bench/service.py: suite history p95 122 ms, 23 ms

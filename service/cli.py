@@ -133,5 +133,6 @@ def _serve(args: argparse.Namespace) -> int:
     if args.workers == 1:  # one process: the app gets the settings main() read
         uvicorn.run(create_app(settings), host=args.host, port=args.port)
     else:  # worker processes import the factory by name; each reads the same environment at its startup
-        uvicorn.run("service.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
+        uvicorn.run("service.app:app_from_environment", factory=True, host=args.host, port=args.port,
+                    workers=args.workers)
     return 0

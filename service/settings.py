@@ -14,7 +14,9 @@ def _env(name: str) -> AliasChoices:
 
 
 class Settings(BaseSettings):
-    """Everything the service reads from the environment. Build it in main()/create_app(), never at import."""
+    """Everything the service reads from the environment. Built in perfdash.cli.main (read_settings), in
+    service.app.app_from_environment (uvicorn's workers) and for a bare ``alembic`` run (migrations/env.py); never at
+    import."""
 
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True)
 

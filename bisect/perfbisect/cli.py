@@ -18,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from perfdash.contract import COMPILE_MODES, DEVICES, DTYPES, MODES
+from perfdash.axes import AXIS, add_choice_flags, run_axis_values
 from perfdash.metric_registry import BISECT_METRICS, Better, better_of
 
 
@@ -53,11 +53,8 @@ def register(subparsers: Any) -> None:
     pt.add_argument("--suite", help="torchbench, huggingface, timm_models, hf_vision")
     pt.add_argument("--model", help="the model (perfdash run --only)")
     pt.add_argument("--metric", choices=BISECT_METRICS, default="speedup")
-    pt.add_argument("--backend", default="inductor")
-    pt.add_argument("--compile-mode", default="default", choices=COMPILE_MODES)
-    pt.add_argument("--device", default="cpu", choices=DEVICES)
-    pt.add_argument("--dtype", default="float32", choices=DTYPES)
-    pt.add_argument("--mode", default="inference", choices=MODES)
+    pt.add_argument("--backend", default=AXIS["backend"].default)
+    add_choice_flags(pt, ("compile_mode", "device", "dtype", "mode"))
     pt.add_argument("--threads", type=int, metavar="N")
     pt.add_argument("--batch-size", type=int, metavar="N")
     pt.add_argument("--dynamic-shapes", action="store_true")
@@ -127,10 +124,7 @@ def _handle_request(args: argparse.Namespace, console: Any) -> int:
         args.good, args.bad = request.good_commit, request.bad_commit
         args.metric_direction, args.threshold = request.direction, request.threshold_pct
         if not args.measure:  # a --measure CMD given by hand replaces perfdash run (e.g. a quicker reproducer)
-            args.suite, args.model, args.metric = target.suite, target.model, target.metric
-            args.backend, args.compile_mode, args.device = target.backend, target.compile_mode, target.device
-            args.dtype, args.mode, args.threads = target.dtype, target.mode, target.threads
-            args.batch_size, args.dynamic_shapes = target.batch_size, target.dynamic_shapes
+            vars(args).update(run_axis_values(target), model=target.model, metric=target.metric)
         # A confirm request is a candidate's A/B re-measurement: the confirm step alone, no search.
         args.confirm_only = request.raw.get("purpose") == "confirm"
         console.print(f"request {request.id}{' (confirm only)' if args.confirm_only else ''}: {target.suite}/"
@@ -189,10 +183,7 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
     if pytorch_mode:
         if not args.suite or not args.model:
             raise ValueError("PyTorch mode needs both --suite and --model")
-        target = TorchTarget(suite=args.suite, model=args.model, metric=args.metric, backend=args.backend,
-                             compile_mode=args.compile_mode, device=args.device, dtype=args.dtype, mode=args.mode,
-                             threads=args.threads, batch_size=args.batch_size, dynamic_shapes=args.dynamic_shapes,
-                             repeat=args.run_repeat,
+        target = TorchTarget(**run_axis_values(args), model=args.model, metric=args.metric, repeat=args.run_repeat,
                              models_file=args.models_file.resolve() if args.models_file else None)
         identity.update(target={k: str(v) for k, v in asdict(target).items()}, install=args.install,
                         install_cmd=args.install_cmd)

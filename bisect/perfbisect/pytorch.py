@@ -27,28 +27,20 @@ from perfbisect.commands import CommandOracle, run_command
 from perfbisect.gitops import GitError, commit_info, git
 from perfbisect.procedure import CRASH, MeasureFailed
 from perfbisect.stats import Sample
-from perfdash.axes import AXIS, run_flags
+from perfdash.axes import RunAxes, run_axis_values, run_flags
 from perfdash.contract import ContractError, RunKey, read_accuracy_csv, read_performance_csv
 from perfdash.metric_registry import BISECT_METRICS
 
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly"
 
 
-@dataclass(frozen=True, slots=True)
-class TorchTarget:
-    """The one model and configuration a PyTorch-mode bisection measures (``perfdash run``'s flags)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TorchTarget(RunAxes):
+    """The one model and configuration a PyTorch-mode bisection measures: the configuration's axes (the fields of
+    perfdash.axes.RunAxes, ``perfdash run``'s flags), the model and metric, and the measurement's own settings."""
 
-    suite: str
     model: str
     metric: str = "speedup"
-    backend: str = "inductor"
-    compile_mode: str = "default"
-    device: str = "cpu"
-    dtype: str = "float32"
-    mode: str = "inference"
-    threads: int | None = None
-    batch_size: int | None = None
-    dynamic_shapes: bool = False
     repeat: int | None = None
     models_file: Path | None = None
     timeout_s: float | None = None
@@ -61,14 +53,12 @@ class TorchTarget:
         # The runner's own options name the result files: one definition of the variant naming, not two.
         from runner.options import RunOptions
 
-        return RunOptions(suite=self.suite, backend=self.backend, compile_mode=self.compile_mode, device=self.device,
-                          dtype=self.dtype, mode=self.mode, dynamic_shapes=self.dynamic_shapes).run_config().key()
+        return RunOptions(**run_axis_values(self)).run_config().key()
 
     def run_args(self, output_dir: Path) -> list[str]:
         """The arguments after ``perfdash run``: the configuration's flags as perfdash.axes writes them, then the
         measurement's own."""
-        axes = {name: getattr(self, name) for name in AXIS if hasattr(self, name)}
-        args = [*run_flags(axes), "--only", self.model,
+        args = [*run_flags(run_axis_values(self)), "--only", self.model,
                 "--accuracy" if self.metric == "accuracy" else "--performance", "--output-dir", str(output_dir),
                 "--no-progress"]
         for flag, value in (("--repeat", self.repeat), ("--models-file", self.models_file),

@@ -37,14 +37,13 @@ class BisectionJob:
     def from_json(cls, data: dict[str, Any], models_file: Path | None = None) -> BisectionJob:
         try:
             metric = data["metric"]
-            compile_mode = data.get("compile_mode") or "default"
-            variant = data.get("variant") or ""
+            # an axis the request leaves empty keeps its default (perfdash.axes, through TorchTarget's fields)
+            named = {name: data[name] for name in ("backend", "compile_mode", "device", "dtype", "mode")
+                     if data.get(name)}
             target = TorchTarget(
-                suite=data["suite"], model=data["model"], metric=metric, backend=data.get("backend") or "inductor",
-                compile_mode=compile_mode, device=data.get("device") or "cpu", dtype=data.get("dtype") or "float32",
-                mode=data.get("mode") or "inference", threads=parse_threads(data.get("threads")),
-                batch_size=data.get("batch_size") or None, dynamic_shapes="dynamic" in variant,
-                models_file=models_file)
+                suite=data["suite"], model=data["model"], metric=metric, **named,
+                threads=parse_threads(data.get("threads")), batch_size=data.get("batch_size") or None,
+                dynamic_shapes="dynamic" in (data.get("variant") or ""), models_file=models_file)
             direction = Better(data["direction"]) if data.get("direction") else better_of(metric)
             return cls(id=int(data["id"]), status=str(data.get("status", "pending")),
                        good_commit=str(data["good_commit"]), bad_commit=str(data["bad_commit"]), target=target,

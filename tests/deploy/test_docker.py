@@ -258,12 +258,50 @@ def test_xeon_launch_single_pins_one_core_and_one_thread() -> None:
 
 
 def test_service_health_is_the_readiness_check(compose: dict) -> None:
-    from service.app import create_app
+    from service.app import app_from_environment
 
-    paths = {getattr(route, "path", None) for route in create_app().routes}
+    paths = {getattr(route, "path", None) for route in app_from_environment().routes}
     probe = " ".join(compose["services"]["service"]["healthcheck"]["test"])
     dockerfile = (DOCKER / "service.Dockerfile").read_text()
     for text in (probe, dockerfile):
         found = re.search(r"127\.0\.0\.1:8000(/[\w/]+)", text)
         assert found and found.group(1) == "/healthz/ready", text
     assert {"/healthz/ready", "/healthz/live", "/healthz"} <= paths
+
+
+def test_serve_with_workers_gives_each_worker_the_environment(tmp_path: Path) -> None:
+    """`perfdash serve --workers 2`: the worker processes build the app with uvicorn's factory
+    (service.app:app_from_environment), which reads DATABASE_URL; the database it names answers readiness, and the
+    default database (perfdash.db in the working directory) is never touched."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    database = tmp_path / "workers.db"
+    # the workers import this checkout's service (uvicorn imports the factory by name, from the working directory)
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}",
+           "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "bisect")])}
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen([sys.executable, "-m", "perfdash.cli", "serve", "--workers", "2", "--port", str(port),
+                               "--no-upgrade"],
+                              env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, (tmp_path / "serve.log").read_text()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz/ready", timeout=2) as response:
+                    assert response.status == 200
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+                time.sleep(0.2)
+    finally:
+        server.terminate()
+        server.wait(20)
+        log.close()
+    assert (tmp_path / "serve.log").read_text().count("Started server process") == 2  # two workers, each its app
+    assert database.exists() and not (tmp_path / "perfdash.db").exists()

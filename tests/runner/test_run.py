@@ -16,6 +16,7 @@ from perfdash.contract import (
     read_performance_csv,
     read_samples,
 )
+from perfdash.metric_registry import EAGER_THROUGHPUT
 from runner.api import RunReport, run_suite
 from runner.options import RunOptions
 from runner.process import ForkServer
@@ -203,7 +204,7 @@ def test_training_single_thread(tmp_path: Path) -> None:
     assert samples.compiled_throughput == pytest.approx(batch * 1000 / outcome.performance.abs_latency, rel=1e-5)
     console = Console(width=200, record=True)
     console.print(render(report.config, report.summary, report.results, report.samples))
-    assert f"{samples.eager_throughput:,.1f}" in console.export_text()
+    assert EAGER_THROUGHPUT.text(samples.eager_throughput) in console.export_text()
 
 
 def test_an_accuracy_only_run_fills_the_graph_counters(tmp_path: Path) -> None:

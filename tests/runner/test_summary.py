@@ -50,6 +50,9 @@ def test_printed_summary(tmp_path: Path) -> None:
     assert "inductor_timm_models_float32_inference_cpu" in text
     for expected in ("60%, 3/5", "1.34x", "1.06x", "30.00", "1.10x", "fail_accuracy", "b: speedup 0.50x"):
         assert expected in text, expected
+    # headings as the dashboard's: the registry's
+    for heading in ("passrate", "geomean speedup", "geomean unclipped", "compile s", "memory ratio", "latency ms"):
+        assert heading in text, heading
 
 
 def test_printed_throughput_beside_the_speedup(tmp_path: Path) -> None:
@@ -63,7 +66,7 @@ def test_printed_throughput_beside_the_speedup(tmp_path: Path) -> None:
     text = console.export_text()
     assert "eager samples/s" in text and "compiled samples/s" in text
     row = next(line for line in text.splitlines() if line.lstrip("│ ").startswith("a "))
-    assert "1,600.0" in row and "3,200.0" in row  # 8 samples over the 5 ms and 2.5 ms medians
+    assert "1600.0" in row and "3200.0" in row  # 8 samples over the 5 ms and 2.5 ms medians, as the dashboard writes
     # without samples (plain PyTorch CSVs) the table has no throughput columns
     console = Console(width=240, record=True)
     console.print(render(RunConfig(suite="timm_models", backend="inductor"), summarize_results(results), results))

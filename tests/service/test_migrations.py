@@ -155,3 +155,25 @@ def test_0007_points_bisection_requests_at_their_configuration(empty_database: s
             assert current_heads(empty_database) == {"0006_training_throughput"}
     finally:
         engine.dispose()
+
+
+def test_the_database_is_the_one_perfdash_names_and_the_environment_only_for_a_bare_alembic(tmp_path, monkeypatch):
+    """`perfdash db upgrade` (service.migrate) migrates the URL it is given, whatever DATABASE_URL says; `alembic
+    upgrade head` run by hand in the repository, with no URL of its own, migrates DATABASE_URL's."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    given, environment = tmp_path / "given.db", tmp_path / "environment.db"
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{environment}")
+    upgrade(f"sqlite:///{given}")
+    assert OWN_TABLES <= _tables(f"sqlite:///{given}")
+    assert not environment.exists()
+
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "alembic", "upgrade", "head"], cwd=repo, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(repo)})
+    assert done.returncode == 0, done.stderr
+    assert OWN_TABLES <= _tables(f"sqlite:///{environment}")
+    assert current_heads(f"sqlite:///{environment}") == current_heads(f"sqlite:///{given}")
