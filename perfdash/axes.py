@@ -52,28 +52,35 @@ class Axis:
         return dict(sorted(value.items())) if isinstance(value, Mapping) else value
 
 
+def _default(name: str) -> Any:
+    """RunConfig's own default of a field: the contract defines it, the axis repeats nothing."""
+    return RunConfig.model_fields[name].get_default(call_default_factory=True)
+
+
 AXES: tuple[Axis, ...] = (
     Axis("suite", str, None, SUITES, flag="--suite", column="suite", filterable=True, explicit=True),
     Axis("backend", str, "inductor", BACKENDS, flag="--backend", column="backend", filterable=True, explicit=True,
          help="filters match the backend with its variant, as file names write it (inductor_no_cudagraphs)"),
-    Axis("variant", str, "", None, column="variant",
+    Axis("variant", str, _default("variant"), None, column="variant",
          help="derived by the runner from --compile-mode, --dynamic-shapes and --quantize; PyTorch CI names it"),
-    Axis("compile_mode", str, "default", COMPILE_MODES, flag="--compile-mode", column="compile_mode",
+    Axis("compile_mode", str, _default("compile_mode"), COMPILE_MODES, flag="--compile-mode", column="compile_mode",
          filterable=True),
-    Axis("device", str, "cpu", DEVICES, flag="--device", column="device", filterable=True, explicit=True),
-    Axis("dtype", str, "float32", DTYPES, flag="--dtype", column="dtype", filterable=True, explicit=True),
-    Axis("mode", str, "inference", MODES, flag="--mode", column="mode", filterable=True, explicit=True),
-    Axis("threads", int, None, None, flag="--threads", column="threads", in_key=False,
+    Axis("device", str, _default("device"), DEVICES, flag="--device", column="device", filterable=True, explicit=True),
+    Axis("dtype", str, _default("dtype"), DTYPES, flag="--dtype", column="dtype", filterable=True, explicit=True),
+    Axis("mode", str, _default("mode"), MODES, flag="--mode", column="mode", filterable=True, explicit=True),
+    Axis("threads", int, _default("threads"), None, flag="--threads", column="threads", in_key=False,
          help="a thread count, None for all cores of the socket; the key holds its thread_config"),
     Axis("thread_config", str, "all-cores", None, column="thread_config", filterable=True,
          help="single-thread, N-threads or all-cores, derived from threads"),
-    Axis("batch_size", int, None, None, flag="--batch-size", column="batch_size_override",
+    Axis("batch_size", int, _default("batch_size"), None, flag="--batch-size", column="batch_size_override",
          help="an override of the suite's batch sizes (another configuration); None: the suite's own"),
-    Axis("dynamic_shapes", bool, False, None, flag="--dynamic-shapes", column="dynamic_shapes", filterable=True),
-    Axis("env", dict, {}, None, column="env", help="worker settings such as TORCHINDUCTOR_FREEZING=1"),
-    Axis("world_size", int, 1, None, column="world_size", key_unless_default=True, filterable=True,
+    Axis("dynamic_shapes", bool, _default("dynamic_shapes"), None, flag="--dynamic-shapes", column="dynamic_shapes",
+         filterable=True),
+    Axis("env", dict, _default("env"), None, column="env", help="worker settings such as TORCHINDUCTOR_FREEZING=1"),
+    Axis("world_size", int, _default("world_size"), None, column="world_size", key_unless_default=True, filterable=True,
          help="DistributedDataParallel processes; 1: a single process"),
-    Axis("distributed_backend", str, None, DISTRIBUTED_BACKENDS, column="distributed_backend",
+    Axis("distributed_backend", str, _default("distributed_backend"), DISTRIBUTED_BACKENDS,
+         column="distributed_backend",
          key_unless_default=True, filterable=True, help="torch.distributed process-group backend"),
 )
 AXIS: Mapping[str, Axis] = {axis.name: axis for axis in AXES}
