@@ -280,14 +280,14 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
         "status": [display_status(p.accuracy, p.passed) for p in points],
         "series": {
             # the metrics the page shows: an optional one (throughput) no point has would be a column of nulls
-            **{m.name: [_round(getattr(p, m.name)) if p.passed else None for p in points]
+            **{m.name: _chart_values(points, m.name)
                for m in shown_metrics({m.name: (getattr(p, m.name) for p in points) for m in RESULT_METRICS})},
-            "activation_ratio": [_round(p.activation_ratio) if p.passed else None for p in points],
+            "activation_ratio": _chart_values(points, "activation_ratio"),
         },
         # the speedup's 95 % confidence interval per night (None without raw samples), drawn as a band
         "intervals": {"speedup": {
-            "low": [_round(p.speedup_ci_low) if p.passed else None for p in points],
-            "high": [_round(p.speedup_ci_high) if p.passed else None for p in points],
+            "low": _chart_values(points, "speedup_ci_low"),
+            "high": _chart_values(points, "speedup_ci_high"),
         }},
         "statusChanges": status_changes,
         "annotations": list(annotations),
@@ -391,9 +391,17 @@ def trend_chart_data(points: Sequence[SummaryPoint], configs: dict[int, Configur
     return {"nights": nights, "lines": [{"label": labels[cid], **line} for cid, line in lines.items()]}
 
 
-def _round(value: float | None, digits: int = 4) -> float | None:
-    # Charts need no more; full doubles would double the JSON of a three-year page.
+CHART_DIGITS = 4  # charts need no more; full doubles would double the JSON of a three-year page
+
+
+def _round(value: float | None, digits: int = CHART_DIGITS) -> float | None:
     return None if value is None else round(value, digits)
+
+
+def _chart_values(points: Sequence[ModelPoint], name: str) -> list[float | None]:
+    """A model point attribute's values for a chart, rounded, None where the model did not pass (one comprehension:
+    a call per value was a quarter of a 3-year page's chart data)."""
+    return [None if not p.passed or (v := getattr(p, name)) is None else round(v, CHART_DIGITS) for p in points]
 
 
 def _distinguishing_labels(parts: dict[int, tuple[str, ...]]) -> dict[int, str]:
