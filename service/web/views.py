@@ -295,7 +295,7 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
     }
 
 
-MetricCell = tuple[str, str, str]  # metric name, data-value (the number, "" for none), text
+MetricCell = tuple[str, str]  # (metric name, text) in the Model page's table; (data-value, text) in a model table
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,7 +308,7 @@ class PointRow:
     commit: str
     passed: bool
     status: str
-    lead: MetricCell  # the first metric's (speedup's) cell, blank for a failure; its interval follows it
+    lead: MetricCell  # the first metric's (speedup's) cell, "-" for a failure; its interval follows it
     interval: str  # the speedup's 95 % confidence interval, "" without one or for a failure
     cells: list[MetricCell]  # the other metrics shown
     activation: str  # perfdash's activation peaks, "eager / compiled" GB, "-" without them
@@ -323,9 +323,9 @@ def point_rows(points: Sequence[ModelPoint], metrics: Sequence[ResultMetric], li
         value = getattr(p, lead.name) if p.passed else None
         rows.append(PointRow(
             run_id=p.run_id, night=p.night, commit=short_commit(p.torch_git_commit), passed=p.passed,
-            status=display_status(p.accuracy, p.passed), lead=(lead.name, "", lead.text(value)),
+            status=display_status(p.accuracy, p.passed), lead=(lead.name, lead.text(value)),
             interval=interval_text(p.speedup_ci_low, p.speedup_ci_high) if p.passed else "",
-            cells=[(m.name, "", m.text_of(p)) for m in rest],
+            cells=[(m.name, m.text_of(p)) for m in rest],
             activation=("-" if p.eager_activation_peak_mem is None else
                         f"{number(p.eager_activation_peak_mem, 4)} / {number(p.dynamo_activation_peak_mem, 4)}"),
             graph_breaks="-" if p.graph_breaks is None else str(p.graph_breaks)))
@@ -338,10 +338,10 @@ def table_metrics(rows: Sequence[RunModelRow]) -> list[ResultMetric]:
 
 
 def model_table(rows: Sequence[RunModelRow]) -> tuple[list[ResultMetric], list[tuple[RunModelRow, list[MetricCell]]]]:
-    """The metric columns of a model table (table_metrics) and each row with its cells of them, made here once: a
-    registry call and three lookups per cell in Jinja cost ~1 ms on a 150-model compare page."""
+    """The metric columns of a model table (table_metrics) and each row with its cells of them (data-value, text),
+    made here once: a registry call and lookups per cell in Jinja cost ~1 ms on a 150-model compare page."""
     metrics = table_metrics(rows)
-    return metrics, [(r, [(m.name, "" if (v := r.values[m.name]) is None else str(v), m.text(v)) for m in metrics])
+    return metrics, [(r, [("" if (v := r.values[m.name]) is None else str(v), m.text(v)) for m in metrics])
                      for r in rows]
 
 
