@@ -295,7 +295,8 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
     }
 
 
-MetricCell = tuple[str, str]  # (metric name, text) in the Model page's table; (data-value, text) in a model table
+MetricCell = tuple[str, str]  # (metric name, text) of the Model page's table
+ValueCell = tuple[str, str]  # (data-value: the number, "" for none; text) of a model table
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,9 +338,9 @@ def table_metrics(rows: Sequence[RunModelRow]) -> list[ResultMetric]:
     return shown_metrics({m.name: [r.values[m.name] for r in rows] for m in RESULT_METRICS})[1:]
 
 
-def model_table(rows: Sequence[RunModelRow]) -> tuple[list[ResultMetric], list[tuple[RunModelRow, list[MetricCell]]]]:
-    """The metric columns of a model table (table_metrics) and each row with its cells of them (data-value, text),
-    made here once: a registry call and lookups per cell in Jinja cost ~1 ms on a 150-model compare page."""
+def model_table(rows: Sequence[RunModelRow]) -> tuple[list[ResultMetric], list[tuple[RunModelRow, list[ValueCell]]]]:
+    """The metric columns of a model table (table_metrics) and each row with its cells of them, made here once: a
+    registry call and lookups per cell in Jinja cost ~1 ms on a 150-model compare page."""
     metrics = table_metrics(rows)
     return metrics, [(r, [("" if (v := r.values[m.name]) is None else str(v), m.text(v)) for m in metrics])
                      for r in rows]
