@@ -52,7 +52,7 @@ def create_app(settings: Settings | None = None, post_ingest_hooks: Sequence[Pos
         gc.freeze()
         # A 3-year Model page makes tens of thousands of objects that die with the request; at Python's default
         # threshold (700) that was ~8 young and ~1 middle collection a request and a full one every ~15: 2.4-3.4 ms
-        # of collector time a request (gc.callbacks, bench/README). At 10,000 it is ~1 ms, a collection every few
+        # of collector time a request (gc.callbacks, bench/README.md). At 10,000: 0.3-2 ms, one collection every few
         # requests.
         thresholds = gc.get_threshold()
         gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *thresholds[1:])
