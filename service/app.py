@@ -29,6 +29,9 @@ from service.ingest import IngestConflict, PostIngestHook, database_unavailable
 from service.settings import Settings
 from service.web import install as install_web
 
+# allocations between young collections while the app runs (Python's default: 700)
+YOUNG_COLLECTION_THRESHOLD = 10_000
+
 
 def app_from_environment(post_ingest_hooks: Sequence[PostIngestHook] | None = None) -> FastAPI:
     """The app with the settings of the environment: uvicorn's factory where worker processes import the app by name
@@ -56,10 +59,17 @@ def create_app(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] |
         # frozen). Frozen, full collections only walk what requests made.
         gc.collect()
         gc.freeze()
+        # A 3-year Model page makes tens of thousands of objects that die with the request; at Python's default
+        # threshold (700) that was ~8 young and ~1 middle collection a request and a full one every ~15: 2.4-3.4 ms
+        # of collector time a request (gc.callbacks, bench/README.md). At 10,000: 0.3-2 ms, one collection every few
+        # requests.
+        thresholds = gc.get_threshold()
+        gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *thresholds[1:])
         try:
             yield
         finally:
             engine.dispose()
+            gc.set_threshold(*thresholds)
             gc.unfreeze()
 
     app = FastAPI(title="perfdash", version="1", lifespan=lifespan,

@@ -12,6 +12,7 @@ suite's partitions are separate runs of disjoint models: a partition compares on
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from datetime import date
 from typing import Any, Protocol, TypeVar
@@ -76,9 +77,32 @@ def previous_run_id(outer: RunLike) -> sa.ScalarSelect[int]:
     return _previous(before, outer).with_only_columns(before.id).correlate(outer).scalar_subquery()
 
 
+class _RunParameters:
+    """A run's stream and order columns as bound parameters, for a statement about "this run" built once."""
+
+    configuration_id = sa.bindparam("configuration_id", type_=sa.Integer)
+    partition_id = sa.bindparam("partition_id", type_=sa.Integer)
+    total_partitions = sa.bindparam("total_partitions", type_=sa.Integer)
+    night = sa.bindparam("night", type_=sa.Date)
+    started_at = sa.bindparam("started_at", type_=sa.DateTime(timezone=True))
+    id = sa.bindparam("id", type_=sa.Integer)
+
+    @staticmethod
+    def values(run: Run) -> dict[str, Any]:
+        return {"configuration_id": run.configuration_id, "partition_id": run.partition_id,
+                "total_partitions": run.total_partitions, "night": run.night, "started_at": run.started_at,
+                "id": run.id}
+
+
+@functools.cache
+def _previous_of_parameters() -> sa.Select:
+    # built once: building the statement was a fifth of previous_run's time
+    return _previous(Run, _RunParameters)
+
+
 def previous_run(session: Session, run: Run) -> Run | None:
     """The latest earlier run of the same configuration and partition."""
-    return session.scalars(_previous(Run, run)).first()
+    return session.scalars(_previous_of_parameters(), _RunParameters.values(run)).first()
 
 
 def previous_run_ids(session: Session, run_ids: Sequence[int]) -> dict[int, int | None]:

@@ -108,7 +108,7 @@ def run_choices(session: Session, configuration_id: int, limit: int = 400) -> li
     """Runs of a configuration for the Compare form's selects, newest first."""
     query = runs_select(RunFilter(ConfigFilter(configuration_id=configuration_id)), Run.id, Run.night,
                         Run.torch_git_commit, limit=limit)
-    return [RunChoice(*row) for row in session.execute(query)]
+    return [RunChoice(*row) for row in session.connection().execute(query)]  # plain rows, as results_of
 
 
 def run_by_commit(session: Session, configuration_id: int, commit: str) -> Run | None:
@@ -123,7 +123,9 @@ def run_by_commit(session: Session, configuration_id: int, commit: str) -> Run |
 def results_of(session: Session, run_id: int, *, with_samples: bool = False) -> list[ResultOut]:
     """A run's results by model name; raw samples only when asked (they are most of a row's bytes)."""
     columns = [getattr(Result, name) for name in RESULT_COLUMNS] + ([Result.samples] if with_samples else [])
-    rows = session.execute(sa.select(*columns).where(Result.run_id == run_id).order_by(Result.name)).mappings()
+    # columns only: the session's connection returns plain rows, without the ORM's result machinery
+    rows = session.connection().execute(sa.select(*columns).where(Result.run_id == run_id)
+                                        .order_by(Result.name)).mappings()
     return [ResultOut.from_values(dict(row)) for row in rows]
 
 

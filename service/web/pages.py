@@ -137,9 +137,10 @@ def model(request: Request, session: SessionDep, series_id: int,
     last = points[-1] if points else None
     # the latest point that carries perfdash's activation peak (PyTorch's own files have none)
     activation = next((p for p in reversed(points) if p.eager_activation_peak_mem is not None), None)
+    metrics = shown_metrics(chart["series"])
     return render(request, "pages/model.html", active="home", title=series.name, series=series, config=config,
                   label=views.config_label(config), group=views.group_title(config), points=points, last=last,
-                  activation=activation, metrics=shown_metrics(chart["series"]),
+                  activation=activation, metrics=metrics, rows=views.point_rows(points, metrics, MODEL_TABLE_ROWS),
                   chart=chart, since=since, until=until, notes=notes, table_limit=MODEL_TABLE_ROWS, findings=shown,
                   repro=repro_command(config, series.name), views=views,
                   env=" ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(config.env.items())))

@@ -12,7 +12,7 @@ from perfdash.contract import display_status
 from perfdash.metric_registry import DASHBOARD_METRICS, SUMMARY_METRICS
 from service.web import format as fmt
 from service.web.nav import NAV
-from service.web.views import table_metrics
+from service.web.views import model_table
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
@@ -31,5 +31,5 @@ def build_templates(directory: Path = TEMPLATES_DIR) -> Jinja2Templates:
                        web_url=fmt.web_url)
     # The metric registry and the status rule, so that templates name no metric, threshold or status by hand.
     env.globals.update(nav=NAV, dashboard_metrics=DASHBOARD_METRICS, summary_metrics=SUMMARY_METRICS,
-                       display_status=display_status, table_metrics=table_metrics)
+                       display_status=display_status, model_table=model_table)
     return Jinja2Templates(env=env)

@@ -15,7 +15,7 @@ from service.models import Configuration, RunSummary
 from service.queries.compare import RunComparison
 from service.queries.history import ModelPoint, SummaryPoint
 from service.queries.runs import RunLite, SummaryNumbers
-from service.web.format import SummaryCell
+from service.web.format import SummaryCell, number, short_commit
 
 
 def suite_summary(summary: RunSummary | SummaryNumbers | None) -> SuiteSummary | None:
@@ -280,14 +280,14 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
         "status": [display_status(p.accuracy, p.passed) for p in points],
         "series": {
             # the metrics the page shows: an optional one (throughput) no point has would be a column of nulls
-            **{m.name: [_round(getattr(p, m.name)) if p.passed else None for p in points]
+            **{m.name: _chart_values(points, m.name)
                for m in shown_metrics({m.name: (getattr(p, m.name) for p in points) for m in RESULT_METRICS})},
-            "activation_ratio": [_round(p.activation_ratio) if p.passed else None for p in points],
+            "activation_ratio": _chart_values(points, "activation_ratio"),
         },
         # the speedup's 95 % confidence interval per night (None without raw samples), drawn as a band
         "intervals": {"speedup": {
-            "low": [_round(p.speedup_ci_low) if p.passed else None for p in points],
-            "high": [_round(p.speedup_ci_high) if p.passed else None for p in points],
+            "low": _chart_values(points, "speedup_ci_low"),
+            "high": _chart_values(points, "speedup_ci_high"),
         }},
         "statusChanges": status_changes,
         "annotations": list(annotations),
@@ -295,9 +295,55 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
     }
 
 
+MetricCell = tuple[str, str]  # (metric name, text) of the Model page's table
+ValueCell = tuple[str, str]  # (data-value: the number, "" for none; text) of a model table
+
+
+@dataclass(frozen=True, slots=True)
+class PointRow:
+    """A run in the Model page's table, its cells as text, made here once: registry calls and filters per cell in
+    Jinja were most of the table's render."""
+
+    run_id: int
+    night: date
+    commit: str
+    passed: bool
+    status: str
+    lead: MetricCell  # the first metric's (speedup's) cell, "-" for a failure; its interval follows it
+    interval: str  # the speedup's 95 % confidence interval, "" without one or for a failure
+    cells: list[MetricCell]  # the other metrics shown
+    activation: str  # perfdash's activation peaks, "eager / compiled" GB, "-" without them
+    graph_breaks: str
+
+
+def point_rows(points: Sequence[ModelPoint], metrics: Sequence[ResultMetric], limit: int) -> list[PointRow]:
+    """The latest ``limit`` points, newest first, as the rows of the Model page's table of ``metrics``."""
+    lead, rest = metrics[0], metrics[1:]
+    rows = []
+    for p in points[:-limit - 1:-1]:
+        value = getattr(p, lead.name) if p.passed else None
+        rows.append(PointRow(
+            run_id=p.run_id, night=p.night, commit=short_commit(p.torch_git_commit), passed=p.passed,
+            status=display_status(p.accuracy, p.passed), lead=(lead.name, lead.text(value)),
+            interval=interval_text(p.speedup_ci_low, p.speedup_ci_high) if p.passed else "",
+            cells=[(m.name, m.text_of(p)) for m in rest],
+            activation=("-" if p.eager_activation_peak_mem is None else
+                        f"{number(p.eager_activation_peak_mem, 4)} / {number(p.dynamo_activation_peak_mem, 4)}"),
+            graph_breaks="-" if p.graph_breaks is None else str(p.graph_breaks)))
+    return rows
+
+
 def table_metrics(rows: Sequence[RunModelRow]) -> list[ResultMetric]:
     """The columns of a model table after the speedup's (which has its base, change and interval beside it)."""
     return shown_metrics({m.name: [r.values[m.name] for r in rows] for m in RESULT_METRICS})[1:]
+
+
+def model_table(rows: Sequence[RunModelRow]) -> tuple[list[ResultMetric], list[tuple[RunModelRow, list[ValueCell]]]]:
+    """The metric columns of a model table (table_metrics) and each row with its cells of them, made here once: a
+    registry call and lookups per cell in Jinja cost ~1 ms on a 150-model compare page."""
+    metrics = table_metrics(rows)
+    return metrics, [(r, [("" if (v := r.values[m.name]) is None else str(v), m.text(v)) for m in metrics])
+                     for r in rows]
 
 
 def finding_mark(finding: Finding) -> dict[str, object]:
@@ -346,9 +392,17 @@ def trend_chart_data(points: Sequence[SummaryPoint], configs: dict[int, Configur
     return {"nights": nights, "lines": [{"label": labels[cid], **line} for cid, line in lines.items()]}
 
 
-def _round(value: float | None, digits: int = 4) -> float | None:
-    # Charts need no more; full doubles would double the JSON of a three-year page.
+CHART_DIGITS = 4  # charts need no more; full doubles would double the JSON of a three-year page
+
+
+def _round(value: float | None, digits: int = CHART_DIGITS) -> float | None:
     return None if value is None else round(value, digits)
+
+
+def _chart_values(points: Sequence[ModelPoint], name: str) -> list[float | None]:
+    """A model point attribute's values for a chart, rounded, None where the model did not pass (one comprehension:
+    a call per value was a quarter of a 3-year page's chart data)."""
+    return [None if not p.passed or (v := getattr(p, name)) is None else round(v, CHART_DIGITS) for p in points]
 
 
 def _distinguishing_labels(parts: dict[int, tuple[str, ...]]) -> dict[int, str]:
