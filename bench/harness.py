@@ -4,7 +4,7 @@ For one small model (torchvision resnet18, the torchbench suite's builder, batch
 otherwise) this runs the real harness (``runner.api.run_suite``: fork server, one worker process per model,
 performance only, warm Inductor cache) on a list of ``--runs`` copies of the model, and after each copy a bare
 in-process loop (eager and compiled interleaved, same repeat), so both see the machine at the same moments. The bench
-runs the harness with ``allocator="perfdash"`` and restarts itself with those settings (runner.options.CPU_MALLOC_ENV)
+runs the harness with ``allocator="perfdash"`` and restarts itself with those settings (runner.allocator.CPU_MALLOC_ENV)
 so that the bare loop runs under them too. It prints:
 
 - per model, the harness's overhead: the model's wall time outside the timed iterations and outside compilation, as
@@ -106,8 +106,9 @@ def cv(values: list[float]) -> float:
 
 
 def main() -> None:
+    from runner.allocator import CPU_MALLOC_ENV
     from runner.api import run_suite
-    from runner.options import CPU_MALLOC_ENV, RunOptions
+    from runner.options import RunOptions
 
     if any(os.environ.get(k) != v for k, v in CPU_MALLOC_ENV.items()):
         # glibc reads these at start: the bare loop runs under the allocator settings the harness gives its workers.

@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR
+
 REPO = Path(__file__).resolve().parents[1]
 # Issue 18's five models at the batch sizes of the recorded "before" table (small enough for a 2-core machine).
 DEFAULT_MODELS = ("timm_models:lcnet_050@8", "timm_models:mobilenetv2_100@8", "timm_models:resnet18@8",
@@ -103,22 +105,21 @@ def perfdash_models(suite: str) -> dict[str, int]:
 
 
 def common_env(args: argparse.Namespace, cache_dir: Path) -> dict[str, str]:
-    """What both sides get: the settings of perfdash's CPU workers that PyTorch's harness reads from the environment."""
+    """What both sides start with: the settings of perfdash's CPU workers that PyTorch's harness reads from the
+    environment, and the allocator and OpenMP runtime of ``--allocator`` exactly as perfdash's workers get them
+    (runner.allocator.process_env), so that PyTorch's harness runs under the same."""
+    from runner.allocator import INTEL_OPENMP, JEMALLOC, allocator_env, find_library, process_env
+
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache_dir), "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "bisect")])}
-    for key in [k for k in env if k.startswith("MALLOC_")]:
-        del env[key]
     if args.device == "cpu":
         env["TORCHINDUCTOR_FREEZING"] = "1"
-        if args.allocator == "perfdash":
-            from runner.options import CPU_MALLOC_ENV
-
-            env.update(CPU_MALLOC_ENV)
     if args.threads:
         env["OMP_NUM_THREADS"] = str(args.threads)
-    iomp = Path(sys.executable).parent.parent / "lib" / "libiomp5.so"  # pip's intel-openmp puts it in the venv
-    if args.launcher != "none" and "IOMP_LIB" not in env and iomp.exists():
-        env["IOMP_LIB"] = str(iomp)
+    env = process_env(allocator_env(args.allocator, args.device), base=env)
+    if args.launcher != "none":  # xeon-launch preloads by path: the files perfdash's workers get
+        env.setdefault("JEMALLOC_LIB", str(find_library(JEMALLOC)))
+        env.setdefault("IOMP_LIB", str(find_library(INTEL_OPENMP)))
     return env
 
 
@@ -340,10 +341,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=int, default=30, help="timed iterations on both sides (default 30, both defaults)")
     p.add_argument("--threads", type=int, help="threads on both sides (default: all)")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
-    p.add_argument("--allocator", default="pytorch", choices=("pytorch", "perfdash"),
-                   help="C allocator environment of both sides and perfdash's --allocator: pytorch = glibc defaults "
-                        "(the runner's default), perfdash = runner.options.CPU_MALLOC_ENV (what every CPU worker had "
-                        "before --allocator existed)")
+    p.add_argument("--allocator", default=DEFAULT_ALLOCATOR, choices=ALLOCATORS,
+                   help="perfdash's --allocator, and the same allocator environment for PyTorch's side "
+                        f"(runner.allocator; default {DEFAULT_ALLOCATOR}: jemalloc and Intel OpenMP as PyTorch's CPU "
+                        "dashboard)")
     p.add_argument("--launcher", default="none", choices=("none", "single", "socket"),
                    help="run both sides under docker/xeon-launch.sh with this thread configuration, the environment "
                         "of PyTorch's CPU dashboard (jemalloc, Intel OpenMP, KMP_*, pinned cores); default none")
@@ -365,10 +366,15 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(REPO))
     if not (args.pytorch_dir / "common.py").is_file():
         raise SystemExit(f"--pytorch-dir {args.pytorch_dir}: no common.py there (want PyTorch's benchmarks/dynamo)")
-    jemalloc = Path(os.environ.get("JEMALLOC_LIB", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"))
-    if args.launcher != "none" and not jemalloc.exists():
-        raise SystemExit(f"--launcher {args.launcher}: {jemalloc} is missing (apt-get install libjemalloc2, or set "
-                         "JEMALLOC_LIB); PyTorch's CPU dashboard runs with jemalloc preloaded")
+    from runner.allocator import AllocatorUnavailable, allocator_env, check
+
+    if args.launcher != "none" and args.allocator != "dashboard":
+        raise SystemExit(f"--launcher {args.launcher} preloads jemalloc and Intel's OpenMP into both sides: it goes "
+                         "with --allocator dashboard")
+    try:
+        check(allocator_env(args.allocator, args.device))
+    except AllocatorUnavailable as exc:
+        raise SystemExit(f"--allocator {args.allocator}: {exc}") from None
     if args.rounds < 1 or args.repeat < 1:
         raise SystemExit("--rounds and --repeat must be >= 1")
     try:

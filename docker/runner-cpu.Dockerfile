@@ -26,12 +26,12 @@ RUN apt-get update \
 
 COPY docker/install-torch.sh /usr/local/bin/install-torch
 COPY docker/xeon-launch.sh /usr/local/bin/xeon-launch
-RUN install-torch "${TORCH_SPEC}" cpu \
-    && python -m pip install intel-openmp==2026.2.0
+RUN install-torch "${TORCH_SPEC}" cpu
 
 WORKDIR /opt/perfdash
 COPY . .
-# Editable install: templates/, migrations/ and the suites' data files are read from this tree.
+# Editable install: templates/, migrations/ and the suites' data files are read from this tree. The runner extra brings
+# Intel's OpenMP (/usr/local/lib/libiomp5.so) for --allocator dashboard, with the jemalloc installed above.
 # Then the backends of the weekly backend cells (perfdash run --backend onnxruntime|openvino|tensorrt).
 RUN python -m pip install -e ".[runner]" \
     && python -m pip install -e ".[backends]"

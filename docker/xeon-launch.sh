@@ -36,7 +36,7 @@ done
 export OMP_NUM_THREADS="${#cpus[@]}"
 export KMP_AFFINITY="granularity=fine,compact,1,0"
 export KMP_BLOCKTIME=1
-export MALLOC_CONF="oversize_threshold:1,background_thread:true,metadata_thp:auto,dirty_decay_ms:9000000000,muzzy_decay_ms:9000000000"
+export MALLOC_CONF="oversize_threshold:1,background_thread:true,metadata_thp:auto,dirty_decay_ms:-1,muzzy_decay_ms:-1"
 export PERFDASH_THREAD_CONFIG="$config"
 export PERFDASH_CPU_LIST="$cpu_list"
 if [ ${#preload[@]} -gt 0 ]; then

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from perfdash.axes import AXIS, add_choice_flags, run_axis_values
+from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR
 from runner.backends import QUANTIZE_CHOICES, RUNNABLE_BACKENDS
-from runner.options import ALLOCATORS, DEFAULT_ALLOCATOR, DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, RunOptions
+from runner.options import DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, RunOptions
 from runner.suites import available_suites
 
 
@@ -41,8 +42,9 @@ def register(subparsers: Any) -> None:
     cfg.add_argument("--batch-size", type=int, metavar="N", help="override the suite's batch sizes")
     cfg.add_argument("--dynamic-shapes", action="store_true")
     cfg.add_argument("--allocator", default=DEFAULT_ALLOCATOR, choices=ALLOCATORS,
-                     help="CPU workers' C allocator settings: pytorch = as PyTorch's harness (glibc defaults), "
-                          "perfdash = no mmap/trim (MALLOC_*; less noise); recorded in the manifest's env")
+                     help="CPU workers' allocator and OpenMP: dashboard = as PyTorch's CPU dashboard (jemalloc and "
+                          "Intel OpenMP preloaded, KMP_*), glibc = C library defaults (PyTorch's harness run by hand), "
+                          "perfdash = glibc without mmap/trim (MALLOC_*); part of the configuration (config env)")
     meas = p.add_argument_group("measurement")
     meas.add_argument("--accuracy", action="store_true", help="check accuracy (both when neither flag is given)")
     meas.add_argument("--performance", action="store_true", help="measure performance")

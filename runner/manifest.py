@@ -10,6 +10,7 @@ import shlex
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -23,6 +24,7 @@ from perfdash.contract import (
     Manifest,
     RunConfig,
 )
+from runner.allocator import process_env
 from runner.backends import BACKEND_SPECS, package_versions, settings
 from runner.suites import Suite
 
@@ -98,9 +100,11 @@ def suite_versions(suite: Suite) -> dict[str, str]:
 _ENVIRONMENT_VARIABLES = ("LD_PRELOAD", "MALLOC_CONF", "OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME")
 
 
-def software_environment() -> dict[str, str]:
+def software_environment(worker_environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """What detection compares night to night to name an environment shift: kernel, CPU microcode, perfdash's
-    version and the allocator/threading variables set for the run (only those present)."""
+    version and the allocator/threading variables the workers start with (only those present; ``worker_environ``,
+    this process's environment unless given), with the path of each preloaded library."""
+    environ = os.environ if worker_environ is None else worker_environ
     out = {"kernel": platform.release()}
     try:
         cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
@@ -113,7 +117,7 @@ def software_environment() -> dict[str, str]:
         out["perfdash"] = metadata.version("perfdash")
     except metadata.PackageNotFoundError:
         pass
-    out.update({name: os.environ[name] for name in _ENVIRONMENT_VARIABLES if os.environ.get(name)})
+    out.update({name: environ[name] for name in _ENVIRONMENT_VARIABLES if environ.get(name)})
     return out
 
 
@@ -133,7 +137,7 @@ def new_manifest(config: RunConfig, suite: Suite, quantize: str | None = None) -
     return Manifest(config=config, machine=machine_info(config.device), torch_version=version,
                     torch_git_commit=commit, suite_versions=versions, jenkins=jenkins_info(),
                     command=shlex.join(sys.argv), start_time=datetime.now(UTC), backend=backend,
-                    environment=software_environment(),
+                    environment=software_environment(process_env(config.env)),
                     memory_definitions={"peak_memory": MEMORY_DEFINITIONS[config.device],
                                         "activation_peak": ACTIVATION_PEAK_DEFINITION})
 

@@ -9,23 +9,14 @@ from pathlib import Path
 
 from perfdash.axes import CHECKED_FLAGS, RunAxes, run_axis_values
 from perfdash.contract import BACKENDS, RunConfig
+from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR, AllocatorUnavailable, allocator_env
+from runner.allocator import check as check_allocator
 from runner.backends import RUNNABLE_BACKENDS, BackendUnavailable, check
 from runner.suites import ModelSpec, Suite, SuiteError, get_suite
 from runner.suites.base import DEFAULT_MODEL_LIST
 
 assert set(RUNNABLE_BACKENDS) <= set(BACKENDS)
 
-# glibc keeps what a step frees for the next one: no mmap for big blocks (each would be unmapped on free and faulted
-# in again next iteration) and no trimming of the heap. Without these, how many pages each iteration faults in depends
-# on the worker's allocation history, and eager resnet18 at batch 4 ran 83-99 ms from one worker to the next (speedup
-# CV 4.7 % over ten workers; about 1 % with them, bench/README.md). PyTorch's CPU launcher
-# (torch.backends.xeon.run_cpu) gets the same from jemalloc with dirty_decay_ms:-1; jemalloc ignores these.
-CPU_MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(16 << 30), "MALLOC_TOP_PAD_": str(256 << 20)}
-# --allocator: "pytorch" leaves the C allocator as PyTorch's harness leaves it when run by hand (glibc defaults, no
-# MALLOC_* variables), so eager and compiled times match PyTorch's; "perfdash" gives CPU workers CPU_MALLOC_ENV (lower
-# worker-to-worker noise; bench/README.md says how much it changes eager). The variables land in the manifest's env.
-ALLOCATORS: tuple[str, ...] = ("pytorch", "perfdash")
-DEFAULT_ALLOCATOR = "pytorch"
 DEFAULT_REPEAT = 30
 DEFAULT_WARMUP = 5  # PyTorch's warm-up iterations (run_performance_test in benchmarks/dynamo/common.py)
 DEFAULT_TIMEOUT_S = 1800.0
@@ -79,8 +70,7 @@ class RunOptions(RunAxes):
     def worker_env(self) -> dict[str, str]:
         """Settings every worker of this run gets; all of them are part of the series (manifest config.env)."""
         env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        if self.device == "cpu" and self.allocator == "perfdash":
-            env.update(CPU_MALLOC_ENV)
+        env.update(allocator_env(self.allocator, self.device))  # runner.allocator: dashboard, glibc, perfdash
         if self.device == "cpu" and self.mode == "inference" and self.backend == "inductor":
             env["TORCHINDUCTOR_FREEZING"] = "1"  # as PyTorch's CPU dashboard runs
         if self.threads is not None:
@@ -111,6 +101,11 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
         if axis.name not in ("suite", "backend"):  # the suite and backend: what this runner can run (above)
             _choice(axis.flag.removeprefix("--"), getattr(options, axis.name), axis.vocabulary)
     _choice("allocator", options.allocator, ALLOCATORS)
+    try:
+        check_allocator(options.worker_env())
+    except AllocatorUnavailable as exc:
+        raise OptionsError(f"--allocator {options.allocator} preloads what PyTorch's CPU dashboard preloads, but "
+                           f"{exc}; or run with --allocator glibc") from None
     for name, value, minimum in (("repeat", options.repeat, 1), ("threads", options.threads, 1),
                                  ("batch-size", options.batch_size, 1), ("total-partitions",
                                                                          options.total_partitions, 1),

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.allocator import process_env
 from runner.protocol import PHASE_LOAD, Job, WorkerResult
 
 _LOG_TAIL_CHARS = 1500
@@ -81,7 +82,7 @@ def run_worker(job: Job, env: dict[str, str], timeout_s: float, log_path: Path,
         log.flush()
         proc = subprocess.Popen(
             [sys.executable, "-m", "runner.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-            env={**os.environ, **env}, start_new_session=True)
+            env=process_env(env), start_new_session=True)
         reader = threading.Thread(target=_read_protocol, args=(proc.stdout, on_phase, sink), daemon=True)
         reader.start()
         timed_out = False
@@ -177,7 +178,7 @@ class ForkServer:
         start = time.perf_counter()
         with self.log_path.open("ab") as log:
             proc = subprocess.Popen([sys.executable, "-m", "runner.zygote", *self.preload], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=log, env={**os.environ, **self.env},
+                                    stdout=subprocess.PIPE, stderr=log, env=process_env(self.env),
                                     start_new_session=True)
         lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()

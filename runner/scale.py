@@ -37,12 +37,12 @@ from perfdash.contract import (
     read_performance_csv,
     read_samples,
 )
+from runner.allocator import DEFAULT_ALLOCATOR
 from runner.api import RunPaths, make_job
 from runner.backends import BACKEND_SPECS
 from runner.distributed import WorldOutcome, cpu_slices, launch, process_group_backend
 from runner.manifest import load_or_create
 from runner.options import (
-    DEFAULT_ALLOCATOR,
     DEFAULT_REPEAT,
     DEFAULT_TIMEOUT_S,
     DEFAULT_WARMUP,

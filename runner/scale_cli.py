@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from perfdash.axes import AXIS, add_choice_flags
+from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR
 from runner.backends import RUNNABLE_BACKENDS
-from runner.options import ALLOCATORS, DEFAULT_ALLOCATOR, DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
+from runner.options import DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 from runner.suites import available_suites
 
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Debian packages the tests and the nightly need: a PostgreSQL server, headless Chromium, Groovy (Jenkinsfile check).
+# Debian packages the tests and the nightly need: a PostgreSQL server, headless Chromium, Groovy (Jenkinsfile check),
+# jemalloc (CPU workers preload it by default, as PyTorch's CPU dashboard: runner/allocator.py).
 set -euo pipefail
 missing=()
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v groovyc >/dev/null 2>&1 || missing+=(groovy)
 command -v runuser >/dev/null 2>&1 || missing+=(util-linux)
+compgen -G "/usr/lib/*/libjemalloc.so.2" >/dev/null || missing+=(libjemalloc2)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "installing Debian packages: ${missing[*]}"

@@ -89,6 +89,11 @@ def test_manifest_and_samples(statuses: RunReport) -> None:
     assert manifest.torch_version and manifest.torch_git_commit
     assert manifest.machine.cpu_model and manifest.machine.cpu_count
     assert "MALLOC_MMAP_THRESHOLD_" not in manifest.config.env  # no RSS-based memory process any more
+    # The default allocator is PyTorch's CPU dashboard's: recorded by soname in the series, by path as run.
+    assert manifest.config.env["MALLOC_CONF"].startswith("oversize_threshold:1,")
+    preloaded = [Path(p) for p in manifest.environment["LD_PRELOAD"].split(":")]
+    assert [p.name for p in preloaded] == manifest.config.env["LD_PRELOAD"].split(":") and all(map(Path.is_file,
+                                                                                                 preloaded))
     assert manifest.start_time is not None and manifest.end_time is not None
     errors = manifest.model_errors
     assert set(errors) == {"raises", "aborts", "missing_dependency", "hangs"}  # verdicts are not errors
