@@ -55,9 +55,10 @@ class AllocatorUnavailable(RuntimeError):
     """A library the chosen allocator preloads is not on this machine."""
 
 
-def allocator_env(allocator: str, device: str, machine: str | None = None) -> dict[str, str]:
+def allocator_env(allocator: str, device: str, machine: str | None = None, jemalloc: bool = True) -> dict[str, str]:
     """The recorded settings of ``allocator`` for a worker on ``device`` (GPU workers keep the defaults, as PyTorch's
-    GPU dashboard does); ``machine`` is platform.machine() unless given."""
+    GPU dashboard does); ``machine`` is platform.machine() unless given; ``jemalloc=False`` for a backend that cannot
+    run with it preloaded (runner.backends.BackendSpec.jemalloc): the dashboard's OpenMP settings only."""
     if device != "cpu" or allocator == "glibc":
         return {}
     if allocator == "perfdash":
@@ -65,8 +66,11 @@ def allocator_env(allocator: str, device: str, machine: str | None = None) -> di
     if allocator != "dashboard":
         raise ValueError(f"unknown allocator {allocator!r}; expected one of {', '.join(ALLOCATORS)}")
     x86 = (machine or platform.machine()) in ("x86_64", "AMD64")
-    preload = [JEMALLOC, INTEL_OPENMP] if x86 else [JEMALLOC]  # Intel's OpenMP only on x86, as test.sh
-    return {"LD_PRELOAD": ":".join(preload), "MALLOC_CONF": DASHBOARD_MALLOC_CONF, **(DASHBOARD_KMP if x86 else {})}
+    preload = ([JEMALLOC] if jemalloc else []) + ([INTEL_OPENMP] if x86 else [])  # Intel's OpenMP on x86, as test.sh
+    env = {"MALLOC_CONF": DASHBOARD_MALLOC_CONF} if jemalloc else {}
+    if preload:
+        env["LD_PRELOAD"] = ":".join(preload)
+    return {**env, **(DASHBOARD_KMP if x86 else {})}
 
 
 def library_directories() -> list[Path]:

@@ -11,7 +11,7 @@ from perfdash.axes import CHECKED_FLAGS, RunAxes, run_axis_values
 from perfdash.contract import BACKENDS, RunConfig
 from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR, AllocatorUnavailable, allocator_env
 from runner.allocator import check as check_allocator
-from runner.backends import RUNNABLE_BACKENDS, BackendUnavailable, check
+from runner.backends import BACKEND_SPECS, RUNNABLE_BACKENDS, BackendUnavailable, check
 from runner.suites import ModelSpec, Suite, SuiteError, get_suite
 from runner.suites.base import DEFAULT_MODEL_LIST
 
@@ -70,7 +70,8 @@ class RunOptions(RunAxes):
     def worker_env(self) -> dict[str, str]:
         """Settings every worker of this run gets; all of them are part of the series (manifest config.env)."""
         env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        env.update(allocator_env(self.allocator, self.device))  # runner.allocator: dashboard, glibc, perfdash
+        spec = BACKEND_SPECS.get(self.backend)
+        env.update(allocator_env(self.allocator, self.device, jemalloc=spec is None or spec.jemalloc))
         if self.device == "cpu" and self.mode == "inference" and self.backend == "inductor":
             env["TORCHINDUCTOR_FREEZING"] = "1"  # as PyTorch's CPU dashboard runs
         if self.threads is not None:

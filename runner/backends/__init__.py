@@ -45,6 +45,10 @@ class BackendSpec:
     # Whether torch's allocator sees the backend's memory: ONNX Runtime and OpenVINO allocate their own, so their
     # peak is left empty rather than reported as the few bytes of output torch sees.
     torch_allocator: bool = False
+    # Whether a worker may preload jemalloc (--allocator dashboard). OpenVINO may not: with jemalloc preloaded its
+    # compiled run frees memory through glibc that jemalloc handed out, and the worker aborts ("munmap_chunk():
+    # invalid pointer", "double free or corruption"); with Intel's OpenMP alone it runs.
+    jemalloc: bool = True
 
 
 BACKEND_SPECS: dict[str, BackendSpec] = {
@@ -58,7 +62,7 @@ BACKEND_SPECS: dict[str, BackendSpec] = {
     # the fork server takes it: else every model's compile latency would include the import.
     "openvino": BackendSpec(name="openvino", packages=("openvino",), devices=("cpu",),
                             dtypes=("float32", "bfloat16", "float16"), preload=("openvino.torch",),
-                            dynamo_graph=True),
+                            dynamo_graph=True, jemalloc=False),
     "tensorrt": BackendSpec(name="tensorrt", packages=("torch-tensorrt", "tensorrt", "onnxruntime-gpu", "onnxscript"),
                             devices=("cuda",), dtypes=("float32", "float16")),
 }

@@ -129,3 +129,12 @@ def test_dashboard_worker_really_runs_on_jemalloc_and_intel_openmp() -> None:
     out = subprocess.run([sys.executable, "-c", probe.replace("os.environ['MALLOC_CONF']", "'none'")], env=glibc,
                          capture_output=True, text=True, timeout=120, check=True).stdout.split()
     assert out[:2] == ["-", "-"]
+
+
+def test_openvino_gets_the_dashboard_without_jemalloc() -> None:
+    # With jemalloc preloaded OpenVINO's compiled run aborts (tests/runner/test_backends.py runs it for real).
+    env = RunOptions(suite="torchbench", backend="openvino").worker_env()
+    assert "MALLOC_CONF" not in env and "libjemalloc" not in env.get("LD_PRELOAD", "")
+    if X86:
+        assert env["LD_PRELOAD"] == "libiomp5.so" and env["KMP_BLOCKTIME"] == "1"
+    assert "libjemalloc.so.2" in RunOptions(suite="torchbench", backend="onnxruntime").worker_env()["LD_PRELOAD"]
