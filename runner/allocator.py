@@ -18,12 +18,14 @@ go in, so the recorded configuration is what the worker ran with.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import platform
 import sys
 import sysconfig
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 ALLOCATORS: tuple[str, ...] = ("dashboard", "glibc", "perfdash")
 DEFAULT_ALLOCATOR = "dashboard"
@@ -131,3 +133,39 @@ def process_env(worker_env: Mapping[str, str], base: Mapping[str, str] | None = 
     if preload:
         env["LD_PRELOAD"] = preload
     return env
+
+
+def _mallctl() -> Any:
+    """jemalloc's control function when jemalloc is this process's allocator, else None."""
+    mallctl = getattr(ctypes.CDLL(None), "mallctl", None)
+    if mallctl is not None:
+        mallctl.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    return mallctl
+
+
+def _read_flag(mallctl: Any, name: bytes) -> bool | None:
+    value = ctypes.c_bool()
+    size = ctypes.c_size_t(ctypes.sizeof(value))
+    return value.value if mallctl(name, ctypes.byref(value), ctypes.byref(size), None, 0) == 0 else None
+
+
+def jemalloc_background_threads() -> bool | None:
+    """Whether jemalloc's background threads are on in this process; None when jemalloc is not its allocator."""
+    mallctl = _mallctl()
+    return None if mallctl is None else _read_flag(mallctl, b"background_thread")
+
+
+def restart_jemalloc_threads() -> bool:
+    """In a forked worker, turn jemalloc's background threads back on when its options ask for them; True if it did.
+
+    A fork keeps only the forking thread, and jemalloc's fork handler switches ``background_thread`` off in the child.
+    Without this, every worker the fork server forks would run a different allocator configuration from the one its
+    MALLOC_CONF records (and PyTorch's CPU dashboard runs): on a 2-core VM the background thread takes 8-15 % of the
+    core an OpenMP thread runs on, and eager lcnet_050 took 16.4 ms with it, 12.9 ms without (bench/README.md,
+    "pt_parity.py", the lcnet_050 latency gap). A no-op without jemalloc.
+    """
+    mallctl = _mallctl()
+    if mallctl is None or not _read_flag(mallctl, b"opt.background_thread"):
+        return False
+    enable = ctypes.c_bool(True)
+    return mallctl(b"background_thread", None, None, ctypes.byref(enable), ctypes.sizeof(enable)) == 0

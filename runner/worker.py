@@ -71,6 +71,9 @@ def run_forked(job_text: str, env: dict[str, str], protocol_fd: int, log_path: s
         os.close(log_fd)
         os.close(null_fd)
         os.environ.update(env)
+        from runner.allocator import restart_jemalloc_threads
+
+        restart_jemalloc_threads()  # the fork left them behind: run the recorded MALLOC_CONF, as a fresh process would
         protocol = os.fdopen(protocol_fd, "w", buffering=1, encoding="utf-8")
         serve(job_text, protocol, start)
         code = 0

@@ -123,16 +123,19 @@ def big_weight(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.
 
 def where_built(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
     """A tiny MLP that appends to $PERFDASH_TEST_PROCESS_LOG where it was built: its process, parent and process
-    group, whether the compiler was imported before the model was (the fork server imports it), and the Inductor
-    cache directory it would compile into."""
+    group, whether the compiler was imported before the model was (the fork server imports it), whether jemalloc's
+    background threads run in it, and the Inductor cache directory it would compile into."""
     import json
     import sys
 
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
+    from runner.allocator import jemalloc_background_threads
+
     with open(os.environ["PERFDASH_TEST_PROCESS_LOG"], "a", encoding="utf-8") as log:
         log.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0),
                               "compiler_imported": "torch._inductor.compile_fx" in sys.modules,
+                              "jemalloc_background_threads": jemalloc_background_threads(),
                               "inductor_cache": cache_dir()}) + "\n")
     return tiny_mlp(batch_size, training)
 

@@ -40,6 +40,8 @@ def test_workers_are_forked_from_one_server_and_a_dead_server_is_replaced(tmp_pa
         assert worker["pgid"] == worker["pid"]  # its own process group: a timeout kills it and its children
         assert worker["ppid"] != os.getpid()  # forked by a server, not started by this process
         assert worker["compiler_imported"] is True  # the server imported Inductor before forking
+        # The default allocator's MALLOC_CONF asks for jemalloc's background threads; the fork left them behind.
+        assert worker["jemalloc_background_threads"] is True
     assert second["ppid"] == third["ppid"]  # one server for consecutive models
     assert first["ppid"] != second["ppid"]  # the killed server was replaced by a new one
     assert len({first["pid"], second["pid"], third["pid"]}) == 3
