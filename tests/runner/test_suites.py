@@ -188,9 +188,11 @@ def test_a_training_batch_size_applies_in_training_only(tmp_path: Path) -> None:
     for mode, expected in (("inference", 64), ("training", 4)):
         assert make_job(RunOptions(suite="torchbench", mode=mode), suite, spec).batch_size == expected, mode
     assert make_job(RunOptions(suite="torchbench", mode="training", batch_size=2), suite, spec).batch_size == 2
-    # torchbench.yaml batch_size.training: densenet121 trains at 4
-    densenet = next(m for m in suite.models() if m.name == "densenet121")
-    assert (densenet.default_batch_size("inference"), densenet.default_batch_size("training")) == (64, 4)
+    # torchbench.yaml batch_size.training: densenet121 trains at 4; otherwise torchbenchmark's DEFAULT_EVAL_BSIZE
+    # and DEFAULT_TRAIN_BSIZE (vgg16: 4 and 64)
+    models = {m.name: m for m in suite.models()}
+    for name, sizes in (("densenet121", (64, 4)), ("vgg16", (4, 64))):
+        assert (models[name].default_batch_size("inference"), models[name].default_batch_size("training")) == sizes
 
 
 @pytest.mark.parametrize("table, message", [
