@@ -93,21 +93,32 @@ def test_regression_that_does_not_reproduce_is_not_bisected(synth, tmp_path, cac
 def test_interrupted_bisection_resumes_from_its_state(synth, perf_history, cache_dir, tmp_path):
     state = tmp_path / "state.json"
     out = tmp_path / "result.json"
+    # Measurements of the synthetic work take milliseconds, so a whole bisection can end between two polls: a gate
+    # holds every measurement of a step commit (not the good or bad one) while it exists, so the interrupt is sure to
+    # land after the confirmation, inside the first step.
+    gate = tmp_path / "gate"
+    gate.touch()
+    gated = tmp_path / "gated_measure.sh"
+    gated.write_text(f'case "$PERFBISECT_SHA" in {perf_history.shas[0]}|{perf_history.shas[-1]}) ;;\n'
+                     f'*) while [ -e "{gate}" ]; do sleep 0.05; done ;;\nesac\nexec {MEASURE}\n')
     args = [sys.executable, "-m", "perfdash.cli", "bisect", "--repo", str(perf_history.repo), "--good",
-            perf_history.shas[0], "--bad", perf_history.shas[-1], "--build", BUILD, "--measure", MEASURE,
+            perf_history.shas[0], "--bad", perf_history.shas[-1], "--build", BUILD, "--measure", f"sh {gated}",
             "--cache-dir", str(cache_dir), "--state", str(state), "--json", str(out)]
     before = synth.snapshot(perf_history.repo)
     proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # wait until the confirmation is done and a step has started
+    while time.monotonic() < deadline:  # wait until the confirmation is done (good and bad measured)
         if state.exists():
             try:
-                if len(json.loads(state.read_text())["samples"]) >= 3:
+                if len(json.loads(state.read_text())["samples"]) >= 2:
                     break
             except json.JSONDecodeError:
                 pass  # caught between write and rename of an older version: try again
         time.sleep(0.05)
+    time.sleep(0.5)  # into the gated step
+    assert proc.poll() is None, "the bisection ended before the interrupt"
     os.kill(proc.pid, signal.SIGINT)
+    gate.unlink()
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "--resume" in stderr
