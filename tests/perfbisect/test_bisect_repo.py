@@ -105,7 +105,10 @@ def test_interrupted_bisection_resumes_from_its_state(synth, perf_history, cache
             perf_history.shas[0], "--bad", perf_history.shas[-1], "--build", BUILD, "--measure", f"sh {gated}",
             "--cache-dir", str(cache_dir), "--state", str(state), "--json", str(out)]
     before = synth.snapshot(perf_history.repo)
-    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C's default action in the child even when this test runs as a background job of a non-interactive shell
+    # (`make test &`), which starts with SIGINT ignored; Python keeps an inherited SIG_IGN and never sees the signal.
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # wait until the confirmation is done (good and bad measured)
         if state.exists():
