@@ -161,7 +161,7 @@ def restart_jemalloc_threads() -> bool:
     A fork keeps only the forking thread, and jemalloc's fork handler switches ``background_thread`` off in the child.
     Without this, every worker the fork server forks would run a different allocator configuration from the one its
     MALLOC_CONF records (and PyTorch's CPU dashboard runs): on a 2-core VM the background thread takes 8-15 % of the
-    core an OpenMP thread runs on, and eager lcnet_050 took 16.4 ms with it, 12.9 ms without (bench/README.md,
+    core an OpenMP thread runs on, and eager lcnet_050 took 16.4 ms with it, 13.1 ms without (bench/README.md,
     "pt_parity.py", the lcnet_050 latency gap). A no-op without jemalloc.
     """
     mallctl = _mallctl()
