@@ -149,7 +149,8 @@ def _open(url: str, timeout: float = 60.0) -> IO[bytes]:
 def nightly_wheels(index: str, python_tag: str = PYTHON_TAG) -> dict[date, tuple[str, str]]:
     """date -> (version, wheel URL) of the Linux x86-64 torch nightlies on a PEP 503 index (``.../nightly/cpu``)."""
     page_url = index.rstrip("/") + "/torch/"
-    with _open(page_url) as response:
+    # a file: index is a directory tree, its pages are index.html files (as pip reads them)
+    with _open(page_url + "index.html" if page_url.startswith("file:") else page_url) as response:
         parser = _Links()
         parser.feed(response.read().decode("utf-8", errors="replace"))
     pattern = re.compile(rf"torch-(\d+\.\d+\.\d+\.dev(\d{{8}}))(?:\+[\w.]+)?-{python_tag}-{python_tag}-"
