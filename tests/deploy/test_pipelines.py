@@ -217,6 +217,17 @@ def test_bisect_pipeline_runs_the_request_on_its_agent(run_pipeline, extract_com
     assert _flag(args, "--token") == "token-from-jenkins-credentials"
 
 
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_bisect_image_is_built_for_a_resolved_torch_of_its_own_variant(run_pipeline, device: str) -> None:
+    record = run_pipeline(BISECT, {"REQUEST_ID": "7"}, {"api/v1/bisections/": _bisection(device, "all")})
+    resolve = next(script for script in record["sh"] if "perfdash.torch_spec resolve" in script)
+    image_variant = re.search(r"^ARG CUDA_VARIANT=(\w+)$", (REPO / "docker/runner-cuda.Dockerfile").read_text(),
+                              re.M).group(1)
+    assert f"--variant {'cpu' if device == 'cpu' else image_variant} " in resolve + " "
+    build = next(e for e in record["echoes"] if e.startswith(f"docker build perfdash-runner-{device}:bisect"))
+    assert "--build-arg TORCH_SPEC=2.15.0.dev20261125@" in build
+
+
 def test_bisect_pipeline_skips_a_request_already_taken(run_pipeline) -> None:
     record = run_pipeline(BISECT, {"REQUEST_ID": "7"}, {"api/v1/bisections/": _bisection("cpu", 1, "running")})
     assert "Bisect" in record["stagesSkipped"]
