@@ -3,8 +3,12 @@
 podman runs with runc, fixed ulimits and host networking (scripts/containers/containers.conf says why). The
 Dockerfiles' base image is pulled when a registry answers; where none does (these machines), a stand-in made from
 Debian's packages takes its tag (scripts/containers/base-image.sh), and the test output says which it was.
-The torch wheels come from a local index of PyTorch's shape (``<root>/<variant>/<project>/``), served on loopback:
-torch 2.13.0+cpu for the CPU image, 2.14.1 (CUDA 13.0) for the CUDA image, downloaded once into the persistent cache.
+The torch wheels come from a local index of PyTorch's shape (``<root>/<variant>/<project>/``), served on loopback and
+downloaded once into the persistent cache: torch 2.14.1 (CUDA 13.0) for the CUDA image, and for the CPU image the torch
+2.13.0 release as PyPI publishes it (also a CUDA 13.0 build, which runs on a CPU) with its torchvision 0.28.0.
+PyTorch's own CPU wheels live on download.pytorch.org, which these machines cannot reach; the 2.13.0+cpu wheel that is
+on their disk has no torchvision to go with it here (PyPI's torchvision 0.28.0 fails beside it: "operator
+torchvision::nms does not exist", and transformers then cannot import its models).
 Build times (cold and warm) go to ``$PERFDASH_CACHE_DIR/image-builds.jsonl``; the README quotes them.
 """
 
@@ -30,10 +34,11 @@ REPO = Path(__file__).resolve().parents[2]
 CONTAINERS_CONF = REPO / "scripts" / "containers" / "containers.conf"
 BASE_IMAGE_SCRIPT = REPO / "scripts" / "containers" / "base-image.sh"
 CACHE = Path(os.environ.get("PERFDASH_CACHE_DIR", Path.home() / ".cache" / "perfdash"))
-# The real wheels each local index variant serves: (directory under the cache, requirements pip downloads).
+# The real wheels each local index variant serves: (directory under the cache, requirements pip downloads, from the
+# registry alone: without this machine's local wheel directories, whose torch 2.13.0+cpu pip would prefer).
 WHEEL_SETS = {
-    "cpu": ("torch-2.13.0-cpu", ("torch==2.13.0", "torchvision==0.28.0")),
-    "cu130": ("torch-2.14.1-cu130", ("torch==2.14.1", "torchvision==0.29.1")),
+    "cpu": ("torch-2.13.0-pypi", ("torch==2.13.0", "torchvision==0.28.0"), True),
+    "cu130": ("torch-2.14.1-cu130", ("torch==2.14.1", "torchvision==0.29.1"), False),
 }
 
 
@@ -79,7 +84,7 @@ class Podman:
 @pytest.fixture(scope="session")
 def podman(request: pytest.FixtureRequest) -> Podman:
     if shutil.which("podman") is None or shutil.which("runc") is None:
-        pytest.skip("podman and runc are not installed (scripts/install-system-packages.sh --test installs them)")
+        pytest.skip("podman and runc are not installed (scripts/install-system-packages.sh test installs them)")
     env = {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
     tool = Podman(env)
     info = tool("info", "--format", "{{.Host.OCIRuntime.Name}}", check=False, timeout=120)
@@ -101,13 +106,14 @@ def podman(request: pytest.FixtureRequest) -> Podman:
     return tool
 
 
-def _download(directory: Path, requirements: tuple[str, ...]) -> None:
+def _download(directory: Path, requirements: tuple[str, ...], registry_only: bool) -> None:
     if directory.is_dir() and any(directory.glob("torch-*.whl")):
         return
     partial = directory.with_name(directory.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
+    env = {**os.environ, "PIP_FIND_LINKS": "", "PIP_CONFIG_FILE": os.devnull} if registry_only else None
     subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--python-version",
-                    "3.11", "-d", str(partial), *requirements], check=True, timeout=1800)
+                    "3.11", "-d", str(partial), *requirements], check=True, timeout=1800, env=env)
     partial.rename(directory)
 
 
@@ -119,9 +125,9 @@ def _project(wheel: str) -> str:
 def torch_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """http://127.0.0.1:PORT, a wheel index of download.pytorch.org/whl's shape (install-torch's TORCH_INDEX_ROOT)."""
     root = tmp_path_factory.mktemp("torch-index")
-    for variant, (name, requirements) in WHEEL_SETS.items():
+    for variant, (name, requirements, registry_only) in WHEEL_SETS.items():
         wheels = CACHE / "wheels" / name
-        _download(wheels, requirements)
+        _download(wheels, requirements, registry_only)
         for wheel in wheels.glob("*.whl"):
             project = root / variant / _project(wheel.name)
             project.mkdir(parents=True, exist_ok=True)
