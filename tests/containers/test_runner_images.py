@@ -27,8 +27,8 @@ def _python(podman, image: str, code: str, *env: str) -> str:
 def test_runner_cpu_image_runs_the_nightly_cell_on_the_torch_it_was_built_for(podman, torch_index, service_container,
                                                                               run_pipeline, tmp_path: Path) -> None:
     podman.build("runner-cpu.Dockerfile", CPU_IMAGE, {"TORCH_SPEC": "2.13.0", "TORCH_INDEX_ROOT": torch_index})
-    # After the whole Dockerfile (perfdash's extras, timm, transformers, the backends) the torch is still 2.13.0.
-    assert _python(podman, CPU_IMAGE, "import torch; print(torch.__version__)") == "2.13.0"
+    # After the whole Dockerfile (perfdash's extras, timm, transformers, the backends) the torch is still 2.13.0 (PyPI's build: +cu130).
+    assert _python(podman, CPU_IMAGE, "import torch; print(torch.__version__)") == "2.13.0+cu130"
     # No later pip install can swap it: the image's constraint refuses another torch before downloading anything.
     swap = podman("run", "--rm", CPU_IMAGE, "python", "-m", "pip", "install", "--no-deps", "torch==2.14.1",
                   check=False)
@@ -62,10 +62,10 @@ def test_runner_cpu_image_runs_the_nightly_cell_on_the_torch_it_was_built_for(po
 
     manifest = json.loads((workspace / "results" / cell /
                            "inductor_huggingface_float32_inference_cpu_manifest.json").read_text())
-    assert (manifest["torch_requested"], manifest["torch_version"]) == ("2.13.0", "2.13.0")
+    assert (manifest["torch_requested"], manifest["torch_version"]) == ("2.13.0", "2.13.0+cu130")
     with urllib.request.urlopen(f"{service_container.url}/api/v1/runs", timeout=10) as response:
         runs = json.loads(response.read())
-    posted = [run for run in runs if run["torch_version"] == "2.13.0"]
+    posted = [run for run in runs if run["torch_version"] == "2.13.0+cu130"]
     assert len(posted) == 1, runs
     with urllib.request.urlopen(f"{service_container.url}/api/v1/runs/{posted[0]['id']}", timeout=10) as response:
         detail = json.loads(response.read())
@@ -74,7 +74,7 @@ def test_runner_cpu_image_runs_the_nightly_cell_on_the_torch_it_was_built_for(po
     # Asked for another torch, a cell in this image stops before any model, naming both.
     wrong = podman("run", "--rm", "-e", "PERFDASH_TORCH_SPEC=2.14.1", CPU_IMAGE, "perfdash", "run", "--suite",
                    "huggingface", "--only", "BertForMaskedLM", check=False)
-    assert wrong.returncode == 2 and "asked for torch 2.14.1" in wrong.stderr and "2.13.0" in wrong.stderr
+    assert wrong.returncode == 2 and "asked for torch 2.14.1" in wrong.stderr and "2.13.0+cu130" in wrong.stderr
 
 
 def test_runner_cuda_image_holds_the_torch_and_cuda_variant_asked_for(podman, torch_index) -> None:
