@@ -27,7 +27,8 @@ def _python(podman, image: str, code: str, *env: str) -> str:
 def test_runner_cpu_image_runs_the_nightly_cell_on_the_torch_it_was_built_for(podman, torch_index, service_container,
                                                                               run_pipeline, tmp_path: Path) -> None:
     podman.build("runner-cpu.Dockerfile", CPU_IMAGE, {"TORCH_SPEC": "2.13.0", "TORCH_INDEX_ROOT": torch_index})
-    # After the whole Dockerfile (perfdash's extras, timm, transformers, the backends) the torch is still 2.13.0 (PyPI's build: +cu130).
+    # After the whole Dockerfile (perfdash's extras, timm, transformers, the backends) the torch is still 2.13.0
+    # (PyPI's build of it: +cu130).
     assert _python(podman, CPU_IMAGE, "import torch; print(torch.__version__)") == "2.13.0+cu130"
     # No later pip install can swap it: the image's constraint refuses another torch before downloading anything.
     swap = podman("run", "--rm", CPU_IMAGE, "python", "-m", "pip", "install", "--no-deps", "torch==2.14.1",
