@@ -59,7 +59,7 @@ def runner_python(release: str) -> Path:
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", *source, *pins], check=True, env=registry)
     requirements = subprocess.run([sys.executable, str(REPO / "docker" / "requirements-of.py"),
                                    str(REPO / "pyproject.toml"), "runner"], check=True, capture_output=True,
-                                  text=True).stdout.split()
+                                  text=True).stdout.splitlines()
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", *requirements], check=True,
                    env={**os.environ, "PIP_CONSTRAINT": str(constraints)})
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(REPO)], check=True)
