@@ -79,16 +79,25 @@ def _print_table(summary: NightSummary) -> None:
         groups[_section(row)].append(row)
     for section, rows in groups.items():
         table = Table(title=f"{summary.night.isoformat()}: {section}", title_justify="left")
-        for name in ("Suite", "Compiler", "Run", "Passrate", "Geomean", "Unclipped", "Compile s", "Memory",
+        for name in ("Suite", "Compiler", "Run", "Torch", "Passrate", "Geomean", "Unclipped", "Compile s", "Memory",
                      "Previous passrate", "Previous geomean"):
-            table.add_column(name, justify="left" if name in ("Suite", "Compiler") else "right")
+            table.add_column(name, justify="left" if name in ("Suite", "Compiler", "Torch") else "right",
+                             no_wrap=name == "Torch")
         for row in rows:
             now, before = row.run.summary, row.previous.summary if row.previous else None
             table.add_row(row.run.configuration.suite, row.run.configuration.backend_variant, str(row.run.id),
+                          _torch(row),
                           *((now.passrate_text, now.geomean_speedup_text, now.geomean_speedup_unclipped_text,
                              now.compile_time_text, now.compression_text) if now else ("",) * 5),
                           before.passrate_text if before else "-", before.geomean_speedup_text if before else "-")
         console.print(table)
+
+
+def _torch(row: SummaryRow) -> str:
+    """The run's torch; ``old -> new`` when the previous run measured another (a release-to-release comparison)."""
+    now = row.run.torch_version or "?"
+    before = row.previous.torch_version if row.previous else None
+    return f"{before} -> {now}" if before and before != now else now
 
 
 def run_summary(args: argparse.Namespace, settings: Settings) -> int:

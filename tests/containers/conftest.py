@@ -76,8 +76,9 @@ class Podman:
         with (CACHE / "image-builds.jsonl").open("a", encoding="utf-8") as log:
             log.write(json.dumps({"dockerfile": dockerfile, "tag": tag, "seconds": round(seconds, 1),
                                   "cached_steps": cached, "steps": steps, "at": time.strftime("%FT%T")}) + "\n")
-        # Superseded layers of earlier builds would fill the disk build after build.
-        self("image", "prune", "--force", check=False)
+        # Superseded images of earlier builds would fill the disk build after build; but the unnamed intermediate
+        # images are the layer cache (a plain prune removes them, and every build is cold): prune only old ones.
+        self("image", "prune", "--force", "--filter", "until=72h", check=False)
         return seconds
 
 

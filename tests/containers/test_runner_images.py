@@ -25,7 +25,8 @@ def _python(podman, image: str, code: str, *env: str) -> str:
 
 
 def test_runner_cpu_image_runs_the_nightly_cell_on_the_torch_it_was_built_for(podman, torch_index, service_container,
-                                                                              run_pipeline, tmp_path: Path) -> None:
+                                                                              run_pipeline, tmp_path: Path,
+                                                                              monkeypatch) -> None:
     podman.build("runner-cpu.Dockerfile", CPU_IMAGE, {"TORCH_SPEC": "2.13.0", "TORCH_INDEX_ROOT": torch_index})
     # After the whole Dockerfile (perfdash's extras, timm, transformers, the backends) the torch is still 2.13.0
     # (PyPI's build of it: +cu130).
@@ -72,10 +73,58 @@ def test_runner_cpu_image_runs_the_nightly_cell_on_the_torch_it_was_built_for(po
         detail = json.loads(response.read())
     assert [(r["name"], r["accuracy"]) for r in detail["results"]] == [("BertForMaskedLM", "pass")]
 
+    # The same cell under this venv's torch 2.14.1, posted to the same service: a release-to-release comparison.
+    _the_cell_under_this_venvs_torch(scripts, service_container, token_file, tmp_path, monkeypatch)
+
     # Asked for another torch, a cell in this image stops before any model, naming both.
     wrong = podman("run", "--rm", "-e", "PERFDASH_TORCH_SPEC=2.14.1", CPU_IMAGE, "perfdash", "run", "--suite",
                    "huggingface", "--only", "BertForMaskedLM", check=False)
     assert wrong.returncode == 2 and "asked for torch 2.14.1" in wrong.stderr and "2.13.0+cu130" in wrong.stderr
+
+
+def _the_cell_under_this_venvs_torch(scripts: list[str], service, token_file: Path, tmp_path: Path,
+                                     monkeypatch) -> None:
+    """The pipeline's `perfdash run` of the cell, run here (same flags, threads as xeon-launch counts them) under
+    torch 2.14.1 and ingested into the service: one finding names 2.13.0 -> 2.14.1, the Releases page compares the
+    two, `perfdash summary` shows the change."""
+    import subprocess
+    import urllib.parse
+
+    from perfdash.cli import main
+    from perfdash.torch_spec import installed_torch
+
+    version, _ = installed_torch()
+    threads = subprocess.run([str(REPO / "docker" / "xeon-launch.sh"), "--count", "socket"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    line = next(line for line in scripts[1].splitlines() if "perfdash run" in line)
+    argv = shlex.split(line.replace('"$(xeon-launch --count socket)"', threads).split(" | ")[0])
+    argv = argv[argv.index("perfdash") + 1:]
+    results = tmp_path / "host-results"
+    argv[argv.index("--torch") + 1] = version.split("+")[0]
+    argv[argv.index("--output-dir") + 1] = str(results)
+    argv[argv.index("--models-file") + 1] = str(REPO / MODELS_FILE)
+    assert main([*argv, "--no-progress"]) == 0
+    assert main(["ingest", str(results), "--url", service.url, "--token-file", str(token_file)]) == 0
+
+    with urllib.request.urlopen(f"{service.url}/api/v1/findings", timeout=10) as response:
+        findings = json.loads(response.read())
+    release = [f for f in findings if f["category"] == "environment"]
+    assert len(release) == 1, findings
+    assert release[0]["summary"].startswith(f"torch release change: torch 2.13.0+cu130 -> {version};")
+    assert not [f for f in findings if f.get("kind") == "performance"]
+    query = urllib.parse.urlencode({"base": "2.13.0+cu130", "new": version})
+    with urllib.request.urlopen(f"{service.url}/releases?{query}", timeout=10) as response:
+        page = response.read().decode()
+    assert "BertForMaskedLM" in page and "2.13.0+cu130" in page and version in page
+    monkeypatch.setenv("DATABASE_URL", service.database_url)
+    monkeypatch.setenv("COLUMNS", "200")
+    import contextlib
+    import io
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["summary"]) == 0
+    assert f"2.13.0+cu130 -> {version}" in printed.getvalue()
 
 
 def test_runner_cuda_image_holds_the_torch_and_cuda_variant_asked_for(podman, torch_index) -> None:
