@@ -8,10 +8,29 @@ set -euo pipefail
 tag="${1:?usage: base-image.sh TAG (e.g. python:3.11.11-slim-bookworm)}"
 : "${CONTAINERS_CONF:?source scripts/containers/env first}"
 
+# What the stand-in holds, as the official image does: Python 3 with pip and venv, and Python's C headers (the
+# official image's Python is built from source into /usr/local with its headers; Inductor's C++ wrapper includes
+# Python.h). A stand-in made from another recipe is made again.
+packages="python3,python3-venv,python3-pip,python3-dev,ca-certificates"
+recipe="debootstrap minbase: $packages"
 if podman image exists "$tag"; then
     origin="$(podman image inspect --format '{{ index .Labels "org.perfdash.base" }}' "$tag" 2>/dev/null || true)"
-    echo "base image $tag: present${origin:+ ($origin)}" >&2
-    exit 0
+    case "$origin" in
+        "stand-in"*)
+            made="$(podman image inspect --format '{{ index .Labels "org.perfdash.base.recipe" }}' "$tag")"
+            if [ "$made" != "$recipe" ]; then
+                echo "base image $tag: a stand-in of another recipe ($made): made again" >&2
+                podman rmi --force "$tag" >/dev/null
+            else
+                echo "base image $tag: present ($origin)" >&2
+                exit 0
+            fi
+            ;;
+        *)
+            echo "base image $tag: present" >&2
+            exit 0
+            ;;
+    esac
 fi
 if podman pull --quiet "docker.io/library/$tag" >/dev/null 2>&1; then
     echo "base image $tag: pulled from docker.io" >&2
@@ -24,7 +43,7 @@ mirror="${mirror:-http://deb.debian.org/debian}"
 root="$(mktemp -d "${TMPDIR:-/tmp}/perfdash-base.XXXXXX")"
 trap 'rm -rf "$root"' EXIT
 echo "base image $tag: no registry reachable; making a stand-in with debootstrap $suite from $mirror" >&2
-debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,ca-certificates \
+debootstrap --variant=minbase --include="$packages" \
     "$suite" "$root/fs" "$mirror" >"$root/debootstrap.log" 2>&1 || { tail -20 "$root/debootstrap.log" >&2; exit 1; }
 ln -sf python3 "$root/fs/usr/bin/python"
 ln -sf pip3 "$root/fs/usr/bin/pip"
@@ -35,5 +54,6 @@ tar -C "$root/fs" -c . | podman import \
     --change 'CMD ["python3"]' \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8' \
     --change "LABEL org.perfdash.base=\"stand-in: debootstrap $suite from Debian packages\"" \
+    --change "LABEL org.perfdash.base.recipe=\"$recipe\"" \
     --quiet - "docker.io/library/$tag" >/dev/null
 echo "base image $tag: stand-in made ($(podman image inspect --format '{{.Size}}' "$tag") bytes)" >&2
