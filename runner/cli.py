@@ -41,6 +41,9 @@ def register(subparsers: Any) -> None:
     cfg.add_argument("--threads", type=int, metavar="N", help="1: single-core single-thread (pinned); default all")
     cfg.add_argument("--batch-size", type=int, metavar="N", help="override the suite's batch sizes")
     cfg.add_argument("--dynamic-shapes", action="store_true")
+    cfg.add_argument("--disable-cudagraphs", action="store_true",
+                     help="Inductor on CUDA without CUDA graphs: PyTorch's inductor_no_cudagraphs series (the "
+                          "headline series captures them, as PyTorch's harness does)")
     cfg.add_argument("--allocator", default=DEFAULT_ALLOCATOR, choices=ALLOCATORS,
                      help="CPU workers' allocator and OpenMP: dashboard = as PyTorch's CPU dashboard (jemalloc and "
                           "Intel OpenMP preloaded, KMP_*), glibc = C library defaults (PyTorch's harness run by hand), "
