@@ -11,10 +11,10 @@ What the server must not do before forking: initialise CUDA (a forked child cann
 torch operation (OpenMP's thread pool does not survive a fork). Its ready message says what it did to CUDA
 (``cuda_state``); the parent refuses a server that initialised it, and the run's workers then start as fresh
 interpreters. The server runs with ``PYTORCH_NVML_BASED_CUDA_CHECK=1``, so a library that asks
-``torch.cuda.is_available()`` at import is answered through NVML, without initialising the driver. It imports modules and nothing else. Inductor's
-configuration is read when it is imported (torchvision imports it), so the server is started with the run's
-environment (runner.options.RunOptions.worker_env) and only per-job settings read later (the cold-start cache
-directory) go in a job's ``env``.
+``torch.cuda.is_available()`` at import is answered through NVML, without initialising the driver. It imports
+modules and nothing else. Inductor's configuration is read when it is imported (torchvision imports it), so the
+server is started with the run's environment (runner.options.RunOptions.worker_env: freezing, CUDA graphs) and only
+per-job settings read later (the cold-start cache directories) go in a job's ``env``.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def cuda_state() -> dict[str, bool]:
     import torch
 
     try:
-        maps = open("/proc/self/maps", encoding="utf-8", errors="replace").read()  # noqa: SIM115 - read once
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as handle:
+            maps = handle.read()
     except OSError:
         maps = ""
     return {"initialized": bool(torch.cuda.is_initialized()), "driver_loaded": "libcuda.so" in maps}

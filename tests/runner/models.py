@@ -142,7 +142,8 @@ def where_built(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch
 
 class SettingsProbe(TinyMLP):
     """Appends the global settings each eager call runs under to $PERFDASH_TEST_SETTINGS_LOG: deterministic
-    algorithms (on only in the accuracy check), TF32 matmuls, the reduced-precision SDPA math, Inductor's CUDA graphs."""
+    algorithms (on only in the accuracy check), TF32 matmuls, the reduced-precision SDPA math, Inductor's CUDA
+    graphs."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not torch.compiler.is_compiling():
