@@ -4,6 +4,8 @@
 # Same Python base as the CPU image: PyTorch's CUDA wheels carry the CUDA runtime, cuDNN and NCCL as pip packages,
 # so an nvidia/cuda base image would only add a second, unused CUDA. Triton compiles its launcher with gcc at run
 # time, hence build-essential; the driver version is part of the machine fingerprint the runner records.
+# The Inductor and Triton caches below live on the node volume for what only speeds up set-up; a timed run with
+# --cold-start (every Jenkins cell) compiles into fresh, empty ones of both (runner.api.cold_cache_env).
 FROM python:3.11.11-slim-bookworm
 
 ARG TORCH_SPEC=2.14.1
@@ -34,6 +36,9 @@ COPY . .
 # Then the backends of the weekly backend cells (perfdash run --backend onnxruntime|openvino|tensorrt).
 RUN python -m pip install -e ".[runner]" \
     && python -m pip install -e ".[backends-cuda]"
+# The CUDA extras must be built for the CUDA major version of the torch wheel (read from the installed files, no GPU
+# needed): a mismatch fails the image here, with the package and both versions, not a night of failed models.
+RUN python -m runner.cuda_extras
 # The spool of `perfdash ingest --url`: the Jenkinsfile mounts the node volume perfdash-spool here. A fresh named
 # volume takes this directory's mode, so whatever user Jenkins runs the container as can write to it.
 RUN mkdir -p "${PERFDASH_SPOOL_DIR}" && chmod 1777 "${PERFDASH_SPOOL_DIR}"
