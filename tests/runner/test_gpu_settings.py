@@ -82,3 +82,19 @@ def test_timed_phases_run_with_the_harness_settings_and_the_accuracy_check_witho
     assert all(c["cudagraphs"] for c in calls)
     manifest = Manifest.read(report.paths.manifest)
     assert in_force(manifest.config.env) == {"tf32": True, "sdpa_reduced": True, "cudagraphs": True}
+
+
+def test_a_bisection_of_a_no_cudagraphs_series_measures_that_series() -> None:
+    """The service's request names the stored variant; the bisect tool's perfdash run measures the same series."""
+    from perfbisect.service import BisectionJob
+
+    from perfdash.cli import build_parser
+    from runner.cli import options_from_args
+
+    job = BisectionJob.from_json({"id": 3, "suite": "timm_models", "model": "m", "metric": "speedup",
+                                  "backend": "inductor", "variant": "no_cudagraphs", "device": "cuda",
+                                  "dtype": "amp", "mode": "training", "good_commit": "a1", "bad_commit": "b2"})
+    args = job.target.run_args(Path("out"))
+    assert "--disable-cudagraphs" in args
+    options = options_from_args(build_parser().parse_args(["run", *args]))
+    assert options.run_config().key().backend_variant == "inductor_no_cudagraphs" == job.target.key().backend_variant
