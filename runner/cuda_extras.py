@@ -80,7 +80,8 @@ def _assigned(path: Path | None, name: str) -> str | None:
 
 
 def tensorrt_builds(distributions: Iterable[str]) -> list[CudaBuild]:
-    """TensorRT's wheels name their CUDA major: ``tensorrt-cu12``, ``tensorrt_cu13_libs``, ``tensorrt-cu12-bindings``."""
+    """TensorRT's wheels name their CUDA major: ``tensorrt-cu12``, ``tensorrt_cu13_libs``, ``tensorrt-cu12-bindings``
+    ..."""
     out: list[CudaBuild] = []
     for name in sorted(set(distributions)):
         match = re.match(r"^tensorrt[-_]cu(\d+)(?:[-_].*)?$", name.lower())

@@ -123,7 +123,7 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
     if not 0 <= options.partition_id < options.total_partitions:
         raise OptionsError(f"--partition-id must be in [0, {options.total_partitions - 1}], "
                            f"got {options.partition_id}")
-    if options.device == "cuda" and shutil.which("nvidia-smi") is None and not Path("/dev/nvidiactl").exists():
+    if options.device == "cuda" and not cuda_device_present():
         raise OptionsError("--device cuda: no NVIDIA GPU on this machine (no nvidia-smi, no /dev/nvidiactl)")
     _check_cudagraphs(options)
     try:
@@ -141,6 +141,11 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
         raise OptionsError(str(exc)) from None
     models = suite.expand_models(models, options.batch_size) if suite.expand_models else models
     return suite, select_models(models, options)
+
+
+def cuda_device_present() -> bool:
+    """An NVIDIA GPU this process could use (its tool or its device node), asked without touching CUDA."""
+    return shutil.which("nvidia-smi") is not None or Path("/dev/nvidiactl").exists()
 
 
 def _check_cudagraphs(options: RunOptions) -> None:

@@ -152,7 +152,8 @@ def test_dry_run_plans_every_cell_and_runs_nothing(run_pipeline) -> None:
     record = run_pipeline(NIGHTLY, {"DRY_RUN": True}, {"bisections?status=pending": '[{"id": 1}]'})
     assert record["sh"] == [] and record["builds"] == []
     assert set(record["stagesSkipped"]) == {"Benchmark", "Detect and report", "Bisect new regressions"}
-    assert sum(" perfdash run " in e for e in record["echoes"]) == 96  # (4 xeon + 12 gpu configurations) x 3 suites x 2 shards
+    # (4 xeon + 12 gpu configurations) x 3 suites x 2 shards
+    assert sum(" perfdash run " in e for e in record["echoes"]) == 96
 
 
 def _bisection(device: str, threads: int | str, status: str = "pending") -> str:

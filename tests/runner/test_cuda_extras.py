@@ -28,8 +28,9 @@ def test_a_mismatch_names_the_package_both_versions_and_the_fix() -> None:
 
 def test_versions_and_tensorrt_wheel_names() -> None:
     assert [major(v) for v in ("13.0", "12", " 12.8.1 ", "cu128", "", None)] == ["13", "12", "12", None, None, None]
-    assert tensorrt_builds(["tensorrt-cu12", "tensorrt_cu12_libs", "tensorrt", "torch", "TensorRT-cu13-bindings"]) == [
-        CudaBuild("TensorRT-cu13-bindings", "13"), CudaBuild("tensorrt-cu12", "12"), CudaBuild("tensorrt_cu12_libs", "12")]
+    names = ["tensorrt-cu12", "tensorrt_cu12_libs", "tensorrt", "torch", "TensorRT-cu13-bindings"]
+    assert tensorrt_builds(names) == [CudaBuild("TensorRT-cu13-bindings", "13"), CudaBuild("tensorrt-cu12", "12"),
+                                      CudaBuild("tensorrt_cu12_libs", "12")]
 
 
 def test_what_a_package_file_assigns(tmp_path: Path) -> None:
