@@ -27,9 +27,13 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runner.gpu_settings import in_force
 from runner.options import RunOptions, cuda_device_present
+
+if TYPE_CHECKING:
+    from runner.scale import ScaleOptions
 
 MODELS = Path(__file__).parent / "data" / "gpu_smoke.toml"
 SUITE_MODELS: dict[str, str] = {"torchbench": "resnet18", "huggingface": "BertForMaskedLM",
@@ -77,8 +81,8 @@ def plan(out: Path, gpus: int, repeat: int = 5, warmup: int = 2) -> list[Cell]:
              for suite in SUITE_MODELS for dtype in DTYPES for mode in MODES for cudagraphs in (True, False)]
     common = {"device": "cuda", "performance": True, "repeat": repeat, "warmup": warmup, "cold_start": True,
               "output_dir": out / "cuda", "timeout_s": 300.0}
-    cells.append(Cell(name="hf_vision ResNet (resnet-50) float32 inference", device="cuda",
-                      run=RunOptions(suite="hf_vision", only="ResNet", **common)))
+    cells.append(Cell(name="hf_vision ResNet_bs1 (resnet-50) float32 inference", device="cuda",
+                      run=RunOptions(suite="hf_vision", only="ResNet_bs1", **common)))
     for backend, dtype in (("onnxruntime", "float32"), ("tensorrt", "float16")):
         cells.append(Cell(name=f"{backend} resnet18 {dtype} inference", device="cuda",
                           run=RunOptions(suite="torchbench", backend=backend, dtype=dtype, models_file=MODELS,
@@ -106,10 +110,15 @@ def planned(cell: Cell) -> str:
     """The settings a cell would run with, from its configuration alone (no GPU needed to say)."""
     if cell.run is not None:
         return _settings(cell.run.worker_env(), cell.run.cold_start)[0]
+    return _settings(ddp_options(cell, Path("ddp")).run_options(Path("ddp")).worker_env(), False)[0]
+
+
+def ddp_options(cell: Cell, out: Path) -> ScaleOptions:
+    """The DDP cell as ``perfdash scale`` options: the small torchbench model, nccl up to the cell's world size."""
     from runner.scale import ScaleOptions
 
-    options = ScaleOptions(suite="torchbench", model="resnet18", nproc=cell.ddp_world, device="cuda")
-    return _settings(options.run_options(Path("ddp")).worker_env(), False)[0]
+    return ScaleOptions(suite="torchbench", model="resnet18", nproc=cell.ddp_world, device="cuda",
+                        models_file=MODELS, repeat=5, warmup=2, output_dir=out / "ddp", timeout_s=300.0)
 
 
 def run_suite_cell(cell: Cell) -> Row:
@@ -131,10 +140,9 @@ def run_suite_cell(cell: Cell) -> Row:
 
 
 def run_ddp_cell(cell: Cell, out: Path) -> Row:
-    from runner.scale import ScaleOptions, check, run_scaling
+    from runner.scale import check, run_scaling
 
-    options = check(ScaleOptions(suite="torchbench", model="resnet18", nproc=cell.ddp_world, device="cuda",
-                                 models_file=MODELS, repeat=5, warmup=2, output_dir=out / "ddp", timeout_s=300.0))
+    options = check(ddp_options(cell, out))
     report = run_scaling(options)
     statuses = ", ".join(f"W{p.world_size} {p.status}" for p in report.points)
     speedups = ", ".join(f"W{p.world_size} {p.speedup:.2f}x" for p in report.points if p.speedup is not None)

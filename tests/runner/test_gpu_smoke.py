@@ -53,3 +53,20 @@ def test_on_cpu_the_cuda_rows_are_marked_not_run_and_one_cpu_cell_runs(tmp_path:
     assert cpu["status"] == "pass" and cpu["speedup"].endswith("x") and " / " in cpu["peak_mem_gb"]
     assert cpu["settings_in_force"] == {"tf32": False, "sdpa_reduced": False, "cudagraphs": False,
                                         "cold_caches": False}
+
+
+def test_every_cell_names_a_model_its_suite_has(tmp_path: Path) -> None:
+    """The cells' model selections resolve (checked on CPU with Inductor: the CUDA checks need a GPU)."""
+    import dataclasses
+
+    from runner.options import validate
+
+    from runner.smoke import ddp_options
+
+    for cell in plan(tmp_path, gpus=1):
+        if cell.run is None:  # the DDP cell: its ranks' single-process options
+            cell = dataclasses.replace(cell, run=ddp_options(cell, tmp_path).run_options(tmp_path))
+        on_cpu = dataclasses.replace(cell.run, device="cpu", backend="inductor", dtype="float32",
+                                     disable_cudagraphs=False)
+        _, [model] = validate(on_cpu)
+        assert model.name == cell.run.only
