@@ -60,7 +60,6 @@ def test_every_cell_names_a_model_its_suite_has(tmp_path: Path) -> None:
     import dataclasses
 
     from runner.options import validate
-
     from runner.smoke import ddp_options
 
     for cell in plan(tmp_path, gpus=1):
