@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from runner.api import make_job, run_suite
-from runner.options import RunOptions, validate
+from runner.options import RunOptions, cuda_device_present, validate
 from runner.process import ForkServer
 
 DATA = Path(__file__).parent / "data"
@@ -125,7 +125,9 @@ def test_the_fork_server_never_initialises_cuda_before_forking(tmp_path: Path) -
     suite, [spec] = validate(options)
     with server:
         outcome = server.run(make_job(options, suite, spec), {}, TIMEOUT_S, tmp_path / "first.log")
-        assert server.cuda_state == {"initialized": False, "driver_loaded": False}
+        assert server.cuda_state["initialized"] is False
+        if not cuda_device_present():  # no driver here at all; with a GPU, torch may map it without initialising
+            assert server.cuda_state["driver_loaded"] is False
     assert outcome.result is not None and outcome.result.failure is None
     assert not server.failed_imports or set(server.failed_imports) <= {"torchbenchmark"}  # absent here
     [worker] = _records(log)
