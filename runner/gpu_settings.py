@@ -9,7 +9,9 @@ PyTorch's ``benchmarks/dynamo/common.py`` (compared at pytorch/pytorch main as m
   own precision);
 
 and for ``--inductor`` ``inductor_config.triton.cudagraphs = not args.disable_cudagraphs``: the headline Inductor
-series runs with CUDA graphs, the ``--disable-cudagraphs`` one is named ``inductor_no_cudagraphs`` by its CI.
+series runs with CUDA graphs, the ``--disable-cudagraphs`` one is named ``inductor_no_cudagraphs`` by its CI. (Its
+per-model exception, torchbench.yaml's ``disable_cudagraph``, lists tts_angular alone at the mirror's commit
+d0c95f95718e, a model none of perfdash's lists has.)
 Its accuracy check turns TF32 and the reduced-precision SDPA off (``setup_determinism``), as perfdash's does
 (runner.check_settings, which restores them for the timed phases).
 
