@@ -4,7 +4,9 @@ SHELL := /bin/bash
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.perfdash-installed
+# `make run` installs what the nightly and the dashboard use; `make test` adds what the tests use (a second stamp).
+RUN_STAMP := $(VENV)/.perfdash-run
+TEST_STAMP := $(VENV)/.perfdash-test
 
 # Compiled kernels and Inductor's precompiled header persist outside the clone so warm runs compile in seconds.
 PERFDASH_CACHE_DIR ?= $(HOME)/.cache/perfdash
@@ -16,24 +18,28 @@ export TMPDIR := $(PERFDASH_CACHE_DIR)/tmp
 
 help:
 	@echo "make run   - set up, run a small nightly on this CPU into perfdash.db, then serve the dashboard"
-	@echo "make test  - set up everything the tests need (venv, postgresql, chromium, groovy) and run them all"
+	@echo "make test  - set up everything the tests need (venv, postgresql, chromium, groovy, podman) and run them all"
 
-$(STAMP): pyproject.toml scripts/setup.sh
-	scripts/setup.sh "$(VENV)"
-	@touch $(STAMP)
+$(RUN_STAMP): pyproject.toml scripts/setup.sh scripts/install-system-packages.sh
+	scripts/setup.sh "$(VENV)" run
+	@touch $(RUN_STAMP)
 
-setup: $(STAMP)
+$(TEST_STAMP): pyproject.toml scripts/setup.sh scripts/install-system-packages.sh
+	scripts/setup.sh "$(VENV)" test
+	@touch $(TEST_STAMP) $(RUN_STAMP)
 
-run: $(STAMP)
+setup: $(TEST_STAMP)
+
+run: $(RUN_STAMP)
 	@mkdir -p "$(TMPDIR)" "$(TORCHINDUCTOR_CACHE_DIR)"
 	$(VENV)/bin/perfdash nightly
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	@mkdir -p "$(TMPDIR)" "$(TORCHINDUCTOR_CACHE_DIR)"
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 
 clean:

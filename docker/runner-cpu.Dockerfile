@@ -1,12 +1,14 @@
 # perfdash runner for the Xeon agents (label `xeon`): CPU-only torch, jemalloc, Intel OpenMP, numactl.
-#   docker build -f docker/runner-cpu.Dockerfile --build-arg TORCH_SPEC=2.14.1 -t perfdash-runner-cpu .
-# TORCH_SPEC is what the nightly benchmarks: a release, a nightly date or a commit (docker/install-torch.sh).
-# The CUDA image (runner-cuda.Dockerfile) differs only in the wheel index (cu130 instead of cpu: the CUDA runtime
+#   docker build -f docker/runner-cpu.Dockerfile --build-arg TORCH_SPEC=2.15.0.dev20261125@<sha> -t perfdash-runner-cpu .
+# TORCH_SPEC is what the image benchmarks and has no default: a release, a nightly date or version, a commit, or
+# version@commit as the nightly pipeline resolves it (perfdash/torch_spec.py). install-torch installs it first and pins
+# it (PIP_CONSTRAINT), so perfdash's own install cannot replace it; the image's last step checks it is still there,
+# and every `perfdash run` in the container checks it again (PERFDASH_TORCH_SPEC) before any model.
+# The CUDA image (runner-cuda.Dockerfile) differs in the wheel index (a CUDA variant instead of cpu: the CUDA runtime
 # libraries come inside the wheels, the driver from the host through the NVIDIA container toolkit) and in carrying
 # no jemalloc/OpenMP launcher.
 FROM python:3.11.11-slim-bookworm
 
-ARG TORCH_SPEC=2.14.1
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONUNBUFFERED=1 \
@@ -24,17 +26,30 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends g++ git libjemalloc2 numactl util-linux curl ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 
-COPY docker/install-torch.sh /usr/local/bin/install-torch
+COPY docker/install-torch.sh perfdash/torch_spec.py /usr/local/lib/perfdash-torch/
 COPY docker/xeon-launch.sh /usr/local/bin/xeon-launch
-RUN install-torch "${TORCH_SPEC}" cpu
+RUN ln -s /usr/local/lib/perfdash-torch/install-torch.sh /usr/local/bin/install-torch
 
+# The torch under test, first and pinned. TORCH_INDEX_ROOT: PyTorch's wheel server, or a mirror of it.
+ARG TORCH_SPEC
+ARG TORCH_INDEX_ROOT=https://download.pytorch.org/whl
+RUN test -n "${TORCH_SPEC}" || { echo "build with --build-arg TORCH_SPEC=<release|date|version[@commit]|commit>" >&2; exit 2; } \
+    && install-torch "${TORCH_SPEC}" cpu
+ENV PIP_CONSTRAINT=/etc/perfdash/torch-constraints.txt \
+    PERFDASH_TORCH_SPEC=${TORCH_SPEC}
+
+# perfdash's dependencies in a layer of their own (cached while only perfdash's code changes). The runner extra brings
+# Intel's OpenMP (/usr/local/lib/libiomp5.so) for --allocator dashboard, with the jemalloc installed above; the
+# backends extra the other backends of the weekly backend cells (perfdash run --backend onnxruntime|openvino).
 WORKDIR /opt/perfdash
+COPY docker/requirements-of.py pyproject.toml ./
+RUN python requirements-of.py pyproject.toml runner backends > /tmp/requirements.txt \
+    && python -m pip install -r /tmp/requirements.txt
+# Editable install: templates/, migrations/ and the suites' data files are read from this tree. Then the torch is
+# still the one asked for, or the build fails naming both.
 COPY . .
-# Editable install: templates/, migrations/ and the suites' data files are read from this tree. The runner extra brings
-# Intel's OpenMP (/usr/local/lib/libiomp5.so) for --allocator dashboard, with the jemalloc installed above.
-# Then the backends of the weekly backend cells (perfdash run --backend onnxruntime|openvino|tensorrt).
-RUN python -m pip install -e ".[runner]" \
-    && python -m pip install -e ".[backends]"
+RUN python -m pip install --no-deps -e . \
+    && python -m perfdash.torch_spec check "${TORCH_SPEC}"
 # The spool of `perfdash ingest --url`: the Jenkinsfile mounts the node volume perfdash-spool here. A fresh named
 # volume takes this directory's mode, so whatever user Jenkins runs the container as can write to it.
 RUN mkdir -p "${PERFDASH_SPOOL_DIR}" && chmod 1777 "${PERFDASH_SPOOL_DIR}"

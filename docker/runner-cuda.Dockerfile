@@ -1,15 +1,14 @@
 # perfdash runner for the GPU agents (label `gpu`): torch built for CUDA 13.0.
-#   docker build -f docker/runner-cuda.Dockerfile --build-arg TORCH_SPEC=2.14.1 -t perfdash-runner-cuda .
+#   docker build -f docker/runner-cuda.Dockerfile --build-arg TORCH_SPEC=2.15.0.dev20261125@<sha> -t perfdash-runner-cuda .
 #   docker run --gpus all ... (the NVIDIA container toolkit maps the host's driver into the container)
 # Same Python base as the CPU image: PyTorch's CUDA wheels carry the CUDA runtime, cuDNN and NCCL as pip packages,
 # so an nvidia/cuda base image would only add a second, unused CUDA. Triton compiles its launcher with gcc at run
 # time, hence build-essential; the driver version is part of the machine fingerprint the runner records.
+# TORCH_SPEC has no default and is pinned as in the CPU image (runner-cpu.Dockerfile says how).
 # The Inductor and Triton caches below live on the node volume for what only speeds up set-up; a timed run with
 # --cold-start (every Jenkins cell) compiles into fresh, empty ones of both (runner.api.cold_cache_env).
 FROM python:3.11.11-slim-bookworm
 
-ARG TORCH_SPEC=2.14.1
-ARG CUDA_VARIANT=cu130
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONUNBUFFERED=1 \
@@ -28,17 +27,38 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends build-essential git curl ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 
-COPY docker/install-torch.sh /usr/local/bin/install-torch
-RUN install-torch "${TORCH_SPEC}" "${CUDA_VARIANT}"
+COPY docker/install-torch.sh perfdash/torch_spec.py /usr/local/lib/perfdash-torch/
+RUN ln -s /usr/local/lib/perfdash-torch/install-torch.sh /usr/local/bin/install-torch
+
+# The CUDA variant of the wheels: the image's own, which perfbisect also uses for nightly wheels (PERFDASH_CUDA_VARIANT).
+ARG CUDA_VARIANT=cu130
+ARG TORCH_SPEC
+ARG TORCH_INDEX_ROOT=https://download.pytorch.org/whl
+RUN test -n "${TORCH_SPEC}" || { echo "build with --build-arg TORCH_SPEC=<release|date|version[@commit]|commit>" >&2; exit 2; } \
+    && install-torch "${TORCH_SPEC}" "${CUDA_VARIANT}"
+ENV PIP_CONSTRAINT=/etc/perfdash/torch-constraints.txt \
+    PERFDASH_TORCH_SPEC=${TORCH_SPEC} \
+    PERFDASH_CUDA_VARIANT=${CUDA_VARIANT}
 
 WORKDIR /opt/perfdash
+COPY docker/requirements-of.py pyproject.toml ./
+RUN python requirements-of.py pyproject.toml runner > /tmp/requirements.txt \
+    && python -m pip install -r /tmp/requirements.txt
+# The backends of the weekly backend cells (perfdash run --backend onnxruntime|tensorrt). Their wheels are built for
+# one torch release: beside a torch they were not built for, PIP_CONSTRAINT makes pip refuse them, and the image is
+# still built for the Inductor cells, with the reason kept in /etc/perfdash/backends-unavailable (the backend cells
+# then fail with their own clear error: runner/backends).
+RUN python requirements-of.py pyproject.toml backends-cuda > /tmp/backends.txt \
+    && { python -m pip install -r /tmp/backends.txt > /tmp/backends.log 2>&1 \
+         || { tail -5 /tmp/backends.log > /etc/perfdash/backends-unavailable; cat /etc/perfdash/backends-unavailable; }; } \
+    && rm -f /tmp/backends.log
 COPY . .
-# Then the backends of the weekly backend cells (perfdash run --backend onnxruntime|openvino|tensorrt).
-RUN python -m pip install -e ".[runner]" \
-    && python -m pip install -e ".[backends-cuda]"
+RUN python -m pip install --no-deps -e . \
+    && python -m perfdash.torch_spec check "${TORCH_SPEC}"
 # The CUDA extras must be built for the CUDA major version of the torch wheel (read from the installed files, no GPU
-# needed): a mismatch fails the image here, with the package and both versions, not a night of failed models.
-RUN python -m runner.cuda_extras
+# needed). A mismatch is printed here with the package and both versions and kept with the other reasons the backend
+# cells cannot run; `perfdash run --backend onnxruntime|tensorrt --device cuda` refuses with the same message.
+RUN python -m runner.cuda_extras --record /etc/perfdash/backends-unavailable
 # The spool of `perfdash ingest --url`: the Jenkinsfile mounts the node volume perfdash-spool here. A fresh named
 # volume takes this directory's mode, so whatever user Jenkins runs the container as can write to it.
 RUN mkdir -p "${PERFDASH_SPOOL_DIR}" && chmod 1777 "${PERFDASH_SPOOL_DIR}"

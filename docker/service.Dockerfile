@@ -9,10 +9,14 @@ ENV PIP_NO_CACHE_DIR=1 \
     PERFDASH_SPOOL_DIR=/var/lib/perfdash/spool
 
 WORKDIR /opt/perfdash
-COPY . .
-# Editable install: the app reads templates/, static assets and migrations/ from this tree.
-RUN python -m pip install -e ".[service]" \
+# Dependencies in a layer of their own (cached while only perfdash's code changes), then the tree.
+COPY docker/requirements-of.py pyproject.toml ./
+RUN python requirements-of.py pyproject.toml service > /tmp/requirements.txt \
+    && python -m pip install -r /tmp/requirements.txt \
     && useradd --system --uid 10001 --home-dir /var/lib/perfdash --create-home perfdash
+# Editable install: the app reads templates/, static assets and migrations/ from this tree.
+COPY . .
+RUN python -m pip install --no-deps -e .
 
 USER 10001
 EXPOSE 8000

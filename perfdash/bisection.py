@@ -17,8 +17,9 @@ from perfdash.axes import AXIS
 from perfdash.metric_registry import BISECT_METRICS, Better
 
 # What a bisection (or a confirm request: good and bad measured side by side) concluded. "confirmed" answers a confirm
-# request: the regression reproduced; a bisection that names the first bad commit says "culprit_found".
-BisectionVerdict = Literal["culprit_found", "confirmed", "not_reproduced", "inconclusive", "error"]
+# request: the regression reproduced; a bisection that names the first bad commit says "culprit_found";
+# "commit_not_found": the good or bad commit is in neither the bisect job's clone nor its remote after fetching.
+BisectionVerdict = Literal["culprit_found", "confirmed", "not_reproduced", "inconclusive", "commit_not_found", "error"]
 # What one probe of the search decided about a commit; "skip": it did not build or measure (never blamed).
 StepDecision = Literal["good", "bad", "skip"]
 # bisect: find the culprit; confirm: only re-measure the last good and first bad builds (a candidate's A/B).

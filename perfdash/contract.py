@@ -798,6 +798,9 @@ class Manifest(BaseModel):
     machine: MachineInfo = Field(default_factory=MachineInfo)
     torch_version: str | None = Field(None, max_length=64)
     torch_git_commit: str | None = Field(None, max_length=64)
+    # the torch the run was asked for (perfdash run --torch: a release, nightly, commit or version@commit); the two
+    # fields above are what it imported, and the runner stops before any model when they disagree with this one
+    torch_requested: str | None = Field(None, max_length=128)
     suite_versions: dict[str, str] = Field(default_factory=dict)
     jenkins: JenkinsInfo = Field(default_factory=JenkinsInfo)
     command: str | None = None

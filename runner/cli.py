@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,11 @@ def register(subparsers: Any) -> None:
     cfg.add_argument("--disable-cudagraphs", action="store_true",
                      help="Inductor on CUDA without CUDA graphs: PyTorch's inductor_no_cudagraphs series (the "
                           "headline series captures them, as PyTorch's harness does)")
+    cfg.add_argument("--torch", dest="torch_spec", default=os.environ.get("PERFDASH_TORCH_SPEC") or None,
+                     metavar="SPEC",
+                     help="the torch this run must measure (a release, nightly date or version, commit, or "
+                          "version@commit; perfdash/torch_spec.py): checked against the importable torch before any "
+                          "model and recorded in the manifest (default: $PERFDASH_TORCH_SPEC, which runner images set)")
     cfg.add_argument("--allocator", default=DEFAULT_ALLOCATOR, choices=ALLOCATORS,
                      help="CPU workers' allocator and OpenMP: dashboard = as PyTorch's CPU dashboard (jemalloc and "
                           "Intel OpenMP preloaded, KMP_*), glibc = C library defaults (PyTorch's harness run by hand), "
@@ -70,7 +76,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         excludes=tuple(args.exclude), repeat=args.repeat, warmup=args.warmup, timeout_s=args.timeout,
         accuracy=args.accuracy, performance=args.performance, total_partitions=args.total_partitions,
         partition_id=args.partition_id, cold_start=args.cold_start, models_file=args.models_file,
-        model_list=args.model_list, quantize=args.quantize, allocator=args.allocator)
+        model_list=args.model_list, quantize=args.quantize, allocator=args.allocator,
+        torch_spec=args.torch_spec)
 
 
 class BarProgress:

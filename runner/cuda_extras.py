@@ -1,6 +1,9 @@
 """``python -m runner.cuda_extras``: the CUDA extras (pyproject's ``backends-cuda``) must be built for the CUDA major
-version of the torch wheel beside them; run where the CUDA image is built (docker/runner-cuda.Dockerfile), after the
-installs, so a mismatch fails the build with a message instead of every ONNX Runtime or TensorRT model of a night.
+version of the torch wheel beside them. Run where the CUDA image is built (docker/runner-cuda.Dockerfile), after the
+installs: a mismatch is one message naming the package and both versions, printed there and kept with the reasons
+the backend cells cannot run (``--record``), and ``perfdash run --backend onnxruntime|tensorrt --device cuda``
+refuses with it before any model (runner.backends.check), instead of every ONNX Runtime or TensorRT model of a night
+failing on its own. Without ``--record`` a mismatch exits 1.
 
 What each package says it was built for, read from its files without importing it (no GPU where images are built):
 
@@ -14,6 +17,7 @@ Torch-free.
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import re
 import sys
@@ -105,18 +109,47 @@ def installed_builds(distributions: Mapping[str, str] | None = None) -> list[Cud
     return builds + tensorrt_builds(names)
 
 
+# The extras each CUDA backend runs on (runner.backends): the ONNX Runtime build, and TensorRT's by either route.
+_BACKEND_PACKAGES: dict[str, tuple[str, ...]] = {
+    "onnxruntime": ("onnxruntime-gpu",),
+    "tensorrt": ("torch-tensorrt", "onnxruntime-gpu", "tensorrt"),
+}
+
+
+def backend_mismatches(backend: str, torch_cuda: str | None, builds: Iterable[CudaBuild]) -> list[str]:
+    """The mismatches of the extras ``backend`` runs on (TensorRT's wheels by their ``tensorrt-cuNN`` prefix)."""
+    wanted = _BACKEND_PACKAGES.get(backend, ())
+    relevant = [b for b in builds
+                if b.package.lower() in wanted or ("tensorrt" in wanted and b.package.lower().startswith("tensorrt"))]
+    return mismatches(torch_cuda, relevant) if relevant else []
+
+
+def installed_mismatches(backend: str) -> list[str]:
+    """What ``perfdash run --backend B --device cuda`` checks before any model (runner.backends.check)."""
+    return backend_mismatches(backend, torch_build()[2], installed_builds())
+
+
 def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runner.cuda_extras", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--record", type=Path, metavar="FILE",
+                        help="on a mismatch, append the messages to FILE and exit 0 (the image is still built for "
+                             "the Inductor cells; the backend cells refuse with the same message)")
+    args = parser.parse_args(argv)
     torch_cuda = torch_build()[2]
     builds = installed_builds()
-    errors = mismatches(torch_cuda, builds)
+    errors = mismatches(torch_cuda, builds) if builds else []
     for build in builds:
         print(f"{build.package}: CUDA {build.cuda}")
-    if errors:
-        print(f"runner.cuda_extras: the CUDA extras do not match torch (CUDA {torch_cuda}):", file=sys.stderr)
-        for error in errors:
-            print(f"  - {error}", file=sys.stderr)
+    if not errors:
+        print(f"runner.cuda_extras: {len(builds)} CUDA extra(s) match torch's CUDA {torch_cuda}")
+        return 0
+    text = f"runner.cuda_extras: the CUDA extras do not match torch (CUDA {torch_cuda}):\n" + \
+        "".join(f"  - {error}\n" for error in errors)
+    print(text, end="", file=sys.stderr)
+    if args.record is None:
         return 1
-    print(f"runner.cuda_extras: {len(builds)} CUDA extra(s) match torch's CUDA {torch_cuda}")
+    with args.record.open("a", encoding="utf-8") as record:
+        record.write(text)
     return 0
 
 

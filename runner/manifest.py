@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import platform
 import re
@@ -24,6 +23,7 @@ from perfdash.contract import (
     Manifest,
     RunConfig,
 )
+from perfdash.torch_spec import torch_version_file, version_field
 from runner.allocator import process_env
 from runner.backends import BACKEND_SPECS, package_versions, settings
 from runner.suites import Suite
@@ -50,25 +50,10 @@ def gpu_info() -> tuple[str | None, str | None]:
     return (name.strip() or None), (driver.strip() or None)
 
 
-def _torch_version_file() -> str:
-    spec = importlib.util.find_spec("torch")
-    if spec is None or not spec.submodule_search_locations:
-        return ""
-    try:
-        return Path(next(iter(spec.submodule_search_locations)), "version.py").read_text(encoding="utf-8")
-    except OSError:
-        return ""
-
-
 def torch_build() -> tuple[str | None, str | None, str | None]:
     """(version, git commit, CUDA version) of the installed torch, read from torch/version.py."""
-    text = _torch_version_file()
-
-    def field(name: str) -> str | None:
-        match = re.search(rf"^{name}\s*(?::\s*\S+\s*)?=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
-        return match.group(1) if match else None
-
-    return field("__version__"), field("git_version"), field("cuda")
+    text = torch_version_file()
+    return version_field(text, "__version__"), version_field(text, "git_version"), version_field(text, "cuda")
 
 
 def machine_info(device: str) -> MachineInfo:
@@ -128,23 +113,26 @@ def backend_info(config: RunConfig, quantize: str | None) -> BackendInfo | None:
                        settings=settings(config.backend, config.device, config.dtype, quantize))
 
 
-def new_manifest(config: RunConfig, suite: Suite, quantize: str | None = None) -> Manifest:
+def new_manifest(config: RunConfig, suite: Suite, quantize: str | None = None,
+                 torch_requested: str | None = None) -> Manifest:
     version, commit, _ = torch_build()
     backend = backend_info(config, quantize)
     # The backend's packages also go with the suite's versions: the service shows those, and a new onnxruntime
     # moves every series of the backend at once (an environment change, as a new transformers is).
     versions = {**suite_versions(suite), **(backend.packages if backend else {})}
     return Manifest(config=config, machine=machine_info(config.device), torch_version=version,
-                    torch_git_commit=commit, suite_versions=versions, jenkins=jenkins_info(),
+                    torch_git_commit=commit, torch_requested=torch_requested, suite_versions=versions,
+                    jenkins=jenkins_info(),
                     command=shlex.join(sys.argv), start_time=datetime.now(UTC), backend=backend,
                     environment=software_environment(process_env(config.env)),
                     memory_definitions={"peak_memory": MEMORY_DEFINITIONS[config.device],
                                         "activation_peak": ACTIVATION_PEAK_DEFINITION})
 
 
-def load_or_create(path: Path, config: RunConfig, suite: Suite, quantize: str | None = None) -> Manifest:
+def load_or_create(path: Path, config: RunConfig, suite: Suite, quantize: str | None = None,
+                   torch_requested: str | None = None) -> Manifest:
     """Resuming keeps the first start time and the errors already recorded; a new config starts afresh."""
-    fresh = new_manifest(config, suite, quantize)
+    fresh = new_manifest(config, suite, quantize, torch_requested)
     if path.exists():
         try:
             old = Manifest.read(path)

@@ -7,6 +7,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from perfdash import torch_spec
 from perfdash.axes import CHECKED_FLAGS, RunAxes, run_axis_values
 from perfdash.contract import BACKENDS, RunConfig
 from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR, AllocatorUnavailable, allocator_env
@@ -48,6 +49,7 @@ class RunOptions(RunAxes):
     allocator: str = DEFAULT_ALLOCATOR
     model_list: str = DEFAULT_MODEL_LIST  # one of the suite's named lists (runner/suites/data/<suite>.<list>.toml)
     quantize: str | None = None  # int8-dynamic (onnxruntime): a series of its own, variant int8_dynamic
+    torch_spec: str | None = None  # the torch asked for (perfdash/torch_spec.py); None: whatever is installed
     # Extra worker environment (recorded in the manifest): tests use it, agents may pin settings with it.
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -96,6 +98,20 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
         raise OptionsError(f"--{name} {value!r} is not one of {', '.join(allowed)}")
 
 
+def check_torch(spec_text: str | None) -> None:
+    """A run asked for one torch never measures another: the importable torch (read without importing it) must be
+    the one ``spec_text`` names, or the run stops here, before any model, naming both."""
+    if spec_text is None:
+        return
+    try:
+        spec = torch_spec.parse(spec_text)
+    except torch_spec.TorchSpecError as exc:
+        raise OptionsError(f"--torch: {exc}") from None
+    why = torch_spec.mismatch(spec, *torch_spec.installed_torch())
+    if why is not None:
+        raise OptionsError(f"--torch: {why}; nothing was run")
+
+
 def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
     """Check every flag and select this partition's models; raises OptionsError with a message for the user."""
     try:
@@ -107,6 +123,7 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
         if axis.name not in ("suite", "backend"):  # the suite and backend: what this runner can run (above)
             _choice(axis.flag.removeprefix("--"), getattr(options, axis.name), axis.vocabulary)
     _choice("allocator", options.allocator, ALLOCATORS)
+    check_torch(options.torch_spec)
     try:
         check_allocator(options.worker_env())
     except AllocatorUnavailable as exc:

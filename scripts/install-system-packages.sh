@@ -1,13 +1,26 @@
 #!/usr/bin/env bash
-# Debian packages the tests and the nightly need: a PostgreSQL server, headless Chromium, Groovy (Jenkinsfile check),
-# jemalloc (CPU workers preload it by default, as PyTorch's CPU dashboard: runner/allocator.py).
+# Debian packages perfdash needs: `install-system-packages.sh run|test`.
+#   run   what `make run` uses: jemalloc (CPU workers preload it by default, as PyTorch's CPU dashboard:
+#         runner/allocator.py) and g++ (Inductor's C++ kernels)
+#   test  also what the tests use: a PostgreSQL server, headless Chromium, Groovy (Jenkinsfile checks), util-linux
+#         (runuser, lscpu), and podman with runc and debootstrap (the image tests: tests/containers)
 set -euo pipefail
+profile="${1:-test}"
 missing=()
-ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-command -v groovyc >/dev/null 2>&1 || missing+=(groovy)
-command -v runuser >/dev/null 2>&1 || missing+=(util-linux)
 compgen -G "/usr/lib/*/libjemalloc.so.2" >/dev/null || missing+=(libjemalloc2)
+command -v g++ >/dev/null 2>&1 || missing+=(g++)
+if [ "$profile" = test ]; then
+    ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+    command -v groovyc >/dev/null 2>&1 || missing+=(groovy)
+    command -v runuser >/dev/null 2>&1 || missing+=(util-linux)
+    command -v podman >/dev/null 2>&1 || missing+=(podman)
+    command -v runc >/dev/null 2>&1 || missing+=(runc)
+    command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+elif [ "$profile" != run ]; then
+    echo "usage: $0 run|test" >&2
+    exit 2
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "installing Debian packages: ${missing[*]}"

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Installs everything perfdash needs on a fresh Debian machine: system packages, then the virtual environment.
+# Installs what perfdash needs on a fresh Debian machine: `setup.sh VENV run|test`.
+#   run   the nightly and the dashboard (`make run`): system packages, then a venv with the runner and the service
+#   test  everything the tests use as well (`make test`): test system packages, the dev and backends extras
 set -euo pipefail
 venv="${1:-.venv}"
+profile="${2:-test}"
 here="$(cd "$(dirname "$0")/.." && pwd)"
 
-"$here/scripts/install-system-packages.sh"
+"$here/scripts/install-system-packages.sh" "$profile"
 
 if [ ! -x "$venv/bin/python" ]; then
     python3.11 -m venv "$venv"
 fi
-# torch and torchvision are pinned (the series records the torch version); pip takes them from local wheels here.
+# The development venv's torch is pinned here, not in the runner extra: a runner measures the torch it is given (the
+# images install theirs first: docker/install-torch.sh). pip takes both from local wheels on these machines.
 "$venv/bin/pip" install --quiet --upgrade pip
 "$venv/bin/pip" install --quiet "torch==2.14.1" "torchvision==0.29.1"
-"$venv/bin/pip" install --quiet -e "$here[runner,service,dev,backends]"
+extras="runner,service"
+[ "$profile" = test ] && extras="runner,service,dev,backends"
+"$venv/bin/pip" install --quiet -e "$here[$extras]"

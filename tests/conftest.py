@@ -15,6 +15,15 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """git in tests (perfbisect's histories, fetches, clones) sees no user or system git configuration and has an
+    identity of its own: a new user's HOME with no identity, or a global config that signs commits or renames the
+    default branch, must not change what a test does."""
+    os.environ.update({"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+                       "GIT_AUTHOR_NAME": "perfdash tests", "GIT_AUTHOR_EMAIL": "tests@perfdash.invalid",
+                       "GIT_COMMITTER_NAME": "perfdash tests", "GIT_COMMITTER_EMAIL": "tests@perfdash.invalid"})
+
+
 def _load_pgcluster():
     """tests/pgcluster.py by path (tests are not a package; the helper is test-only, not part of perfdash)."""
     name = "perfdash_tests_pgcluster"

@@ -29,6 +29,9 @@ def register(subparsers: Any) -> None:
     what.add_argument("--repo", type=Path, default=Path("."), help="the git repository (default: .)")
     what.add_argument("--good", metavar="REV", help="last good commit")
     what.add_argument("--bad", metavar="REV", help="first bad commit")
+    what.add_argument("--no-fetch", dest="fetch", action="store_false",
+                      help="do not fetch the repository's origin before resolving --good/--bad (default: fetch, so a "
+                           "clone cached on the node reaches commits pushed after it was made)")
     what.add_argument("--build", metavar="CMD", help="shell command building the checkout (failure: commit skipped)")
     what.add_argument("--measure", metavar="CMD", help="shell command printing the value last (or pass/fail)")
     how = p.add_argument_group("statistics")
@@ -63,6 +66,9 @@ def register(subparsers: Any) -> None:
     pt.add_argument("--models-file", type=Path, metavar="PATH", help="perfdash run --models-file")
     pt.add_argument("--install", choices=("auto", "nightly", "source"), default="auto",
                     help="how torch is installed at each commit (auto: nightly wheel, else source build)")
+    pt.add_argument("--cuda-variant", default=os.environ.get("PERFDASH_CUDA_VARIANT") or None, metavar="TAG",
+                    help="wheel variant of CUDA nightlies (default: $PERFDASH_CUDA_VARIANT, which the CUDA image "
+                         "sets to its own, else perfbisect.pytorch.DEFAULT_CUDA_VARIANT)")
     pt.add_argument("--install-cmd", metavar="CMD", help="custom install command (installs into $PERFBISECT_SITE)")
     pt.add_argument("--nightly-ref", default="origin/nightly", metavar="REF",
                     help="PyTorch's nightly branch in --repo: commits with a nightly wheel are bisected first "
@@ -109,6 +115,7 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _handle_request(args: argparse.Namespace, console: Any) -> int:
+    from perfbisect.gitops import CommitNotFound
     from perfbisect.service import ServiceClient, ServiceError
     from perfdash.bisection import BisectionResult
 
@@ -134,6 +141,10 @@ def _handle_request(args: argparse.Namespace, console: Any) -> int:
             body = _bisect(args, console).to_service()
         except KeyboardInterrupt:
             return 130  # not posted: the request stays open and the job can be resumed
+        except CommitNotFound as exc:
+            console.print(f"[bold red]perfdash bisect:[/] {exc}")
+            body = BisectionResult(verdict="commit_not_found", summary=f"nothing measured: {exc}",
+                                   jenkins_build_url=_jenkins_url()).model_dump(mode="json")
         except (ValueError, RuntimeError) as exc:
             console.print(f"[bold red]perfdash bisect:[/] {exc}")
             body = BisectionResult(verdict="error", summary=f"bisection failed: {exc}",
@@ -144,7 +155,7 @@ def _handle_request(args: argparse.Namespace, console: Any) -> int:
             console.print(f"[bold red]perfdash bisect:[/] could not post the result: {exc}")
             return 1
         console.print(f"posted the result of request {request.id} ({body['verdict']})")
-        return 1 if body["verdict"] == "error" else 0
+        return 1 if body["verdict"] in ("error", "commit_not_found") else 0
 
 
 def _jenkins_url() -> str | None:
@@ -153,9 +164,9 @@ def _jenkins_url() -> str | None:
 
 def _bisect(args: argparse.Namespace, console: Any) -> Any:
     from perfbisect.commands import CommandOracle
-    from perfbisect.gitops import commit_info, commits_between, rev_parse
+    from perfbisect.gitops import commit_info, commits_between, resolve_fetching
     from perfbisect.procedure import Bisector
-    from perfbisect.pytorch import TorchOracle, TorchTarget, nightly_commits
+    from perfbisect.pytorch import DEFAULT_CUDA_VARIANT, TorchOracle, TorchTarget, nightly_commits
     from perfbisect.report import build_report
     from perfbisect.state import BisectState
     from perfbisect.stats import Policy
@@ -163,15 +174,16 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
     if not args.good or not args.bad:
         raise ValueError("--good and --bad are required (or --request-id)")
     repo = args.repo.resolve()
-    good, bad = rev_parse(repo, args.good), rev_parse(repo, args.bad)
-    commits = commits_between(repo, good, bad)
-    if not commits:
-        raise ValueError("bad is the good commit: nothing to bisect")
-    cache_dir = (args.cache_dir or default_cache_dir(repo)).resolve()
 
     def log(message: str) -> None:
         if not args.quiet:
             console.print(f"[dim]bisect[/] {message}", highlight=False)
+
+    good, bad = resolve_fetching(repo, [args.good, args.bad], fetch=args.fetch, log=log)
+    commits = commits_between(repo, good, bad)
+    if not commits:
+        raise ValueError("bad is the good commit: nothing to bisect")
+    cache_dir = (args.cache_dir or default_cache_dir(repo)).resolve()
 
     pytorch_mode = args.suite is not None or args.model is not None
     direction = args.metric_direction or (better_of(args.metric) if pytorch_mode else Better.LOWER)
@@ -196,7 +208,8 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
         oracle = TorchOracle(repo=repo, measure_cmd="", cache_dir=cache_dir, build_cmd=args.build,
                              build_timeout=args.build_timeout, measure_timeout=args.measure_timeout, log=log,
                              target=target, strategy="custom" if args.install_cmd else args.install,
-                             install_cmd=args.install_cmd, nightlies=nightlies)
+                             install_cmd=args.install_cmd, nightlies=nightlies,
+                             cuda_variant=args.cuda_variant or DEFAULT_CUDA_VARIANT)
     else:
         if not args.measure:
             raise ValueError("--measure CMD is required (or --suite and --model for PyTorch mode)")

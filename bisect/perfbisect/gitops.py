@@ -11,12 +11,17 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 
 class GitError(RuntimeError):
     pass
+
+
+class CommitNotFound(GitError):
+    """A commit of the request that neither the clone nor its remote has (after fetching)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +49,46 @@ def git(repo: Path, *args: str) -> str:
 
 def rev_parse(repo: Path, rev: str) -> str:
     return git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").strip()
+
+
+def remote_url(repo: Path, remote: str = "origin") -> str | None:
+    try:
+        return git(repo, "remote", "get-url", remote).strip() or None
+    except GitError:
+        return None
+
+
+def resolve_fetching(repo: Path, revs: list[str], fetch: bool = True, remote: str = "origin",
+                     log: Callable[[str], None] = lambda _message: None) -> list[str]:
+    """The full shas of ``revs``, after bringing the clone up to date with its remote: a clone cached on the node
+    since an earlier night has none of the commits pushed after it. A sha that no branch carries yet is fetched by
+    name. A rev found nowhere raises CommitNotFound naming the clone and the remote."""
+    url = remote_url(repo, remote) if fetch else None
+    if url is not None:
+        log(f"fetching {remote} ({url})")
+        git(repo, "fetch", "--quiet", "--tags", "--force", remote)
+    out = []
+    for rev in revs:
+        sha = _resolve_or_none(repo, rev)
+        if sha is None and url is not None:
+            try:  # a commit no branch head has (yet): servers that allow it give it by name
+                git(repo, "fetch", "--quiet", remote, rev)
+            except GitError:
+                pass
+            sha = _resolve_or_none(repo, rev)
+        if sha is None:
+            where = (f"{repo} or its remote {url}" if url else
+                     f"{repo} (no remote {remote!r} to fetch from)" if fetch else f"{repo} (not fetched: --no-fetch)")
+            raise CommitNotFound(f"commit {rev} is not in {where}")
+        out.append(sha)
+    return out
+
+
+def _resolve_or_none(repo: Path, rev: str) -> str | None:
+    try:
+        return rev_parse(repo, rev)
+    except GitError:
+        return None
 
 
 def commits_between(repo: Path, good: str, bad: str) -> list[str]:

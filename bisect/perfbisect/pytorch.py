@@ -32,6 +32,9 @@ from perfdash.contract import ContractError, RunKey, read_accuracy_csv, read_per
 from perfdash.metric_registry import BISECT_METRICS
 
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly"
+# The CUDA variant of nightly wheels when none is given: the CUDA image's own (docker/runner-cuda.Dockerfile's
+# CUDA_VARIANT, which the image also exports as PERFDASH_CUDA_VARIANT; tests/deploy/test_docker.py keeps them equal).
+DEFAULT_CUDA_VARIANT = "cu130"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,7 +125,7 @@ def torch_version_base(src: Path) -> str:
 
 
 def nightly_command(version_base: str, commit_date: date, site: Path, device: str, sha: str,
-                    python: str = sys.executable, cuda: str = "cu126") -> str:
+                    python: str = sys.executable, cuda: str = DEFAULT_CUDA_VARIANT) -> str:
     """Install the nightly of the commit's date into ``site``, then fail unless it was built from ``sha``."""
     channel = "cpu" if device == "cpu" else cuda
     requirement = f"torch=={version_base}.dev{commit_date:%Y%m%d}"
@@ -152,6 +155,7 @@ class TorchOracle(CommandOracle):
     install_cmd: str | None = None
     run_cmd: Sequence[str] = (sys.executable, "-m", "perfdash.cli", "run")
     nightlies: dict[str, date] = field(default_factory=dict)  # commits with a nightly wheel (nightly_commits)
+    cuda_variant: str = DEFAULT_CUDA_VARIANT  # the wheel variant of a cuda target's nightlies
 
     def site(self, sha: str) -> Path:
         return self.commit_dir(sha) / "site"
@@ -169,7 +173,8 @@ class TorchOracle(CommandOracle):
         if self.strategy in ("auto", "nightly") and (sha in self.nightlies or not self.nightlies):
             day = self.nightlies.get(sha) or datetime.fromisoformat(commit_info(self.repo, sha).date).date()
             device = self.target.device if self.target else "cpu"
-            out.append(("nightly", nightly_command(torch_version_base(src), day, site, device, sha)))
+            out.append(("nightly", nightly_command(torch_version_base(src), day, site, device, sha,
+                                                   cuda=self.cuda_variant)))
         if self.strategy in ("auto", "source"):
             out.append(("source", source_command(site, self.commit_dir(sha) / "wheel")))
         return out
@@ -205,6 +210,12 @@ class TorchOracle(CommandOracle):
         output_dir.mkdir(parents=True, exist_ok=True)
         env = self.env(sha, index)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(self.site(sha)), env.get("PYTHONPATH")) if p)
+        # perfdash run checks that it measures the commit's torch (a runner image's own PERFDASH_TORCH_SPEC names the
+        # image's torch, which the site shadows); a custom install command installs what it likes: no check.
+        if self.install_cmd is None and self.strategy != "custom":
+            env["PERFDASH_TORCH_SPEC"] = sha
+        else:
+            env.pop("PERFDASH_TORCH_SPEC", None)
         command = shlex.join([*self.run_cmd, *self.target.run_args(output_dir)])
         # perfdash run must not pick the checkout's own torch/ folder up as a package: run it from the cache dir.
         result = run_command(command, self.commit_dir(sha), env, self.measure_timeout)

@@ -141,6 +141,12 @@ def check(backend: str, device: str, dtype: str, mode: str, quantize: str | None
                                      "(pip install 'perfdash[backends]')")
     elif backend == "tensorrt":
         tensorrt_route()
+    if device == "cuda":
+        from runner.cuda_extras import installed_mismatches  # reads package files: no torch, no GPU
+
+        errors = installed_mismatches(backend)
+        if errors:
+            raise BackendUnavailable(f"{flag} --device cuda: " + "; ".join(errors))
 
 
 # OpenVINO's CPU plugin runs fp32 models in bf16 on CPUs with AMX or AVX512-BF16 unless told otherwise: the hint keeps

@@ -21,6 +21,8 @@ A model's performance regression is a candidate until an A/B re-measurement conf
 from __future__ import annotations
 
 import logging
+import math
+import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -29,7 +31,15 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from perfdash.contract import display_status
-from perfdash.metric_registry import DETECTED_METRICS, GEOMEAN, PASSRATE, PASSRATE_ALERT_DROP, better_of
+from perfdash.metric_registry import (
+    DETECTED_METRICS,
+    GEOMEAN,
+    PASSRATE,
+    PASSRATE_ALERT_DROP,
+    Better,
+    better_of,
+    min_effect_of,
+)
 from service.detection.changepoint import DetectionConfig, detect_change_points
 from service.detection.confirmation import queue_confirmations
 from service.detection.environment import ShiftConfig, common_shift, manifest_differences, series_move
@@ -44,6 +54,7 @@ from service.queries.detection import (
     suite_geomean_history,
 )
 from service.queries.order import previous_run
+from service.queries.torch_versions import is_release
 
 logger = logging.getLogger(__name__)
 
@@ -109,24 +120,72 @@ def _recent_moves(session: Session, run: Run, config: ShiftConfig) -> dict[str, 
     return moves
 
 
+def release_change(previous: Run, run: Run) -> tuple[str, str] | None:
+    """(old, new) torch when the two runs measured two different torch releases (2.13.0 -> 2.14.1): a release
+    comparison, not a night of the nightly under test. Local builds of one release (+cpu, +cu130) are one release."""
+    old, new = previous.torch_version, run.torch_version
+    if not old or not new or not (is_release(old) and is_release(new)):
+        return None
+    return (old, new) if old.split("+")[0] != new.split("+")[0] else None
+
+
+def _release_moves(session: Session, run: Run, previous: Run) -> dict[str, list[float]]:
+    """metric -> log change of each series passing in both runs (a release comparison has no nights between)."""
+    now, before = results_by_series(session, run.id), results_by_series(session, previous.id)
+    moves: dict[str, list[float]] = defaultdict(list)
+    for series_id, current in now.items():
+        old = before.get(series_id)
+        if old is None or not (old.passed and current.passed):
+            continue
+        for metric in DETECTED_METRICS:
+            a, b = getattr(old, metric.name), getattr(current, metric.name)
+            if a is not None and b is not None and a > 0 and b > 0:
+                moves[metric.name].append(math.log(b / a))
+    return moves
+
+
 def _environment_finding(session: Session, run: Run, previous: Run) -> Finding | None:
+    """One finding for a change of what surrounds the compiler: the machine's software (kernel, suites, allocator)
+    when many series moved with it, or the torch release itself (a release-to-release comparison, always said, with
+    how the series moved between the two runs). Either resets the configuration's baselines: no per-model findings."""
     differences = manifest_differences(run_environment(previous), run_environment(run))
+    release = release_change(previous, run)
+    if release is not None:
+        differences = {"torch": release, **differences}
     if not differences:
         return None
     config = ShiftConfig()
-    shifts = {metric: shift for metric, moves in _recent_moves(session, run, config).items()
-              if (shift := common_shift(moves, config)) is not None}
-    if not shifts:
-        return None
+    if release is not None:
+        release_moves = _release_moves(session, run, previous)
+        moved = "; ".join(_release_summary(metric, moves) for metric, moves in sorted(release_moves.items())
+                          ) or "no model passed in both runs"
+        speedups = release_moves.get("speedup")
+        lead_pct = 100.0 * math.expm1(statistics.median(speedups)) if speedups else None
+    else:
+        shifts = {metric: shift for metric, moves in _recent_moves(session, run, config).items()
+                  if (shift := common_shift(moves, config)) is not None}
+        if not shifts:
+            return None
+        moved = ", ".join(f"{m} {s.median_pct:+.1f}% (median of {s.series} series, {100 * s.share:.0f}% moved with "
+                          f"it)" for m, s in sorted(shifts.items()))
+        lead_pct = (shifts.get("speedup") or next(iter(shifts.values()))).median_pct
     named = ", ".join(f"{k} {a or '-'} -> {b or '-'}" for k, (a, b) in differences.items())
-    moved = ", ".join(f"{m} {s.median_pct:+.1f}% (median of {s.series} series, {100 * s.share:.0f}% moved with it)"
-                      for m, s in sorted(shifts.items()))
-    lead = shifts.get("speedup") or next(iter(shifts.values()))
+    what = "torch release change" if release is not None else "environment change"
     return _add_finding(session, Finding(
         key=f"environment:{run.id}", kind=ENVIRONMENT_KIND, category="environment",
-        configuration_id=run.configuration_id, run_id=run.id, change_pct=lead.median_pct,
+        configuration_id=run.configuration_id, run_id=run.id, change_pct=lead_pct,
         good_commit=previous.torch_git_commit, bad_commit=run.torch_git_commit,
-        summary=f"environment change: {named}; {moved}. Baselines reset, no per-model findings."))
+        summary=f"{what}: {named}; {moved}. Baselines reset, no per-model findings."))
+
+
+def _release_summary(metric: str, moves: list[float]) -> str:
+    """``speedup median +4.1% over 3 models (2 better, 0 worse beyond 5%)``: how one metric moved between releases."""
+    minimum = min_effect_of(metric)
+    effect = math.log1p(minimum)
+    up, down = sum(m > effect for m in moves), sum(m < -effect for m in moves)
+    better, worse = (up, down) if better_of(metric) is Better.HIGHER else (down, up)
+    return (f"{metric} median {100.0 * math.expm1(statistics.median(moves)):+.1f}% over {len(moves)} models "
+            f"({better} better, {worse} worse beyond {100 * minimum:g}%)")
 
 
 def _models_dropped_finding(session: Session, run: Run, previous: Run) -> Finding | None:

@@ -18,6 +18,10 @@ NIGHTLY = REPO / "Jenkinsfile"
 BISECT = REPO / "bisect" / "Jenkinsfile"
 STUB = Path(__file__).with_name("pipeline_stub.groovy")
 
+# What `python -m perfdash.torch_spec resolve nightly` prints in the Plan stage, unless a test says otherwise.
+RESOLVED_NIGHTLY = {"asked": "nightly", "spec": "2.15.0.dev20261125@" + "5" * 40, "version": "2.15.0.dev20261125",
+                    "git_commit": "5" * 40, "day": "2026-11-25", "variants": ["cpu", "cu130"], "note": ""}
+
 # What the shell would put in place of the variables the pipelines' sh steps use.
 SHELL_SAMPLES = {
     "PERFDASH_TOKEN": "token-from-jenkins-credentials",
@@ -56,7 +60,8 @@ def run_pipeline(groovy_env: dict[str, str], tmp_path_factory: pytest.TempPathFa
 
     def run(jenkinsfile: Path, params: dict | None = None, stdout: dict[str, str] | None = None) -> dict:
         # By default the service has no pending bisection and no run of this build.
-        canned = {"bisections?status=pending": "[]", "api/v1/runs?since=": "[]", **(stdout or {})}
+        canned = {"bisections?status=pending": "[]", "api/v1/runs?since=": "[]",
+                  "perfdash.torch_spec resolve": json.dumps(RESOLVED_NIGHTLY), **(stdout or {})}
         scenario = json.dumps({"params": params or {}, "stdout": canned}, sort_keys=True)
         key = f"{jenkinsfile}:{scenario}"
         if key not in cache:

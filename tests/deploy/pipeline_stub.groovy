@@ -80,7 +80,12 @@ abstract class PipelineScript extends Script {
 
     def getParams() { record.params }
     def getEnv() { record.env }
-    def getDocker() { [build: { String tag, String args -> new DockerImage(script: this, tag: tag) }] }
+    def getDocker() {
+        [build: { String tag, String args ->
+                    record.echoes << "docker build ${tag} ${args}".toString()
+                    new DockerImage(script: this, tag: tag) },
+         image: { String tag -> new DockerImage(script: this, tag: tag) }]
+    }
     def getScm() { 'scm' }
     def getCurrentBuild() { record.env.currentBuild = record.env.currentBuild ?: [:]; record.env.currentBuild }
     def getProperty(String name) {
@@ -183,7 +188,8 @@ def record = new Record(params: new LinkedHashMap(scenario.params ?: [:]), scena
                         env: [BUILD_URL: 'https://jenkins.example/job/perfdash/1/', BUILD_TAG: 'jenkins-perfdash-1'])
 script.setRecord(record)
 script.run()
-record.env.remove('currentBuild')
+def build = record.env.remove('currentBuild')
+if (build?.description) { record.env.buildDescription = build.description.toString() }
 println JsonOutput.toJson([sh: record.sh, builds: record.builds, archived: record.archived, stagesRun: record.stagesRun,
                            stagesSkipped: record.stagesSkipped, echoes: record.echoes, params: record.params,
                            credentials: record.credentials, bindings: record.bindings, env: record.env, agents: record.agents])

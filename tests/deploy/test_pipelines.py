@@ -133,7 +133,52 @@ def test_parameters_select_the_cells(run_pipeline, extract_commands) -> None:
     runs = _run_commands(record, extract_commands)
     assert sorted(_flag(args, "--partition-id") for args in runs) == ["0", "1", "2"]
     assert all(_flag(args, "--filter") == "Bert.*" and _flag(args, "--suite") == "huggingface" for args in runs)
-    assert any("perfdash-runner-cpu:20261121" in e for e in record["echoes"])
+    assert any("perfdash-runner-cpu:2.15.0.dev20261125-555555555555" in e for e in record["echoes"])
+    resolve = next(script for script in record["sh"] if "perfdash.torch_spec resolve" in script)
+    assert "--variant cpu" in resolve and "cu130" not in resolve  # no GPU cells: only the CPU wheel must exist
+
+
+def _docker_builds(record: dict) -> list[str]:
+    """The runner images the cells build (the service image of the report stage carries no torch)."""
+    return [e.removeprefix("docker build ") for e in record["echoes"] if e.startswith("docker build perfdash-runner")]
+
+
+def test_a_scheduled_build_benchmarks_tonights_nightly_everywhere(run_pipeline, extract_commands) -> None:
+    """TORCH defaults to `nightly`, resolved once in the Plan stage (inside the runner images' base) for the CPU and
+    the CUDA wheel; every image of every cell is built for that one version@commit, and every `perfdash run` is told
+    to measure exactly it (--torch), so an image that ended up with another torch stops the cell."""
+    record = run_pipeline(NIGHTLY)
+    assert record["params"]["TORCH"] == "nightly"
+    resolve = next(script for script in record["sh"] if "perfdash.torch_spec resolve" in script)
+    assert resolve.split()[:5] == ["python", "-m", "perfdash.torch_spec", "resolve", '"$TORCH"']
+    assert "--variant cpu --variant cu130" in resolve and "--allow-older" in resolve
+    assert any(e.startswith("inside python:3.11.11-slim-bookworm") for e in record["echoes"])
+    spec = "2.15.0.dev20261125@" + "5" * 40
+    builds = _docker_builds(record)
+    assert builds and all(f"--build-arg TORCH_SPEC={spec}" in b for b in builds)
+    cuda = [b for b in builds if "runner-cuda.Dockerfile" in b]
+    dockerfile_default = re.search(r"^ARG CUDA_VARIANT=(\w+)$", (REPO / "docker/runner-cuda.Dockerfile").read_text(),
+                                   re.M).group(1)
+    assert cuda and all(f"--build-arg CUDA_VARIANT={dockerfile_default}" in b for b in cuda)
+    runs = _run_commands(record, extract_commands)
+    assert runs and {_flag(args, "--torch") for args in runs} == {spec}
+    assert record["env"]["buildDescription"].startswith("torch 2.15.0.dev20261125 (555555555555)")
+
+
+def test_an_older_nightly_is_said_and_a_missing_one_stops_the_plan(run_pipeline) -> None:
+    import json
+
+    older = {"asked": "nightly", "spec": "2.15.0.dev20261124@" + "4" * 40, "version": "2.15.0.dev20261124",
+             "git_commit": "4" * 40, "day": "2026-11-24", "variants": ["cpu", "cu130"],
+             "note": "the torch nightly of 2026-11-25 is not published for cu130: benchmarking the nightly of "
+                     "2026-11-24 instead"}
+    record = run_pipeline(NIGHTLY, {"RUN_GPU": False}, {"perfdash.torch_spec resolve": json.dumps(older)})
+    assert any(e.startswith("WARNING: the torch nightly of 2026-11-25 is not published") for e in record["echoes"])
+    assert "older nightly" in record["env"]["buildDescription"]
+    assert all("TORCH_SPEC=2.15.0.dev20261124@" in b for b in _docker_builds(record))
+    strict = run_pipeline(NIGHTLY, {"RUN_GPU": False, "ALLOW_OLDER_NIGHTLY": False})
+    resolve = next(script for script in strict["sh"] if "perfdash.torch_spec resolve" in script)
+    assert "--allow-older" not in resolve
 
 
 def test_extended_run_adds_max_autotune(run_pipeline, extract_commands) -> None:
@@ -150,7 +195,9 @@ def test_extended_run_adds_max_autotune(run_pipeline, extract_commands) -> None:
 
 def test_dry_run_plans_every_cell_and_runs_nothing(run_pipeline) -> None:
     record = run_pipeline(NIGHTLY, {"DRY_RUN": True}, {"bisections?status=pending": '[{"id": 1}]'})
-    assert record["sh"] == [] and record["builds"] == []
+    # The one command a dry run runs: resolving the torch it would benchmark (a read of the wheel index).
+    assert [script.split()[:4] for script in record["sh"]] == [["python", "-m", "perfdash.torch_spec", "resolve"]]
+    assert record["builds"] == []
     assert set(record["stagesSkipped"]) == {"Benchmark", "Detect and report", "Bisect new regressions"}
     # (4 xeon + 12 gpu configurations) x 3 suites x 2 shards
     assert sum(" perfdash run " in e for e in record["echoes"]) == 96
@@ -177,6 +224,17 @@ def test_bisect_pipeline_runs_the_request_on_its_agent(run_pipeline, extract_com
     assert _flag(args, "--request-id") == "7"
     assert _flag(args, "--url") == record["params"]["SERVICE_URL"]
     assert _flag(args, "--token") == "token-from-jenkins-credentials"
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_bisect_image_is_built_for_a_resolved_torch_of_its_own_variant(run_pipeline, device: str) -> None:
+    record = run_pipeline(BISECT, {"REQUEST_ID": "7"}, {"api/v1/bisections/": _bisection(device, "all")})
+    resolve = next(script for script in record["sh"] if "perfdash.torch_spec resolve" in script)
+    image_variant = re.search(r"^ARG CUDA_VARIANT=(\w+)$", (REPO / "docker/runner-cuda.Dockerfile").read_text(),
+                              re.M).group(1)
+    assert f"--variant {'cpu' if device == 'cpu' else image_variant} " in resolve + " "
+    build = next(e for e in record["echoes"] if e.startswith(f"docker build perfdash-runner-{device}:bisect"))
+    assert "--build-arg TORCH_SPEC=2.15.0.dev20261125@" in build
 
 
 def test_bisect_pipeline_skips_a_request_already_taken(run_pipeline) -> None:

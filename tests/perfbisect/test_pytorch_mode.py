@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import shlex
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,8 @@ from perfbisect.pytorch import TorchOracle, TorchTarget, nightly_command, source
 
 from perfdash.cli import main
 from perfdash.contract import AccuracyRow, PerformanceRow, append_row
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_nightly_command_installs_the_dated_wheel_and_checks_its_commit(tmp_path):
@@ -30,7 +33,12 @@ def test_nightly_command_installs_the_dated_wheel_and_checks_its_commit(tmp_path
     assert "--no-deps" in argv and "--pre" in argv
     assert "abc123" in check and "torch.version.git_version" in check
     cuda = shlex.split(nightly_command("2.7.0", datetime(2026, 1, 2), site, "cuda", "abc123").split(" && ")[0])
-    assert cuda[cuda.index("--index-url") + 1].endswith("/nightly/cu126")
+    # CUDA nightlies come from the CUDA image's own variant (its Dockerfile's CUDA_VARIANT), or the one asked for.
+    image_variant = re.search(r"^ARG CUDA_VARIANT=(\w+)$", (REPO / "docker" / "runner-cuda.Dockerfile").read_text(),
+                              re.M).group(1)
+    assert cuda[cuda.index("--index-url") + 1].endswith(f"/nightly/{image_variant}")
+    other = shlex.split(nightly_command("2.7.0", datetime(2026, 1, 2), site, "cuda", "abc123", cuda="cu140"))
+    assert other[other.index("--index-url") + 1].endswith("/nightly/cu140")
 
 
 def test_source_command_builds_a_wheel_into_the_cache_and_installs_it(tmp_path):

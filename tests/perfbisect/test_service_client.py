@@ -7,10 +7,12 @@ The service is stood in for by a small HTTP server on 127.0.0.1 that serves one 
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -124,7 +126,7 @@ def test_a_confirm_request_measures_good_and_bad_only(service, perf_history, tmp
 
 
 def test_a_failing_bisection_posts_an_error_verdict(service, perf_history, tmp_path, capsys):
-    service.request = _request("0" * 40, perf_history.shas[-1])  # a good commit the clone does not have
+    service.request = _request(perf_history.shas[-1], perf_history.shas[0])  # "good" is not before "bad"
     code = main(["bisect", "--request-id", "7", "--url", service.url, "--token", "s3cret", "--repo",
                  str(perf_history.repo), "--measure", "sh measure.sh", "--cache-dir", str(tmp_path / "cache")])
     assert code == 1
@@ -151,3 +153,45 @@ def test_request_fields_become_the_pytorch_configuration():
         "inductor_max_autotune_dynamic_timm_models_float32_inference_cpu_performance.csv"
     with pytest.raises(ServiceError, match="malformed"):
         BisectionJob.from_json({"id": 1})
+
+
+def _stale_clone(history, root: Path, upto: int) -> Path:
+    """The bisect job's cached clone, made when the origin's main was at commit ``upto``: it has none of the later
+    commits (objects included), as a node's /cache/pytorch made on an earlier night."""
+    subprocess.run(["git", "-C", str(history.repo), "update-ref", "refs/heads/main", history.shas[upto]], check=True)
+    clone = root / "cached-clone"
+    # file://: the transport sends only what main reaches (a plain path would hard-link every object)
+    subprocess.run(["git", "clone", "--quiet", history.repo.as_uri(), str(clone)], check=True)
+    # then the rest of the history is pushed to the origin
+    subprocess.run(["git", "-C", str(history.repo), "update-ref", "refs/heads/main", history.shas[-1]], check=True)
+    assert subprocess.run(["git", "-C", str(clone), "cat-file", "-e", history.shas[-1]]).returncode != 0
+    return clone
+
+
+def test_a_regression_pushed_after_the_cached_clone_is_bisected(service, perf_history, tmp_path, capsys):
+    # The clone was made when main stood at commit 5; commit 17, the regression, was pushed to the origin later.
+    clone = _stale_clone(perf_history, tmp_path, 5)
+    service.request = _request(perf_history.shas[0], perf_history.shas[-1])
+    code = main(["bisect", "--request-id", "7", "--url", service.url, "--token", "s3cret", "--repo", str(clone),
+                 "--build", "sh build.sh", "--measure", "sh measure.sh", "--cache-dir", str(tmp_path / "cache")])
+    assert code == 0, capsys.readouterr().err
+    (_, _, _, body), = [r for r in service.received if r[0] == "POST"]
+    assert body["verdict"] == "culprit_found" and body["culprit"]["sha"] == perf_history.shas[17]
+
+
+def test_a_commit_found_nowhere_is_its_own_verdict(service, perf_history, tmp_path, capsys):
+    clone = _stale_clone(perf_history, tmp_path, 5)
+    service.request = _request(perf_history.shas[0], "f" * 40)
+    code = main(["bisect", "--request-id", "7", "--url", service.url, "--token", "s3cret", "--repo", str(clone),
+                 "--measure", "sh measure.sh", "--cache-dir", str(tmp_path / "cache")])
+    assert code == 1
+    (_, _, _, body), = [r for r in service.received if r[0] == "POST"]
+    assert body["verdict"] == "commit_not_found" and body["culprit"] is None and body["steps"] == []
+    assert f"commit {'f' * 40} is not in {clone} or its remote {perf_history.repo.as_uri()}" in body["summary"]
+    # Without fetching, a stale clone alone answers: the pushed commits are not there.
+    stale = _stale_clone(perf_history, tmp_path / "another", 5)
+    capsys.readouterr()
+    offline = main(["bisect", "--no-fetch", "--repo", str(stale), "--good", perf_history.shas[0], "--bad",
+                    perf_history.shas[-1], "--measure", "sh measure.sh", "--cache-dir", str(tmp_path / "cache2")])
+    printed = capsys.readouterr()
+    assert offline == 1 and "(not fetched: --no-fetch)" in printed.out + printed.err

@@ -68,7 +68,12 @@ def test_onnxruntime_int8_dynamic_is_its_own_series(tmp_path: Path) -> None:
     report = _run(tmp_path, "onnxruntime", filters=("two_inputs",), quantize="int8-dynamic")
     assert report.paths.performance.name == "onnxruntime_int8_dynamic_torchbench_float32_inference_cpu_performance.csv"
     assert ResultFileName.parse(report.paths.performance.name).key.variant == "int8_dynamic"
-    assert [(r.name, r.accuracy) for r in read_accuracy_csv(report.paths.accuracy)] == [("two_inputs", "pass")]
+    # Whether int8 passes the float32 tolerance is the CPU's: ONNX Runtime's U8S8 kernels on AVX2-only (and
+    # AVX-512 without VNNI) machines use VPMADDUBSW, whose 16-bit intermediate sums saturate (ONNX Runtime's
+    # quantization docs), and on such a CPU the model fails accuracy; with VNNI or AMX it passes. The status is
+    # measured either way, and a crash or any other status fails the test.
+    assert [(r.name, r.accuracy in ("pass", "fail_accuracy")) for r in read_accuracy_csv(report.paths.accuracy)] == [
+        ("two_inputs", True)]
     manifest = Manifest.read(report.paths.manifest)
     assert manifest.config.variant == "int8_dynamic"
     assert manifest.backend is not None and "quantize_dynamic" in manifest.backend.settings["quantization"]

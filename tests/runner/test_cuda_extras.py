@@ -7,7 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runner.cuda_extras import CudaBuild, _assigned, installed_builds, major, mismatches, tensorrt_builds
+from runner.cuda_extras import (
+    CudaBuild,
+    _assigned,
+    backend_mismatches,
+    installed_builds,
+    major,
+    mismatches,
+    tensorrt_builds,
+)
 
 
 def test_matching_builds_pass() -> None:
@@ -51,7 +59,19 @@ def test_a_cpu_onnxruntime_under_the_gpu_name_is_caught() -> None:
     assert mismatches("13.0", [build])
 
 
-def test_the_command_passes_where_no_cuda_extra_is_installed() -> None:
-    done = subprocess.run([sys.executable, "-m", "runner.cuda_extras"], capture_output=True, text=True, check=False)
+def test_the_command_passes_where_no_cuda_extra_is_installed(tmp_path: Path) -> None:
+    record = tmp_path / "backends-unavailable"
+    done = subprocess.run([sys.executable, "-m", "runner.cuda_extras", "--record", str(record)], capture_output=True,
+                          text=True, check=False)
     assert done.returncode == 0, done.stderr
-    assert "match torch's CUDA" in done.stdout
+    assert "match torch's CUDA" in done.stdout and not record.exists()
+
+
+def test_each_cuda_backend_is_checked_against_the_extras_it_runs_on() -> None:
+    builds = [CudaBuild("onnxruntime-gpu", "13.0"), CudaBuild("torch-tensorrt", "12.8"),
+              CudaBuild("tensorrt-cu12", "12")]
+    assert backend_mismatches("onnxruntime", "13.0", builds) == []  # its own extra matches
+    errors = backend_mismatches("tensorrt", "13.0", builds)
+    assert len(errors) == 2 and all("CUDA 12" in e for e in errors)  # torch-tensorrt and TensorRT's wheel
+    assert backend_mismatches("openvino", "13.0", builds) == []
+    assert backend_mismatches("onnxruntime", "13.0", [CudaBuild("onnxruntime-gpu", "12.2")])

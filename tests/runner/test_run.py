@@ -17,6 +17,7 @@ from perfdash.contract import (
     read_samples,
 )
 from perfdash.metric_registry import EAGER_THROUGHPUT
+from perfdash.torch_spec import installed_torch
 from runner.api import RunReport, run_suite
 from runner.options import RunOptions
 from runner.process import ForkServer
@@ -133,6 +134,22 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
         json.loads(first.paths.manifest.read_text())["start_time"]
 
 
+def test_a_run_asked_for_another_torch_stops_before_any_model(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    version, _ = installed_torch()
+    for flag in (["--torch", "2.13.0"], []):  # the flag, or the variable the runner images set
+        env = {} if flag else {"PERFDASH_TORCH_SPEC": "2.13.0"}
+        with pytest.MonkeyPatch.context() as patch:
+            for key, value in env.items():
+                patch.setenv(key, value)
+            code = main(["run", "--suite", "timm_models", "--models-file", str(DATA / "tiny_real.toml"), "--only",
+                         "tiny_mlp", *flag, "--output-dir", str(tmp_path), "--no-progress"])
+        assert code == 2
+        error = capsys.readouterr().err
+        assert "asked for torch 2.13.0" in error and version in error and "nothing was run" in error
+        assert list(tmp_path.iterdir()) == []
+
+
 def test_perfdash_run_on_tiny_real_models(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """timm and transformers models built by the suites' own builders (tiny configs), compiled by Inductor; peak
@@ -146,11 +163,16 @@ def test_perfdash_run_on_tiny_real_models(tmp_path: Path, capsys: pytest.Capture
         return forked(server, job, *args, **kwargs)
 
     monkeypatch.setattr(ForkServer, "run", counted_run)
+    version, commit = installed_torch()
+    asked = f"{version.split('+')[0]}@{commit[:12]}"  # the torch of this venv, as a build would name it
     code = main(["run", "--suite", "timm_models", "--models-file", str(DATA / "tiny_real.toml"), "-x", "tiny_mlp",
                  "--warmup", "3",
-                 "--repeat", "5",
+                 "--repeat", "5", "--torch", asked,
                  "--timeout", "300", "--output-dir", str(tmp_path), "--no-progress"])
     assert code == 0
+    manifest = json.loads((tmp_path / "inductor_timm_models_float32_inference_cpu_manifest.json").read_text())
+    assert (manifest["torch_requested"], manifest["torch_version"], manifest["torch_git_commit"]) == (
+        asked, version, commit)
     printed = capsys.readouterr().out
     assert "100%, 4/4" in printed and "inductor_timm_models_float32_inference_cpu" in printed
     # one worker per model, no other

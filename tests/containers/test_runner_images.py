@@ -1,0 +1,87 @@
+"""docker/runner-cpu.Dockerfile and runner-cuda.Dockerfile, built for one torch and checked to hold exactly it; a
+one-model xeon cell runs in the CPU image with the command lines the nightly Jenkinsfile builds for that cell, and posts
+its results to the service container."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+import shutil
+import urllib.request
+from pathlib import Path
+
+from perfdash.torch_spec import resolve
+
+REPO = Path(__file__).resolve().parents[2]
+CPU_IMAGE = "localhost/perfdash-runner-cpu:test-2.13.0"
+CUDA_IMAGE = "localhost/perfdash-runner-cuda:test-2.14.1"
+MODELS_FILE = "tests/runner/data/tiny_real.toml"
+
+
+def _python(podman, image: str, code: str, *env: str) -> str:
+    flags = [arg for pair in (("-e", e) for e in env) for arg in pair]
+    return podman("run", "--rm", *flags, image, "python", "-c", code).stdout.strip()
+
+
+def test_runner_cpu_image_runs_the_nightly_cell_on_the_torch_it_was_built_for(podman, torch_index, service_container,
+                                                                              run_pipeline, tmp_path: Path) -> None:
+    podman.build("runner-cpu.Dockerfile", CPU_IMAGE, {"TORCH_SPEC": "2.13.0", "TORCH_INDEX_ROOT": torch_index})
+    # After the whole Dockerfile (perfdash's extras, timm, transformers, the backends) the torch is still 2.13.0
+    # (PyPI's build of it: +cu130).
+    assert _python(podman, CPU_IMAGE, "import torch; print(torch.__version__)") == "2.13.0+cu130"
+    # No later pip install can swap it: the image's constraint refuses another torch before downloading anything.
+    swap = podman("run", "--rm", CPU_IMAGE, "python", "-m", "pip", "install", "--no-deps", "torch==2.14.1",
+                  check=False)
+    assert swap.returncode != 0 and "torch==2.14.1" in swap.stdout + swap.stderr
+
+    # The cell's commands, from the pipeline: TORCH=2.13.0 resolved in the Plan stage (a release: read, not fetched).
+    resolution = dataclasses.asdict(resolve("2.13.0", ["cpu"]))
+    params = {"TORCH": "2.13.0", "RUN_GPU": False, "SUITES": "huggingface", "THREAD_CONFIGS": "socket",
+              "CPU_DTYPES": "float32", "CPU_MODES": "inference", "PARTITIONS": "1", "ONLY": "^BertForMaskedLM$",
+              "MODELS_FILE": MODELS_FILE, "SERVICE_URL": service_container.url}
+    record = run_pipeline(REPO / "Jenkinsfile", params, {"perfdash.torch_spec resolve": json.dumps(resolution)})
+    cell = "cpu-socket-float32-inference-huggingface-1of1"
+    scripts = [script for script in record["sh"] if f"results/{cell}" in script]
+    assert [s.split()[0] for s in scripts] == ["rm", "#!/bin/bash", "perfdash"], scripts  # prepare, run, ingest
+    assert "--torch '2.13.0'" in scripts[1] and "perfdash ingest" in scripts[2] and "--token-file" in scripts[2]
+    inside = next(e for e in record["echoes"] if e.startswith("inside perfdash-runner-cpu:2.13.0"))
+    docker_args = shlex.split(inside.split(" ", 2)[2])  # the pipeline's image.inside(...) arguments
+
+    # Jenkins' image.inside: the workspace (the checkout) mounted at its own path, and the token as a secret file.
+    workspace = tmp_path / "workspace"
+    (workspace / MODELS_FILE).parent.mkdir(parents=True)
+    shutil.copy(REPO / MODELS_FILE, workspace / MODELS_FILE)
+    shutil.copy(REPO / "tests" / "runner" / "models.py", workspace / "tests" / "runner" / "models.py")
+    token_file = tmp_path / "token"
+    token_file.write_text(service_container.token)
+    secret = "/run/secrets/perfdash-token"
+    for script in scripts:
+        podman("run", "--rm", *docker_args, "-v", f"{workspace}:{workspace}", "-w", str(workspace),
+               "-v", f"{token_file}:{secret}:ro", "-e", f"PERFDASH_TOKEN_FILE={secret}",
+               CPU_IMAGE, "bash", "-c", script, timeout=900)
+
+    manifest = json.loads((workspace / "results" / cell /
+                           "inductor_huggingface_float32_inference_cpu_manifest.json").read_text())
+    assert (manifest["torch_requested"], manifest["torch_version"]) == ("2.13.0", "2.13.0+cu130")
+    with urllib.request.urlopen(f"{service_container.url}/api/v1/runs", timeout=10) as response:
+        runs = json.loads(response.read())
+    posted = [run for run in runs if run["torch_version"] == "2.13.0+cu130"]
+    assert len(posted) == 1, runs
+    with urllib.request.urlopen(f"{service_container.url}/api/v1/runs/{posted[0]['id']}", timeout=10) as response:
+        detail = json.loads(response.read())
+    assert [(r["name"], r["accuracy"]) for r in detail["results"]] == [("BertForMaskedLM", "pass")]
+
+    # Asked for another torch, a cell in this image stops before any model, naming both.
+    wrong = podman("run", "--rm", "-e", "PERFDASH_TORCH_SPEC=2.14.1", CPU_IMAGE, "perfdash", "run", "--suite",
+                   "huggingface", "--only", "BertForMaskedLM", check=False)
+    assert wrong.returncode == 2 and "asked for torch 2.14.1" in wrong.stderr and "2.13.0+cu130" in wrong.stderr
+
+
+def test_runner_cuda_image_holds_the_torch_and_cuda_variant_asked_for(podman, torch_index) -> None:
+    """Built, not run: nothing here has a GPU. torch 2.14.1 of the cu130 index, its CUDA 13.0 runtime inside."""
+    podman.build("runner-cuda.Dockerfile", CUDA_IMAGE,
+                 {"TORCH_SPEC": "2.14.1", "CUDA_VARIANT": "cu130", "TORCH_INDEX_ROOT": torch_index})
+    printed = _python(podman, CUDA_IMAGE, "import os, torch; print(torch.__version__, torch.version.cuda, "
+                                          "os.environ['PERFDASH_CUDA_VARIANT'], os.environ['PERFDASH_TORCH_SPEC'])")
+    assert printed.split() == ["2.14.1+cu130", "13.0", "cu130", "2.14.1"]
