@@ -5,6 +5,8 @@
 # so an nvidia/cuda base image would only add a second, unused CUDA. Triton compiles its launcher with gcc at run
 # time, hence build-essential; the driver version is part of the machine fingerprint the runner records.
 # TORCH_SPEC has no default and is pinned as in the CPU image (runner-cpu.Dockerfile says how).
+# The Inductor and Triton caches below live on the node volume for what only speeds up set-up; a timed run with
+# --cold-start (every Jenkins cell) compiles into fresh, empty ones of both (runner.api.cold_cache_env).
 FROM python:3.11.11-slim-bookworm
 
 ENV PIP_NO_CACHE_DIR=1 \
@@ -53,6 +55,10 @@ RUN python requirements-of.py pyproject.toml backends-cuda > /tmp/backends.txt \
 COPY . .
 RUN python -m pip install --no-deps -e . \
     && python -m perfdash.torch_spec check "${TORCH_SPEC}"
+# The CUDA extras must be built for the CUDA major version of the torch wheel (read from the installed files, no GPU
+# needed). A mismatch is printed here with the package and both versions and kept with the other reasons the backend
+# cells cannot run; `perfdash run --backend onnxruntime|tensorrt --device cuda` refuses with the same message.
+RUN python -m runner.cuda_extras --record /etc/perfdash/backends-unavailable
 # The spool of `perfdash ingest --url`: the Jenkinsfile mounts the node volume perfdash-spool here. A fresh named
 # volume takes this directory's mode, so whatever user Jenkins runs the container as can write to it.
 RUN mkdir -p "${PERFDASH_SPOOL_DIR}" && chmod 1777 "${PERFDASH_SPOOL_DIR}"

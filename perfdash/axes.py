@@ -62,7 +62,8 @@ AXES: tuple[Axis, ...] = (
     Axis("backend", str, "inductor", BACKENDS, flag="--backend", column="backend", filterable=True, explicit=True,
          help="filters match the backend with its variant, as file names write it (inductor_no_cudagraphs)"),
     Axis("variant", str, _default("variant"), None, column="variant",
-         help="derived by the runner from --compile-mode, --dynamic-shapes and --quantize; PyTorch CI names it"),
+         help="derived by the runner from --quantize, --compile-mode, --dynamic-shapes and --disable-cudagraphs; "
+              "PyTorch CI names it"),
     Axis("compile_mode", str, _default("compile_mode"), COMPILE_MODES, flag="--compile-mode", column="compile_mode",
          filterable=True),
     Axis("device", str, _default("device"), DEVICES, flag="--device", column="device", filterable=True, explicit=True),
@@ -76,6 +77,8 @@ AXES: tuple[Axis, ...] = (
          help="an override of the suite's batch sizes (another configuration); None: the suite's own"),
     Axis("dynamic_shapes", bool, _default("dynamic_shapes"), None, flag="--dynamic-shapes", column="dynamic_shapes",
          filterable=True),
+    Axis("disable_cudagraphs", bool, False, None, flag="--disable-cudagraphs", in_key=False,
+         help="Inductor on CUDA without CUDA graphs: the variant holds it (no_cudagraphs, PyTorch CI's name)"),
     Axis("env", dict, _default("env"), None, column="env", help="worker settings such as TORCHINDUCTOR_FREEZING=1"),
     Axis("world_size", int, _default("world_size"), None, column="world_size", key_unless_default=True, filterable=True,
          help="DistributedDataParallel processes; 1: a single process"),
@@ -108,6 +111,7 @@ class RunAxes:
     threads: int | None = AXIS["threads"].default
     batch_size: int | None = AXIS["batch_size"].default
     dynamic_shapes: bool = AXIS["dynamic_shapes"].default
+    disable_cudagraphs: bool = AXIS["disable_cudagraphs"].default
 
 
 def run_axis_values(source: Any) -> dict[str, Any]:
@@ -145,7 +149,9 @@ def configuration_columns(config: RunConfig) -> dict[str, Any]:
 def run_command(values: Mapping[str, Any], model: str | None = None) -> str:
     """The `perfdash run` command line that measures a configuration (its axis values by name; the variant is
     derived by the runner, except the quantized series' ``int8_dynamic`` prefix, which is --quantize) again, for one
-    model when given. Quoted for a shell."""
+    model when given. Quoted for a shell. A ``no_cudagraphs`` variant is --disable-cudagraphs."""
+    values = {**values}
+    values.setdefault("disable_cudagraphs", variant_disables_cudagraphs(str(values.get("variant") or "")))
     args = ["perfdash", "run", *run_flags(values)]
     if str(values.get("variant") or "").split("_")[:2] == ["int8", "dynamic"]:  # onnxruntime's quantized series
         args += ["--quantize", "int8-dynamic"]
@@ -154,9 +160,18 @@ def run_command(values: Mapping[str, Any], model: str | None = None) -> str:
     return shlex.join(args)
 
 
+def variant_disables_cudagraphs(variant: str) -> bool:
+    """Whether a variant is one of Inductor without CUDA graphs (``no_cudagraphs``, ``max_autotune_no_cudagraphs``:
+    PyTorch CI's names, which the runner's variant follows)."""
+    return variant == "no_cudagraphs" or variant.endswith("_no_cudagraphs")
+
+
 def stored_axes(configuration: Any) -> dict[str, Any]:
-    """The axis values of a stored configuration (anything with the axes' columns as attributes), by axis name."""
-    return {axis.name: getattr(configuration, axis.column) for axis in AXES if axis.column is not None}
+    """The axis values of a stored configuration (anything with the axes' columns as attributes), by axis name; the
+    axes the variant holds (--disable-cudagraphs) read from it."""
+    values = {axis.name: getattr(configuration, axis.column) for axis in AXES if axis.column is not None}
+    values["disable_cudagraphs"] = variant_disables_cudagraphs(str(values.get("variant") or ""))
+    return values
 
 
 def run_flags(values: Mapping[str, Any]) -> list[str]:

@@ -10,6 +10,7 @@ inference, per model.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shutil
 import tempfile
@@ -164,7 +165,15 @@ def make_job(options: RunOptions, suite: Suite, spec: ModelSpec) -> Job:
                dynamic_shapes=options.dynamic_shapes, repeat=options.repeat, warmup=options.warmup,
                accuracy=options.run_accuracy, performance=options.run_performance, threads=options.threads,
                tolerance=tolerance, accuracy_batch_size=options.batch_size or suite.accuracy_batch_size,
-               quantize=options.quantize)
+               quantize=options.quantize, disable_cudagraphs=options.disable_cudagraphs)
+
+
+def cold_cache_env(cache_dir: str) -> dict[str, str]:
+    """The caches a model compiles into, empty: Inductor's (FX graph, AOTAutograd, its kernels) and Triton's, as
+    torch._inductor.utils.fresh_cache makes them for PyTorch's --cold-start-latency. Triton's must be named too: an
+    inherited TRITON_CACHE_DIR (the CUDA image's, on the node volume) would otherwise keep every kernel warm. Both are
+    read at each lookup, not at import, so a worker forked from the fork server gets them."""
+    return {"TORCHINDUCTOR_CACHE_DIR": cache_dir, "TRITON_CACHE_DIR": os.path.join(cache_dir, "triton")}
 
 
 def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, server: ForkServer,
@@ -174,8 +183,7 @@ def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, server: ForkSe
     env: dict[str, str] = {}  # the run's environment is the server's; only per-model settings go here
     cache_dir = tempfile.mkdtemp(prefix="perfdash-inductor-") if options.cold_start else None
     if cache_dir is not None:
-        # A fresh cache: compile latency is the cold one (Inductor reads this at each lookup, not at import).
-        env["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
+        env.update(cold_cache_env(cache_dir))
     log = options.output_dir / "logs" / options.run_config().key().stem / _log_name(spec.name)
 
     def on_phase(phase: str) -> None:

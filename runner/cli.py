@@ -42,6 +42,9 @@ def register(subparsers: Any) -> None:
     cfg.add_argument("--threads", type=int, metavar="N", help="1: single-core single-thread (pinned); default all")
     cfg.add_argument("--batch-size", type=int, metavar="N", help="override the suite's batch sizes")
     cfg.add_argument("--dynamic-shapes", action="store_true")
+    cfg.add_argument("--disable-cudagraphs", action="store_true",
+                     help="Inductor on CUDA without CUDA graphs: PyTorch's inductor_no_cudagraphs series (the "
+                          "headline series captures them, as PyTorch's harness does)")
     cfg.add_argument("--torch", dest="torch_spec", default=os.environ.get("PERFDASH_TORCH_SPEC") or None,
                      metavar="SPEC",
                      help="the torch this run must measure (a release, nightly date or version, commit, or "

@@ -136,6 +136,8 @@ def compiled(module: torch.nn.Module, job: Job, notes: dict[str, str] | None = N
     if job.backend in BACKEND_SPECS:  # onnxruntime, openvino, tensorrt (runner.backends)
         return LazyBackendModel(module, job, notes if notes is not None else {})
     mode = None if job.compile_mode == "default" else job.compile_mode
+    if mode == "max-autotune" and job.disable_cudagraphs:
+        mode = "max-autotune-no-cudagraphs"  # max-autotune's options turn CUDA graphs on; this one is it without
     return torch.compile(module, backend=job.backend, mode=mode, dynamic=True if job.dynamic_shapes else None)
 
 

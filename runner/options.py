@@ -13,6 +13,7 @@ from perfdash.contract import BACKENDS, RunConfig
 from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR, AllocatorUnavailable, allocator_env
 from runner.allocator import check as check_allocator
 from runner.backends import BACKEND_SPECS, RUNNABLE_BACKENDS, BackendUnavailable, check
+from runner.gpu_settings import NO_CUDAGRAPHS_VARIANT, timed_run_env
 from runner.suites import ModelSpec, Suite, SuiteError, get_suite
 from runner.suites.base import DEFAULT_MODEL_LIST
 
@@ -67,6 +68,8 @@ class RunOptions(RunAxes):
             parts.append(self.compile_mode.replace("-", "_"))
         if self.dynamic_shapes:
             parts.append("dynamic")
+        if self.disable_cudagraphs:
+            parts.append(NO_CUDAGRAPHS_VARIANT)  # last, as PyTorch CI's inductor_max_autotune_no_cudagraphs
         return "_".join(parts)
 
     def worker_env(self) -> dict[str, str]:
@@ -76,6 +79,8 @@ class RunOptions(RunAxes):
         env.update(allocator_env(self.allocator, self.device, jemalloc=spec is None or spec.jemalloc))
         if self.device == "cpu" and self.mode == "inference" and self.backend == "inductor":
             env["TORCHINDUCTOR_FREEZING"] = "1"  # as PyTorch's CPU dashboard runs
+        # CUDA: TF32, the reduced-precision SDPA math and Inductor's CUDA graphs, as PyTorch's harness times them
+        env.update(timed_run_env(self.device, self.backend, cudagraphs=not self.disable_cudagraphs))
         if self.threads is not None:
             env["OMP_NUM_THREADS"] = str(self.threads)
         env.update(self.extra_env)
@@ -135,8 +140,9 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
     if not 0 <= options.partition_id < options.total_partitions:
         raise OptionsError(f"--partition-id must be in [0, {options.total_partitions - 1}], "
                            f"got {options.partition_id}")
-    if options.device == "cuda" and shutil.which("nvidia-smi") is None and not Path("/dev/nvidiactl").exists():
+    if options.device == "cuda" and not cuda_device_present():
         raise OptionsError("--device cuda: no NVIDIA GPU on this machine (no nvidia-smi, no /dev/nvidiactl)")
+    _check_cudagraphs(options)
     try:
         check(options.backend, options.device, options.dtype, options.mode, options.quantize, options.compile_mode,
               options.dynamic_shapes)
@@ -152,6 +158,24 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
         raise OptionsError(str(exc)) from None
     models = suite.expand_models(models, options.batch_size) if suite.expand_models else models
     return suite, select_models(models, options)
+
+
+def cuda_device_present() -> bool:
+    """An NVIDIA GPU this process could use (its tool or its device node), asked without touching CUDA."""
+    return shutil.which("nvidia-smi") is not None or Path("/dev/nvidiactl").exists()
+
+
+def _check_cudagraphs(options: RunOptions) -> None:
+    """--disable-cudagraphs names a series of Inductor on CUDA (the others never capture CUDA graphs), and cannot
+    ask for a compile mode that is CUDA graphs (reduce-overhead); max-autotune becomes max-autotune-no-cudagraphs."""
+    if not options.disable_cudagraphs:
+        return
+    if options.device != "cuda" or options.backend != "inductor":
+        raise OptionsError("--disable-cudagraphs: only Inductor on CUDA captures CUDA graphs (--backend inductor "
+                           "--device cuda)")
+    if options.compile_mode == "reduce-overhead":
+        raise OptionsError("--disable-cudagraphs contradicts --compile-mode reduce-overhead (CUDA graphs are what "
+                           "that mode adds)")
 
 
 def _list_holding(suite: Suite, name: str) -> list[ModelSpec] | None:

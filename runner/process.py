@@ -24,6 +24,7 @@ from runner.allocator import process_env
 from runner.protocol import PHASE_LOAD, Job, WorkerResult
 
 _LOG_TAIL_CHARS = 1500
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +151,8 @@ class ForkServer:
         self.start_timeout_s = start_timeout_s
         self.start_seconds = 0.0  # wall time spent starting servers (imports), for bench/harness.py
         self.failed_imports: dict[str, str] = {}
+        self.cuda_state: dict[str, bool] = {}  # what the last server's imports did to CUDA (runner.zygote.cuda_state)
+        self.refused: str | None = None  # why a server that started was not used
         self._proc: subprocess.Popen[bytes] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._unavailable = False
@@ -177,9 +180,10 @@ class ForkServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
         with self.log_path.open("ab") as log:
+            # NVML answers torch.cuda.is_available() in the server without initialising CUDA (fork-safe).
             proc = subprocess.Popen([sys.executable, "-m", "runner.zygote", *self.preload], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=log, env=process_env(self.env),
-                                    start_new_session=True)
+                                    stdout=subprocess.PIPE, stderr=log,
+                                    env={**process_env(self.env), NVML_CHECK: "1"}, start_new_session=True)
         lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
         try:
@@ -192,6 +196,13 @@ class ForkServer:
             proc.wait()
             return False
         self.failed_imports = dict(ready.get("failed") or {})
+        self.cuda_state = {str(k): bool(v) for k, v in dict(ready.get("cuda") or {}).items()}
+        if self.cuda_state.get("initialized"):
+            # A child forked now could not use CUDA: the imports initialised it. Fresh interpreters instead.
+            self.refused = "its imports initialised CUDA, which a forked worker could not use"
+            _kill_group(proc)
+            proc.wait()
+            return False
         self._proc, self._lines = proc, lines
         return True
 
@@ -206,8 +217,8 @@ class ForkServer:
             self._proc = None  # died since the last job
         if self._proc is None and not self._unavailable and not self._start():
             self._unavailable = True
-            print(f"perfdash: the fork server did not start (see {self.log_path}); "
-                  "each model gets a fresh interpreter", file=sys.stderr)
+            why = f"was refused: {self.refused}" if self.refused else f"did not start (see {self.log_path})"
+            print(f"perfdash: the fork server {why}; each model gets a fresh interpreter", file=sys.stderr)
         if self._proc is None:
             return run_worker(job, {**self.env, **env}, timeout_s, log_path, on_phase)
         log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -53,6 +53,9 @@ class Job:
     tolerance: Tolerance
     accuracy_batch_size: int | None = None  # the accuracy check's batch size; None: batch_size
     quantize: str | None = None  # onnxruntime's int8-dynamic (runner.backends)
+    # Inductor on CUDA without CUDA graphs (the no_cudagraphs variant); the environment's TORCHINDUCTOR_CUDAGRAPHS
+    # says the same to Inductor's configuration, this tells the worker to keep a compile mode from turning them on.
+    disable_cudagraphs: bool = False
 
     def to_json(self) -> str:
         data = asdict(self)

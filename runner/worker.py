@@ -44,6 +44,9 @@ def serve(job_text: str, protocol: TextIO, start: float, run: JobRunner | None =
     from runner.execute import configure_threads  # imports torch (at once when forked: the server has it)
 
     configure_threads(job.threads)
+    from runner.gpu_settings import apply
+
+    apply(os.environ)  # the GPU settings of PyTorch's harness the run's environment records (timed phases)
     imported = time.perf_counter()
     if run is None:
         from runner.execute import run_job as run

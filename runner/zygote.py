@@ -8,10 +8,13 @@ are done; per job ``{"event": "forked", "pid": N}``, then the worker's own proto
 Jobs run one at a time. The server ends when its stdin closes (the parent is gone or done).
 
 What the server must not do before forking: initialise CUDA (a forked child cannot use it) or run any parallel
-torch operation (OpenMP's thread pool does not survive a fork). It imports modules and nothing else. Inductor's
-configuration is read when it is imported (torchvision imports it), so the server is started with the run's
-environment (runner.options.RunOptions.worker_env) and only per-job settings read later (the cold-start cache
-directory) go in a job's ``env``.
+torch operation (OpenMP's thread pool does not survive a fork). Its ready message says what it did to CUDA
+(``cuda_state``); the parent refuses a server that initialised it, and the run's workers then start as fresh
+interpreters. The server runs with ``PYTORCH_NVML_BASED_CUDA_CHECK=1``, so a library that asks
+``torch.cuda.is_available()`` at import is answered through NVML, without initialising the driver. It imports
+modules and nothing else. Inductor's configuration is read when it is imported (torchvision imports it), so the
+server is started with the run's environment (runner.options.RunOptions.worker_env: freezing, CUDA graphs) and only
+per-job settings read later (the cold-start cache directories) go in a job's ``env``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,20 @@ def preload(modules: list[str]) -> tuple[list[str], dict[str, str]]:
         except Exception as exc:  # noqa: BLE001 - any import error is the model's to report
             failed[name] = f"{type(exc).__name__}: {exc}"[:500]
     return loaded, failed
+
+
+def cuda_state() -> dict[str, bool]:
+    """What the server did to CUDA before its first fork, for the parent to check (runner.process.ForkServer refuses a
+    server that initialised it): torch's lazy initialisation, and whether the driver library is mapped into the
+    process (cuInit by any path, e.g. cudaGetDeviceCount; reported, not refused: it may be mapped without cuInit)."""
+    import torch
+
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as handle:
+            maps = handle.read()
+    except OSError:
+        maps = ""
+    return {"initialized": bool(torch.cuda.is_initialized()), "driver_loaded": "libcuda.so" in maps}
 
 
 def _send(control: TextIO, message: dict[str, object]) -> None:
@@ -80,7 +97,7 @@ def main(argv: list[str]) -> int:
     # (0.5 s a model here). The workers inherit the frozen state; a worker never frees these objects anyway.
     gc.freeze()
     _send(control, {"event": "ready", "seconds": time.perf_counter() - start, "preloaded": loaded,
-                    "failed": failed})
+                    "failed": failed, "cuda": cuda_state()})
     for line in sys.stdin:
         if line.strip():
             run_one(json.loads(line), control)

@@ -61,6 +61,7 @@ def register(subparsers: Any) -> None:
     pt.add_argument("--threads", type=int, metavar="N")
     pt.add_argument("--batch-size", type=int, metavar="N")
     pt.add_argument("--dynamic-shapes", action="store_true")
+    pt.add_argument("--disable-cudagraphs", action="store_true", help="the inductor_no_cudagraphs series")
     pt.add_argument("--run-repeat", type=int, metavar="N", help="perfdash run --repeat (timed iterations)")
     pt.add_argument("--models-file", type=Path, metavar="PATH", help="perfdash run --models-file")
     pt.add_argument("--install", choices=("auto", "nightly", "source"), default="auto",

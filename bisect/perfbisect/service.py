@@ -14,6 +14,7 @@ import httpx
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 from perfbisect.pytorch import TorchTarget
+from perfdash.axes import variant_disables_cudagraphs
 from perfdash.bisection import Direction, parse_threads
 from perfdash.metric_registry import Better, better_of
 
@@ -43,7 +44,9 @@ class BisectionJob:
             target = TorchTarget(
                 suite=data["suite"], model=data["model"], metric=metric, **named,
                 threads=parse_threads(data.get("threads")), batch_size=data.get("batch_size") or None,
-                dynamic_shapes="dynamic" in (data.get("variant") or ""), models_file=models_file)
+                dynamic_shapes="dynamic" in (data.get("variant") or ""),
+                disable_cudagraphs=variant_disables_cudagraphs(str(data.get("variant") or "")),
+                models_file=models_file)
             direction = Better(data["direction"]) if data.get("direction") else better_of(metric)
             return cls(id=int(data["id"]), status=str(data.get("status", "pending")),
                        good_commit=str(data["good_commit"]), bad_commit=str(data["bad_commit"]), target=target,

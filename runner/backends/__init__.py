@@ -8,8 +8,9 @@ The worker side (runner.backends.onnx, .openvino, .tensorrt) imports torch and t
   (CPUExecutionProvider on CPU, CUDAExecutionProvider on CUDA). ``--quantize int8-dynamic`` adds ONNX Runtime's
   dynamic int8 quantization of the exported model, as its own series (variant ``int8_dynamic``).
 - ``openvino``: OpenVINO's ``torch.compile`` backend (``import openvino.torch``), CPU only here.
-- ``tensorrt``: Torch-TensorRT's ``torch.compile`` backend when the wheel for the pinned torch is installed, else
-  ONNX Runtime's TensorRT execution provider (onnxruntime-gpu); CUDA only. Which one ran is in the manifest.
+- ``tensorrt``: Torch-TensorRT's ``torch.compile`` backend when the wheel for the pinned torch is
+  installed, else ONNX Runtime's TensorRT execution provider (onnxruntime-gpu); CUDA only. Which one ran, and the
+  engines' precision (float16 engines for the float16 series), is in the manifest.
 """
 
 from __future__ import annotations
@@ -140,6 +141,12 @@ def check(backend: str, device: str, dtype: str, mode: str, quantize: str | None
                                      "(pip install 'perfdash[backends]')")
     elif backend == "tensorrt":
         tensorrt_route()
+    if device == "cuda":
+        from runner.cuda_extras import installed_mismatches  # reads package files: no torch, no GPU
+
+        errors = installed_mismatches(backend)
+        if errors:
+            raise BackendUnavailable(f"{flag} --device cuda: " + "; ".join(errors))
 
 
 # OpenVINO's CPU plugin runs fp32 models in bf16 on CPUs with AMX or AVX512-BF16 unless told otherwise: the hint keeps
@@ -160,8 +167,10 @@ def settings(backend: str, device: str, dtype: str, quantize: str | None) -> dic
                 "INFERENCE_PRECISION_HINT": OPENVINO_PRECISION_HINT.get(dtype, "f32")}
     if backend == "tensorrt":
         route = tensorrt_route()
+        precision = "fp16" if dtype == "float16" else "fp32"  # the engines' precision (runner.backends.tensorrt)
         if route == "torch_tensorrt":
-            return {"integration": "torch.compile(backend='tensorrt') (Torch-TensorRT)"}
+            return {"integration": "torch.compile(backend='tensorrt') (Torch-TensorRT)",
+                    "enabled_precisions": precision}
         return {"integration": "ONNX Runtime TensorrtExecutionProvider",
-                "execution_provider": "TensorrtExecutionProvider"}
+                "execution_provider": "TensorrtExecutionProvider", "trt_fp16_enable": str(precision == "fp16")}
     return {}

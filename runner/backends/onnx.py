@@ -123,16 +123,18 @@ def session_options(threads: int) -> Any:
     return options
 
 
-def _providers(provider: str, device: str) -> list[Any]:
+def _providers(provider: str, device: str, dtype: str = "float32") -> list[Any]:
     if provider == "TensorrtExecutionProvider":
-        return [(provider, {"device_id": torch.cuda.current_device()}), "CUDAExecutionProvider"]
+        # float16 engines for the float16 series (TensorRT's default is float32 alone)
+        options = {"device_id": torch.cuda.current_device(), "trt_fp16_enable": dtype == "float16"}
+        return [(provider, options), "CUDAExecutionProvider"]
     if provider == "CUDAExecutionProvider":
         return [(provider, {"device_id": torch.cuda.current_device()})]
     return [provider]
 
 
 def build(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], device: str, provider: str,
-          quantize: str | None) -> tuple[Callable[..., list[torch.Tensor]], dict[str, str]]:
+          quantize: str | None, dtype: str = "float32") -> tuple[Callable[..., list[torch.Tensor]], dict[str, str]]:
     """Export, optionally quantize, and open a session; returns the callable and notes for the manifest."""
     import onnxruntime as ort
 
@@ -147,10 +149,14 @@ def build(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
             path = quantized
             notes["quantized_ops"] = str(quantized_op_count(path))
         threads = torch.get_num_threads()
-        session = ort.InferenceSession(str(path), session_options(threads), providers=_providers(provider, device))
+        session = ort.InferenceSession(str(path), session_options(threads),
+                                       providers=_providers(provider, device, dtype))
     used = session.get_providers()
     if used[0] != provider:
         raise RuntimeError(f"ONNX Runtime did not use {provider} (it chose {', '.join(used)})")
+    if provider == "TensorrtExecutionProvider":  # the precision the session reports it builds engines in
+        fp16 = session.get_provider_options().get(provider, {}).get("trt_fp16_enable")
+        notes["engine_precision"] = "fp16" if str(fp16).lower() in ("1", "true") else "fp32"
     notes.update(execution_provider=used[0], intra_op_num_threads=str(threads))
     feed = _feed(session, module, args, kwargs)
     output_names = [o.name for o in session.get_outputs()]
@@ -160,29 +166,52 @@ def build(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
         outputs = session.run(output_names, {n: t.detach().numpy() for n, t in zip(feed.names, inputs, strict=True)})
         return [torch.from_numpy(o) for o in outputs]
 
-    outputs: list[torch.Tensor] = []  # CUDA: preallocated on the first call, rebound on every call
+    run_bound = bound_runner(session, feed.names, output_names, device)
 
     def run_on_cuda(*call_args: Any, **call_kwargs: Any) -> list[torch.Tensor]:
         # As PyTorch's harness runs ONNX Runtime on CUDA: inputs and outputs bound where torch keeps them, so no
-        # host copy is timed. The first call learns the outputs' shapes through host memory.
+        # host copy is timed.
+        return run_bound(feed.tensors(module, call_args, call_kwargs))
+
+    return (run_on_cuda if device == "cuda" else run_on_cpu), notes
+
+
+def bound_runner(session: Any, input_names: tuple[str, ...], output_names: list[str],
+                 device: str) -> Callable[[list[torch.Tensor]], list[torch.Tensor]]:
+    """Run ``session`` on tensors bound in place (I/O binding) on ``device`` ("cuda" or "cpu"). The outputs are
+    allocated by ONNX Runtime on the first call (which learns their shapes through host memory), then bound again on
+    every call: the same buffers each call, as PyTorch's harness binds them (the accuracy check copies them).
+
+    Every bound buffer stays referenced until the run returns: binding only records an address, ONNX Runtime reads
+    it when it runs, and the contiguous copy of a non-contiguous input, were it dropped when the next input is bound,
+    could be freed and its memory handed to the next copy (torch's caching allocator on CUDA, malloc on CPU)."""
+
+    outputs: list[torch.Tensor] = []
+
+    def run(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         binding = session.io_binding()
-        for name, tensor in zip(feed.names, feed.tensors(module, call_args, call_kwargs), strict=True):
-            tensor = tensor.contiguous()
-            binding.bind_input(name, "cuda", tensor.device.index or 0, _numpy_dtype(tensor.dtype),
-                               list(tensor.shape), tensor.data_ptr())
+        bound: list[torch.Tensor] = []  # alive until run_with_iobinding has read them
+        for name, tensor in zip(input_names, inputs, strict=True):
+            bound.append(tensor.contiguous())
+            binding.bind_input(name, device, _device_index(bound[-1]), _numpy_dtype(bound[-1].dtype),
+                               list(bound[-1].shape), bound[-1].data_ptr())
         if not outputs:
             for name in output_names:
-                binding.bind_output(name, "cuda")
+                binding.bind_output(name, device)
             session.run_with_iobinding(binding)
             outputs.extend(torch.from_numpy(o).to(device) for o in binding.copy_outputs_to_cpu())
             return list(outputs)
         for name, out in zip(output_names, outputs, strict=True):
-            binding.bind_output(name, "cuda", out.device.index or 0, _numpy_dtype(out.dtype), list(out.shape),
+            binding.bind_output(name, device, _device_index(out), _numpy_dtype(out.dtype), list(out.shape),
                                 out.data_ptr())
         session.run_with_iobinding(binding)
-        return list(outputs)  # the same buffers each call, as PyTorch's harness binds them; collect() copies
+        return list(outputs)
 
-    return (run_on_cuda if device == "cuda" else run_on_cpu), notes
+    return run
+
+
+def _device_index(tensor: torch.Tensor) -> int:
+    return tensor.device.index or 0
 
 
 def _numpy_dtype(dtype: torch.dtype) -> Any:

@@ -34,7 +34,7 @@ def build(module: torch.nn.Module, job: Job, args: tuple[Any, ...], kwargs: dict
     elif job.backend == "tensorrt":
         from runner.backends import tensorrt
 
-        run, notes = tensorrt.build(module, args, kwargs, job.device)
+        run, notes = tensorrt.build(module, args, kwargs, job.device, job.dtype)
     else:
         raise ValueError(f"{job.backend} is not an external backend")
     return BackendModel(run=run, notes=notes)

@@ -46,12 +46,14 @@ def test_nightly_shards_every_suite_and_configuration_exactly_once(run_pipeline,
     record = run_pipeline(NIGHTLY)
     runs = _run_commands(record, extract_commands)
     assert record["params"]["PARTITIONS"] == "2"
-    # Defaults: xeon 2 thread configs x 2 dtypes x 1 mode, gpu 3 dtypes x 2 modes; 3 suites; 2 shards each.
-    assert len(runs) == (2 * 2 * 1 + 3 * 2) * 3 * 2 == int(record["env"]["CELL_COUNT"])
+    # Defaults: xeon 2 thread configs x 2 dtypes x 1 mode, gpu 3 dtypes x 2 modes x with/without CUDA graphs;
+    # 3 suites; 2 shards each.
+    assert len(runs) == (2 * 2 * 1 + 3 * 2 * 2) * 3 * 2 == int(record["env"]["CELL_COUNT"])
     shards = Counter()
     for args in runs:
         config = (_flag(args, "--suite"), _flag(args, "--device"), _flag(args, "--dtype"), _flag(args, "--mode"),
-                  _flag(args, "--compile-mode"), _flag(args, "--output-dir").split("-")[1])
+                  _flag(args, "--compile-mode"), _flag(args, "--output-dir").split("-")[1],
+                  "--disable-cudagraphs" in args)
         assert _flag(args, "--total-partitions") == "2"
         shards[config, _flag(args, "--partition-id")] += 1
     assert set(shards.values()) == {1}
@@ -63,6 +65,10 @@ def test_nightly_shards_every_suite_and_configuration_exactly_once(run_pipeline,
                                                ("cuda", "amp"), ("cuda", "bfloat16")}
     assert {c[3] for c in configs if c[1] == "cuda"} == {"inference", "training"}
     assert {c[3] for c in configs if c[1] == "cpu"} == {"inference"}
+    # every GPU configuration with CUDA graphs (the headline series) and without (inductor_no_cudagraphs)
+    cuda = [c for c in configs if c[1] == "cuda"]
+    assert Counter(c[6] for c in cuda) == {True: len(cuda) // 2, False: len(cuda) // 2}
+    assert not any(c[6] for c in configs if c[1] == "cpu")
 
 
 def test_xeon_cells_use_the_cpu_launcher_and_gpu_cells_run_on_gpu_agents(run_pipeline) -> None:
@@ -178,7 +184,9 @@ def test_an_older_nightly_is_said_and_a_missing_one_stops_the_plan(run_pipeline)
 def test_extended_run_adds_max_autotune(run_pipeline, extract_commands) -> None:
     record = run_pipeline(NIGHTLY, {"EXTENDED": True})
     modes = Counter(_flag(args, "--compile-mode") for args in _run_commands(record, extract_commands))
-    assert modes == {"default": 60, "max-autotune": 60}
+    # (xeon 4 + gpu 12 configurations) x 3 suites x 2 shards each; max-autotune's GPU cells with and without CUDA
+    # graphs too (PyTorch CI's inductor_max_autotune_no_cudagraphs)
+    assert modes == {"default": 96, "max-autotune": 96}
     crons = re.search(r"parameterizedCron\('''(.*?)'''\)", NIGHTLY.read_text(), re.S).group(1).split("\n")
     crons = [line.strip() for line in crons if line.strip()]
     assert len(crons) == 2 and "EXTENDED=true" in crons[1].split("%")[1].split(";"), crons
@@ -191,7 +199,8 @@ def test_dry_run_plans_every_cell_and_runs_nothing(run_pipeline) -> None:
     assert [script.split()[:4] for script in record["sh"]] == [["python", "-m", "perfdash.torch_spec", "resolve"]]
     assert record["builds"] == []
     assert set(record["stagesSkipped"]) == {"Benchmark", "Detect and report", "Bisect new regressions"}
-    assert sum(" perfdash run " in e for e in record["echoes"]) == 60
+    # (4 xeon + 12 gpu configurations) x 3 suites x 2 shards
+    assert sum(" perfdash run " in e for e in record["echoes"]) == 96
 
 
 def _bisection(device: str, threads: int | str, status: str = "pending") -> str:

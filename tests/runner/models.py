@@ -124,11 +124,11 @@ def big_weight(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.
 def where_built(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
     """A tiny MLP that appends to $PERFDASH_TEST_PROCESS_LOG where it was built: its process, parent and process
     group, whether the compiler was imported before the model was (the fork server imports it), whether jemalloc's
-    background threads run in it, and the Inductor cache directory it would compile into."""
+    background threads run in it, and the Inductor and Triton cache directories it would compile into."""
     import json
     import sys
 
-    from torch._inductor.runtime.cache_dir_utils import cache_dir
+    from torch._inductor.runtime.cache_dir_utils import cache_dir, triton_cache_dir
 
     from runner.allocator import jemalloc_background_threads
 
@@ -136,8 +136,32 @@ def where_built(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch
         log.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0),
                               "compiler_imported": "torch._inductor.compile_fx" in sys.modules,
                               "jemalloc_background_threads": jemalloc_background_threads(),
-                              "inductor_cache": cache_dir()}) + "\n")
+                              "inductor_cache": cache_dir(), "triton_cache": triton_cache_dir(0)}) + "\n")
     return tiny_mlp(batch_size, training)
+
+
+class SettingsProbe(TinyMLP):
+    """Appends the global settings each eager call runs under to $PERFDASH_TEST_SETTINGS_LOG: deterministic
+    algorithms (on only in the accuracy check), TF32 matmuls, the reduced-precision SDPA math, Inductor's CUDA
+    graphs."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not torch.compiler.is_compiling():
+            import json
+
+            from torch._inductor import config as inductor_config
+
+            with open(os.environ["PERFDASH_TEST_SETTINGS_LOG"], "a", encoding="utf-8") as log:
+                log.write(json.dumps({
+                    "deterministic": torch.are_deterministic_algorithms_enabled(),
+                    "tf32": torch.backends.cuda.matmul.allow_tf32,
+                    "sdpa_reduced": torch.backends.cuda.fp16_bf16_reduction_math_sdp_allowed(),
+                    "cudagraphs": inductor_config.triton.cudagraphs}) + "\n")
+        return self.net(x)
+
+
+def settings_probe(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return SettingsProbe(), _inputs(batch_size)
 
 
 def kills_server(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
