@@ -25,8 +25,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# What docker/runner-*.Dockerfile installs before the project (docker/install-torch.sh takes these from PyTorch's
-# index there; pip takes them from local wheels here): pyproject's runner pins.
+# What docker/runner-*.Dockerfile installs before the project (docker/install-torch.sh, from PyTorch's index there):
+# here the development venv's torch (scripts/setup.sh), from local wheels. The runner extra itself pins no torch.
 PROFILES: dict[str, tuple[tuple[str, ...], str]] = {
     "runner": (("torch==2.14.1", "torchvision==0.29.1"), ".[runner]"),
     "service": ((), ".[service]"),
