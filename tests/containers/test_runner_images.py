@@ -97,7 +97,7 @@ def _the_cell_under_this_venvs_torch(scripts: list[str], service, token_file: Pa
     threads = subprocess.run([str(REPO / "docker" / "xeon-launch.sh"), "--count", "socket"], capture_output=True,
                              text=True, check=True).stdout.strip()
     line = next(line for line in scripts[1].splitlines() if "perfdash run" in line)
-    argv = shlex.split(line.replace('"$(xeon-launch --count socket)"', threads).split(" | ")[0])
+    argv = shlex.split(line.replace('"$(xeon-launch --count socket)"', threads).split(" | ")[0].replace(" 2>&1", ""))
     argv = argv[argv.index("perfdash") + 1:]
     results = tmp_path / "host-results"
     argv[argv.index("--torch") + 1] = version.split("+")[0]
