@@ -42,6 +42,9 @@ WHEEL_SETS = {
 }
 
 
+INDEX_PORT = int(os.environ.get("PERFDASH_TORCH_INDEX_PORT", "38611"))
+
+
 def base_image_tag() -> str:
     """The FROM of the images (all three share it; tests/deploy/test_docker.py checks each is pinned)."""
     first = re.search(r"^FROM\s+(\S+)", (REPO / "docker" / "service.Dockerfile").read_text(), re.MULTILINE)
@@ -134,7 +137,12 @@ def torch_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             project.mkdir(parents=True, exist_ok=True)
             (project / wheel.name).symlink_to(wheel)
     handler = functools.partial(_QuietHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    # A fixed port: the index URL is a build argument, part of the layer cache's key (a new port every session would
+    # rebuild every layer from install-torch on). Another port only when that one is taken.
+    try:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", INDEX_PORT), handler)
+    except OSError:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
