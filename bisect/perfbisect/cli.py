@@ -32,13 +32,15 @@ def register(subparsers: Any) -> None:
     what.add_argument("--build", metavar="CMD", help="shell command building the checkout (failure: commit skipped)")
     what.add_argument("--measure", metavar="CMD", help="shell command printing the value last (or pass/fail)")
     how = p.add_argument_group("statistics")
-    how.add_argument("--repeats", type=int, default=5, metavar="N", help="measurements per commit and round (5)")
+    how.add_argument("--repeats", type=int, default=10, metavar="N",
+                     help="pairs in the first round of every A/B (10; each round doubles them)")
     how.add_argument("--metric-direction", choices=[b.value for b in Better],
                      help="which way is better (default: lower; in PyTorch mode from the metric)")
     how.add_argument("--threshold", type=float, metavar="PCT", help="smallest regression to bisect, %% (default 5)")
-    how.add_argument("--alpha", type=float, default=0.01, help="one-sided significance level (0.01)")
-    how.add_argument("--max-rounds", type=int, default=3, metavar="N",
-                     help="rounds of --repeats per commit before deciding on the median (3)")
+    how.add_argument("--alpha", type=float, default=0.01,
+                     help="bound on a false 'different' of each A/B over all its rounds (0.01)")
+    how.add_argument("--max-rounds", type=int, default=4, metavar="N",
+                     help="rounds of an A/B before it answers 'unknown' (4: 10, 20, 40, 80 pairs)")
     run = p.add_argument_group("running")
     run.add_argument("--json", type=Path, metavar="FILE", help="write the full result as JSON")
     run.add_argument("--cache-dir", type=Path, metavar="DIR",
@@ -209,7 +211,7 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
         outcome = (bisector.confirm_only(good, bad) if getattr(args, "confirm_only", False)
                    else bisector.run(good, commits, preferred))
     except KeyboardInterrupt:
-        console.print(f"[bold yellow]interrupted[/]: {len(state.samples)} commits measured so far are kept in "
+        console.print(f"[bold yellow]interrupted[/]: {sum(state.counts.values())} measurements so far are kept in "
                       f"{state_path}; rerun the same command with --resume to continue")
         raise
     report = build_report(outcome, lambda sha: commit_info(repo, sha), good, bad, policy, len(commits),
