@@ -67,8 +67,8 @@ class AbPolicy:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "direction", Better(self.direction))
-        if self.start < 2 or self.growth < 2 or self.rounds < 1:
-            raise ValueError("start >= 2, growth >= 2 and rounds >= 1 are needed")
+        if self.start < 1 or self.growth < 2 or self.rounds < 1:
+            raise ValueError("start >= 1, growth >= 2 and rounds >= 1 are needed")
         if not 0 < self.alpha < 0.5:
             raise ValueError(f"alpha must be in (0, 0.5), got {self.alpha}")
         if self.boundary_pct <= 0:

@@ -39,8 +39,8 @@ def register(subparsers: Any) -> None:
     how.add_argument("--threshold", type=float, metavar="PCT", help="smallest regression to bisect, %% (default 5)")
     how.add_argument("--alpha", type=float, default=0.01,
                      help="bound on a false 'different' of each A/B over all its rounds (0.01)")
-    how.add_argument("--max-rounds", type=int, default=4, metavar="N",
-                     help="rounds of an A/B before it answers 'unknown' (4: 10, 20, 40, 80 pairs)")
+    how.add_argument("--max-rounds", type=int, default=5, metavar="N",
+                     help="rounds of an A/B before it answers 'unknown' (5: 10, 20, 40, 80, 160 pairs)")
     run = p.add_argument_group("running")
     run.add_argument("--json", type=Path, metavar="FILE", help="write the full result as JSON")
     run.add_argument("--cache-dir", type=Path, metavar="DIR",

@@ -62,8 +62,8 @@ class Policy:
         if self.direction not in tuple(Better):
             raise ValueError(f"direction must be lower or higher, got {self.direction!r}")
         object.__setattr__(self, "direction", Better(self.direction))  # "lower" as given on the command line
-        if self.repeats < 2 or self.max_rounds < 1:
-            raise ValueError("repeats must be >= 2 and max_rounds >= 1")
+        if self.repeats < 1 or self.max_rounds < 1:
+            raise ValueError("repeats and max_rounds must be >= 1")
         if not 0 < self.alpha < 0.5:
             raise ValueError(f"alpha must be in (0, 0.5), got {self.alpha}")
         if self.threshold_pct < 0:
