@@ -12,11 +12,12 @@ How (the shape of Chromium's Pinpoint, with a paired test):
 - Repeats are added in rounds: ``start`` pairs, then the total doubles (``growth``) up to ``cap`` pairs. Each round
   ends with a decision; the run stops at the first "different" or "same". At the cap the answer is "unknown", and
   the cap is part of the answer.
-- Numbers: d = log(B / A) per pair, signed so that d > 0 means B is worse. The line is half the boundary (the
-  smallest change that counts: a confirmation's threshold; for a bisection step, the confirmed regression, so the
-  line is the midpoint between the good and the bad level). Two one-sided Wilcoxon signed-rank tests against the line
-  (rank based: one outlier run cannot flip a decision), each at ``alpha / rounds`` per look: "different" when d is
-  significantly above the line, "same" when significantly below it. Bonferroni over the looks: with B no worse than
+- Numbers: d = log(B / A) per pair, signed so that d > 0 means B is worse. The line is half the boundary in log
+  terms (the boundary: the smallest change that counts, a confirmation's threshold; for a bisection step, the
+  confirmed regression, so the line is the midpoint between the good and the bad level). Two one-sided Wilcoxon
+  signed-rank tests against the line (rank based: one outlier run cannot flip a decision), each at
+  ``alpha / rounds`` per look: "different" when d is significantly above the line, "same" when significantly below
+  it. Bonferroni over the looks: with B no worse than
   A, the chance of a false "different" over a whole sequential A/B is at most ``alpha``, however many rounds it takes
   (and smaller still, since the line is above 0).
 - Statuses (accuracy words, "crash"): failure rates, Fisher's exact test at the same per-look level; every A run
@@ -85,9 +86,10 @@ class AbPolicy:
 
     @property
     def line_pct(self) -> float:
-        """The dividing line: half the boundary (the midpoint between no change and the smallest change that counts,
-        or between the good and the bad level of a bisection)."""
-        return self.boundary_pct / 2
+        """The dividing line: the midpoint, on the log scale the test works on, between no change and the boundary
+        (the smallest change that counts, or the bad level of a bisection); about half the boundary for small ones
+        (2.47 % for 5 %), and still between the two levels for a 20-fold slowdown."""
+        return (math.sqrt(1 + self.boundary_pct / 100) - 1) * 100
 
     @property
     def alpha_per_look(self) -> float:
@@ -115,6 +117,7 @@ class AbRecord(BaseModel):
     order: str = ""  # the sides in the order they were measured, e.g. "ABBA..."
     rounds: list[AbRound] = Field(default_factory=list)
     boundary_pct: float
+    line_pct: float  # the line the tests compare the change with (AbPolicy.line_pct)
     alpha: float
     alpha_per_look: float
     cap: int  # pairs at most
@@ -207,7 +210,8 @@ def run_ab(measure: Measure, policy: AbPolicy, rng: random.Random, *, purpose: s
     samples: dict[AbSide, list[Sample]] = {"A": [], "B": []}
     order: list[str] = []
     record = AbRecord(purpose=purpose, a=a, b=b, answer="unknown", boundary_pct=policy.boundary_pct,
-                      alpha=policy.alpha, alpha_per_look=policy.alpha_per_look, cap=policy.cap)
+                      line_pct=policy.line_pct, alpha=policy.alpha, alpha_per_look=policy.alpha_per_look,
+                      cap=policy.cap)
     done, reached = 0, False
     for number, total in enumerate(policy.schedule, start=1):
         for pair in balanced_order(total - done, rng):

@@ -183,7 +183,7 @@ class Bisector:
             decision = "good"
         else:
             change = last.change_pct if last.change_pct is not None else 0.0
-            decision = "bad" if change >= boundary_pct / 2 else "good"
+            decision = "bad" if change >= self.policy.ab(boundary_pct).line_pct else "good"
         reason = last.reason + (f"; undecided at the cap, {decision} by its median" if forced else "")
         return StepRecord(sha, decision, tuple(record.samples_b), reason, len(record.rounds), record, forced)
 
