@@ -3,10 +3,11 @@
 Generic: ``--repo --good --bad --build CMD --measure CMD`` on any git repository (``--measure`` prints a number last,
 or a status word such as pass/fail). PyTorch: ``--suite --model`` and ``perfdash run``'s configuration flags instead
 of ``--measure``; torch is installed at each commit (nightly wheel, source build or ``--install-cmd``). From the
-service: ``--request-id ID --url URL --token T`` fetches the request, bisects, posts the result back.
+service: ``--request-id ID --url URL --token T`` fetches the request, bisects, posts the result back. Every
+comparison is a paired A/B (perfdash/ab.py); the culprit is re-measured against its parent before it is named.
 
-Exit status: 0 when the bisection finished (culprit found, not reproduced or inconclusive), 1 on an error, 130 when
-interrupted (the state is kept: rerun the same command with ``--resume``).
+Exit status: 0 when the bisection finished (culprit found, culprit range, not reproduced, not confirmed or
+inconclusive), 1 on an error, 130 when interrupted (the state is kept: rerun the same command with ``--resume``).
 """
 
 from __future__ import annotations
