@@ -193,7 +193,9 @@ Measure = Callable[[AbSide, int], Sample]  # (side, index of that side's sample)
 
 def change_half_width_pct(a: Sequence[Sample], b: Sequence[Sample], direction: Better) -> float:
     """About the 95 % half-width of the change estimate, %: two standard errors of the mean log ratio."""
-    if len(a) < 2 or any(isinstance(s, str) for s in (*a, *b)):
+    if any(isinstance(s, str) for s in (*a, *b)):
+        return 0.0  # statuses: a failure rate, no change to settle (the deterministic case is decided at once)
+    if len(a) < 2:
         return math.inf
     d = _log_ratios([float(x) for x in a], [float(y) for y in b], direction)
     return 2 * statistics.stdev(d) / math.sqrt(len(d)) * 100.0

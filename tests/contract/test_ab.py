@@ -111,3 +111,10 @@ def test_samples_must_pair_up_and_be_positive():
     with pytest.raises(ValueError):
         decide([1.0, -2.0], [1.0, 1.0], AbPolicy())
     assert np.isfinite(AbPolicy().alpha_per_look)
+
+
+def test_settling_leaves_statuses_alone():
+    rng = random.Random(7)
+    record = run_ab(lambda side, _i: "pass" if side == "A" else "fail_accuracy", AbPolicy(start=1), rng,
+                    purpose="confirm", a="g", b="b", settle=0.1)
+    assert record.answer == "different" and len(record.rounds) == 1 and record.samples_b == ["fail_accuracy"]
