@@ -18,11 +18,12 @@ Each method is replayed night by night as production runs it. perfdash: the chan
 (service.detection.changepoint, incremental as the post-ingest hook runs it), the environment check
 (service.detection.environment, on nights whose manifest changed: one finding, every series' baseline reset), and the
 confirmation: every regression change point is a candidate whose last good and first bad builds are re-measured side
-by side by perfbisect's own confirm step (``Bisector.confirm`` with the bisect job's defaults: 5 repeats, reference
-factor 2, up to 3 rounds, one-sided Mann-Whitney at alpha 0.01, and the threshold a confirm request carries: 0.6 of
-the 5 % minimum effect, service.detection.queries.CONFIRM_THRESHOLD_SHARE). The A/B samples are
-the true level of each build with the within-run noise that bench/harness.py measured: speedup CV 0.76 % (resnet18,
-batch 16, ten runs of the harness in one session; bench/README.md), the larger of its two figures. The issue is
+by side by perfbisect's own confirm step (``Bisector.confirm``: the sequential paired A/B of perfdash/ab.py with
+the bisect job's defaults, 10 pairs doubling to 160, alpha 0.01, and the threshold a confirm request carries,
+service.detection.queries.CONFIRM_THRESHOLD_SHARE of the 5 % minimum effect). The A/B samples are the true level of
+each build times the *measured* A/B noise of this machine: draws from the speedup's run-to-run log deviations of
+bench/ab_noise.py's A/A runs of the harness (bench/data/ab_noise.json; ``AbNoise.residuals``), not a within-run
+figure. ``--ab-noise-scale`` multiplies them (what a quieter machine would see). The issue is
 counted one night after the change point was found (the confirm job runs during the day after the nightly). As in the
 service, the A/B's builds are the change point's last good and first bad widened by CONFIRM_MARGIN (2) nights each way:
 an issue is false when the true levels of those two builds are equal.
@@ -54,6 +55,7 @@ from perfbisect.procedure import Bisector
 from perfbisect.state import BisectState
 from perfbisect.stats import Policy
 
+from bench.ab_noise import load_noise
 from service.detection.changepoint import DetectionConfig, detect_change_points
 from service.detection.confirmation import CONFIRM_MARGIN
 from service.detection.environment import ShiftConfig, common_shift, series_move
@@ -67,7 +69,6 @@ STEP_SHARE = {0.05: 0.12, 0.10: 0.06}  # share of series with one planted regres
 WARMUP = 20  # nights of history before any method may alert
 MATCH_NIGHTS = 10
 CONFIRM_DELAY = 1  # nights from the change point to the issue (the confirm job runs the day after)
-WITHIN_RUN_CV = 0.0076  # bench/harness.py: speedup CV of the harness, resnet18 batch 16 (bench/README.md)
 NIGHTS_PER_MONTH = 365.25 / 12
 
 
@@ -139,8 +140,9 @@ def environment_resets(config: Configuration, shift: ShiftConfig) -> list[int]:
     return found
 
 
-def confirm_candidate(rng: np.random.Generator, good_level: float, bad_level: float, policy: Policy) -> bool:
-    """perfbisect's confirm step on simulated A/B runs of the two builds."""
+def confirm_candidate(rng: np.random.Generator, good_level: float, bad_level: float, policy: Policy,
+                      ab_noise: np.ndarray) -> bool:
+    """perfbisect's confirm step on simulated A/B runs of the two builds, with the measured A/B noise."""
 
     class Oracle:
         def build(self, sha: str) -> str | None:
@@ -148,13 +150,14 @@ def confirm_candidate(rng: np.random.Generator, good_level: float, bad_level: fl
 
         def measure(self, sha: str, index: int) -> float:
             level = good_level if sha == "good" else bad_level
-            return float(level * math.exp(rng.normal(0.0, WITHIN_RUN_CV)))
+            return float(level * math.exp(rng.choice(ab_noise)))
 
     bisector = Bisector(Oracle(), policy, BisectState(identity={}))
     return bool(bisector.confirm("good", "bad").reproduced)
 
 
-def perfdash(config: Configuration, rng: np.random.Generator, margin: int = CONFIRM_MARGIN) -> AlertTally:
+def perfdash(config: Configuration, rng: np.random.Generator, ab_noise: np.ndarray,
+             margin: int = CONFIRM_MARGIN) -> AlertTally:
     started = time.perf_counter()
     out = AlertTally()
     detection = DetectionConfig(min_effect=0.05)
@@ -181,7 +184,7 @@ def perfdash(config: Configuration, rng: np.random.Generator, margin: int = CONF
                     out.confirmations += 1
                     level = config.torch_level[s]
                     good, bad = max(0, cp.index - 1 - margin), min(cp.index + margin, night)
-                    if confirm_candidate(rng, level[good], level[bad], policy):
+                    if confirm_candidate(rng, level[good], level[bad], policy, ab_noise):
                         out.issues.append(alert)
     out.seconds = time.perf_counter() - started
     return out
@@ -281,12 +284,16 @@ def figures(configs: Sequence[Configuration], outcomes: Sequence[AlertTally]) ->
 
 
 def run(series: int, nights: int, configurations: int, seed: int, noise_models: Sequence[str] = NOISE_MODELS,
-        margin: int = CONFIRM_MARGIN) -> int:
+        margin: int = CONFIRM_MARGIN, ab_noise_scale: float = 1.0) -> int:
+    measured = load_noise()
+    ab_noise = measured.residuals("speedup") * ab_noise_scale
+    ab_cv = float(np.std(ab_noise, ddof=1))
     print(f"{configurations} configuration(s) x {series} series x {nights} nights per noise model "
           f"({configurations * (nights - WARMUP) / NIGHTS_PER_MONTH:.1f} configuration-months scored after a "
           f"{WARMUP}-night warm-up); planted regressions: "
           + ", ".join(f"{100 * share:.0f}% of series a {100 * size:.0f}% step" for size, share in STEP_SHARE.items())
-          + f"; A/B within-run CV {100 * WITHIN_RUN_CV:.2f}%, range widened by {margin} night(s) each way, issue "
+          + f"; A/B noise: measured (bench/data/ab_noise.json, {len(ab_noise)} run-to-run speedup deviations, SD "
+            f"{100 * ab_cv:.2f}%, scale {ab_noise_scale:g}), range widened by {margin} night(s) each way, issue "
             f"{CONFIRM_DELAY} night after the change point")
     header = (f"{'noise':9} {'method':24} {'5% <=3n':>8} {'5% <=5n':>8} {'10% <=3n':>8} {'false/1k':>8} | "
               f"{'false issues/cfg-month':>22} {'5% issued <=5n':>14} {'10% issued <=5n':>15} "
@@ -300,7 +307,7 @@ def run(series: int, nights: int, configurations: int, seed: int, noise_models: 
         rows: dict[str, list[AlertTally]] = {
             "perfdash": [], "fixed 10% vs prev. night": [], "z>=5, 100-pt lookback": []}
         for config in configs:
-            rows["perfdash"].append(perfdash(config, rng, margin))
+            rows["perfdash"].append(perfdash(config, rng, ab_noise, margin))
             rows["fixed 10% vs prev. night"].append(baseline(config, fixed_rule))
             rows["z>=5, 100-pt lookback"].append(baseline(config, z_rule))
         for name, outcomes in rows.items():

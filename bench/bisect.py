@@ -1,75 +1,28 @@
-"""Bench: how often does perfbisect name the right culprit, and in how many steps, on noisy simulated histories?
+"""Bench: how often does perfbisect name the right culprit, how often a wrong one, and at what cost, on noisy
+simulated histories?
 
-Each history has N commits after the good one (N from 16 to 256); the culprit (uniform over them) makes the metric
-worse by the regression size; every measurement is the commit's true value times (1 + noise * N(0, 1)) and, with
-probability 1 %, an outlier 30 % slower (a busy machine); 10 % of the other commits do not build. The same
-histories go to perfbisect (confirm, then N repeats per step with Mann-Whitney decisions) and to the single-sample,
-fixed-10 % rule of the existing Jenkins bisect scripts (one run of good as reference, one run per step, bad when
-10 % worse; no confirmation). "null" histories have no regression at all: the right answer is "not reproduced".
+Each history has N commits after the good one (N = 16, 64, 256); the culprit (uniform over them) makes the metric
+worse by the regression size; 10 % of the other commits do not build. Every measurement is the commit's true value
+times a noise factor, from one of three noise models: ``2%`` and ``5%`` (Gaussian, that CV, and with probability 1 %
+an outlier 30 % slower: a busy machine), and ``measured``: the between-run deviations this machine showed in
+bench/ab_noise.py's A/A runs of the harness (bench/data/ab_noise.json; the compiled latency's log deviations from
+each model's median, pooled over its models, drawn at random). "null" histories have no regression: the right answer
+is "not reproduced".
 
-No git: the search core is driven in-process through the same Bisector the CLI uses.
+perfbisect runs as the CLI does (perfbisect.procedure.Bisector; every comparison the sequential paired A/B of
+perfdash/ab.py: 10 pairs, doubling to at most 160, alpha 0.01 per A/B; the culprit verified against its parent).
+Beside it, the single-sample fixed-10 % rule of the existing Jenkins bisect scripts (one run of good as reference,
+one run per step, bad when 10 % worse; no confirmation).
 
-    .venv/bin/python bench/bisect.py [--histories 100] [--seed 1] [--repeats 5]
+Scored per row: "correct": the culprit named (``culprit_found``), or, when the commits just before it do not build,
+the range of exactly those and the culprit (``culprit_range``; no bisection can do better); for null histories
+"not_reproduced". "wrong": a name (or range) that is not the culprit's. Everything else (not confirmed, not
+reproduced, inconclusive) names nobody. Measurements: every run of the measure command, median over the row.
 
-"correct" counts the culprit named, or, when the commits just before it do not build, "one of" exactly those and the
-culprit (no bisection can do better; git bisect answers the same). perfbisect runs with --threshold 2.5 (half the
-smaller simulated regression), alpha 0.01, at most 3 rounds per commit.
+    python -m bench.bisect [--histories 200] [--seed 5] [--sizes 16 64 256] [--threshold 5]
 
-Last printed (2026-11-22, `--histories 200 --sizes 16 32 64 128 256`, seed 1):
-
-   perfbisect vs single-sample fixed-10% rule (200 histories per row, repeats=5, 10% broken builds, 1% outliers)
-┏━━━━━┳━━━━━━━┳━━━━━━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━┳━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┳━━━━━━━━┓
-┃   N ┃ noise ┃ regression ┃ ceil(log2 N) ┃ perfbisect correct ┃ steps ┃ measurements ┃ fixed-10% correct ┃  steps ┃
-┡━━━━━╇━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━╇━━━━━━━╇━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━╇━━━━━━━━┩
-│  16 │    2% │       null │            4 │              99.5% │  4.00 │         23.3 │              0.0% │   4.54 │
-│  16 │    2% │         5% │            4 │              99.0% │  4.25 │         44.5 │              9.0% │   4.42 │
-│  16 │    2% │        20% │            4 │             100.0% │  4.28 │         43.1 │             97.5% │   4.28 │
-│  16 │    5% │       null │            4 │              98.5% │  4.67 │         30.5 │              0.0% │   4.43 │
-│  16 │    5% │         5% │            4 │              50.5% │  4.23 │         69.7 │             12.0% │   4.32 │
-│  16 │    5% │        20% │            4 │             100.0% │  4.22 │         42.6 │             66.5% │   4.23 │
-│  32 │    2% │       null │            5 │              99.5% │  5.00 │         23.2 │              0.0% │   5.60 │
-│  32 │    2% │         5% │            5 │              98.5% │  5.29 │         50.9 │              2.5% │   5.65 │
-│  32 │    2% │        20% │            5 │             100.0% │  5.27 │         49.0 │             97.0% │   5.28 │
-│  32 │    5% │       null │            5 │              97.5% │  5.80 │         31.1 │              0.0% │   5.59 │
-│  32 │    5% │         5% │            5 │              58.5% │  5.33 │         77.8 │             12.0% │   5.48 │
-│  32 │    5% │        20% │            5 │             100.0% │  5.42 │         48.9 │             61.5% │   5.43 │
-│  64 │    2% │       null │            6 │             100.0% │     - │         23.7 │              0.0% │   6.88 │
-│  64 │    2% │         5% │            6 │              98.5% │  6.46 │         57.4 │              2.5% │   6.70 │
-│  64 │    2% │        20% │            6 │             100.0% │  6.39 │         53.6 │             95.0% │   6.41 │
-│  64 │    5% │       null │            6 │              95.0% │  6.50 │         31.4 │              0.0% │   6.74 │
-│  64 │    5% │         5% │            6 │              46.0% │  6.38 │         90.0 │              4.5% │   6.64 │
-│  64 │    5% │        20% │            6 │             100.0% │  6.51 │         54.5 │             57.0% │   6.46 │
-│ 128 │    2% │       null │            7 │             100.0% │     - │         22.3 │              0.0% │   7.92 │
-│ 128 │    2% │         5% │            7 │              99.5% │  7.45 │         62.1 │              0.5% │   7.83 │
-│ 128 │    2% │        20% │            7 │             100.0% │  7.49 │         59.1 │             94.5% │   7.48 │
-│ 128 │    5% │       null │            7 │              99.0% │  8.00 │         29.4 │              0.0% │   7.95 │
-│ 128 │    5% │         5% │            7 │              42.5% │  7.53 │         96.7 │              2.5% │   7.79 │
-│ 128 │    5% │        20% │            7 │             100.0% │  7.62 │         59.2 │             54.5% │   7.55 │
-│ 256 │    2% │       null │            8 │              99.5% │  8.00 │         23.0 │              0.0% │   9.36 │
-│ 256 │    2% │         5% │            8 │              97.0% │  8.74 │         69.0 │              1.0% │   9.10 │
-│ 256 │    2% │        20% │            8 │             100.0% │  8.61 │         65.5 │             94.5% │   8.59 │
-│ 256 │    5% │       null │            8 │              98.0% │  8.25 │         34.0 │              0.0% │   9.05 │
-│ 256 │    5% │         5% │            8 │              43.5% │  8.80 │        106.4 │              1.5% │   8.88 │
-│ 256 │    5% │        20% │            8 │             100.0% │  8.57 │         66.2 │             49.0% │   8.60 │
-└─────┴───────┴────────────┴──────────────┴────────────────────┴───────┴──────────────┴───────────────────┴────────┘
-steps: commits probed after the confirmation (skipped builds included), mean over bisections run;
-measurements: all runs of the measure command, confirmation included. 387 s
-
-With `--repeats 10 --sizes 64 --histories 100` (what 5 % noise needs):
-
-  perfbisect vs single-sample fixed-10% rule (100 histories per row, repeats=10, 10% broken builds, 1% outliers)
-┏━━━━┳━━━━━━━┳━━━━━━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━┳━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┳━━━━━━━━┓
-┃  N ┃ noise ┃ regression ┃ ceil(log2 N) ┃ perfbisect correct ┃ steps ┃ measurements ┃ fixed-10% correct ┃  steps ┃
-┡━━━━╇━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━╇━━━━━━━╇━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━╇━━━━━━━━┩
-│ 64 │    2% │       null │            6 │             100.0% │     - │         42.0 │              0.0% │   6.72 │
-│ 64 │    2% │         5% │            6 │             100.0% │  6.43 │        106.0 │              2.0% │   6.83 │
-│ 64 │    2% │        20% │            6 │             100.0% │  6.46 │        108.4 │             97.0% │   6.44 │
-│ 64 │    5% │       null │            6 │              96.0% │  6.00 │         63.1 │              0.0% │   6.58 │
-│ 64 │    5% │         5% │            6 │              87.0% │  6.39 │        150.5 │              6.0% │   6.60 │
-│ 64 │    5% │        20% │            6 │             100.0% │  6.48 │        106.3 │             59.0% │   6.45 │
-└────┴───────┴────────────┴──────────────┴────────────────────┴───────┴──────────────┴───────────────────┴────────┘
-steps: commits probed after the confirmation (skipped builds included), mean over bisections run;
-measurements: all runs of the measure command, confirmation included. 59 s
+(as a module: run as a script, this file's folder would come first on sys.path and shadow the standard library's
+``bisect``; the guard below drops it in that case). Figures in bench/README.md ("Bisection").
 """
 
 from __future__ import annotations
@@ -96,11 +49,34 @@ from perfbisect.stats import Policy  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from bench.ab_noise import load_noise  # noqa: E402
 from perfdash.bisection import StepDecision  # noqa: E402
 
 BROKEN_SHARE = 0.10
 OUTLIER_SHARE = 0.01
 OUTLIER_SIZE = 0.30
+NOISE_MODELS = ("2%", "5%", "measured")
+
+
+@dataclass(frozen=True, slots=True)
+class Noise:
+    """A measurement's noise factor: Gaussian CV with outliers, or drawn from measured log deviations."""
+
+    name: str
+    cv: float = 0.0
+    residuals: tuple[float, ...] = ()
+
+    def factor(self, rng: random.Random) -> float:
+        if self.residuals:
+            return math.exp(rng.choice(self.residuals))
+        value = 1 + self.cv * rng.gauss(0, 1)
+        return value * (1 + OUTLIER_SIZE) if rng.random() < OUTLIER_SHARE else value
+
+
+def noise_model(name: str) -> Noise:
+    if name == "measured":
+        return Noise(name, residuals=tuple(float(r) for r in load_noise().residuals("abs_latency")))
+    return Noise(name, cv=float(name.rstrip("%")) / 100)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,21 +85,21 @@ class History:
     culprit: int | None  # index in commits (0 = first after good); None: no regression
     broken: frozenset[int]
     regression: float
-    noise: float
+    noise: Noise
 
     @property
     def commits(self) -> list[str]:
         return [f"c{i}" for i in range(self.n)]
 
 
-def make_history(rng: random.Random, n: int, regression: float, noise: float) -> History:
+def make_history(rng: random.Random, n: int, regression: float, noise: Noise) -> History:
     culprit = rng.randrange(n) if regression > 0 else None
     broken = frozenset(i for i in range(n - 1) if i != culprit and rng.random() < BROKEN_SHARE)
     return History(n, culprit, broken, regression, noise)
 
 
 class SimulatedOracle:
-    """Builds fail for the broken commits; measurements are latencies (lower is better) with noise and outliers."""
+    """Builds fail for the broken commits; measurements are latencies (lower is better) with noise."""
 
     def __init__(self, history: History, rng: random.Random) -> None:
         self.history = history
@@ -138,13 +114,13 @@ class SimulatedOracle:
         return "simulated build failure" if sha != "good" and int(sha[1:]) in self.history.broken else None
 
     def measure(self, sha: str, index: int) -> float:
-        value = self.true_value(sha) * (1 + self.history.noise * self.rng.gauss(0, 1))
-        return value * (1 + OUTLIER_SIZE) if self.rng.random() < OUTLIER_SHARE else value
+        return self.true_value(sha) * self.history.noise.factor(self.rng)
 
 
 @dataclass(frozen=True, slots=True)
 class Trial:
     correct: bool
+    wrong: bool  # named a culprit (or range) that is not the culprit's
     steps: int
     measurements: int
 
@@ -153,11 +129,13 @@ def run_perfbisect(history: History, rng: random.Random, policy: Policy) -> Tria
     oracle = SimulatedOracle(history, rng)
     bisector = Bisector(oracle, policy, BisectState(identity={}))
     outcome = bisector.run("good", history.commits)
+    named = outcome.verdict in ("culprit_found", "culprit_range")
     if history.culprit is None:
-        correct = outcome.verdict == "not_reproduced"
+        correct, wrong = outcome.verdict == "not_reproduced", named
     else:
-        correct = right_answer(history, outcome.culprit, outcome.candidates)
-    return Trial(correct, len(outcome.steps), bisector.measurements)
+        right = named and right_answer(history, outcome.culprit, outcome.candidates)
+        correct, wrong = right, named and not right
+    return Trial(correct, wrong, len(outcome.steps), bisector.measurements)
 
 
 def right_answer(history: History, culprit: str | None, candidates: tuple[str, ...]) -> bool:
@@ -184,50 +162,57 @@ def run_fixed_rule(history: History, rng: random.Random, threshold: float = 0.10
     found = search(history.commits, probe)
     if history.culprit is None:
         # The old scripts always bisect: with no regression they blame the last commit, which is wrong.
-        correct = False
-    else:
-        correct = right_answer(history, found.culprit, found.candidates)
-    return Trial(correct, len(found.probes), measurements)
+        return Trial(False, True, len(found.probes), measurements)
+    right = right_answer(history, found.culprit, found.candidates)
+    return Trial(right, not right, len(found.probes), measurements)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--histories", type=int, default=100, help="histories per table row")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--sizes", type=int, nargs="+", default=[16, 64, 256])
+    parser.add_argument("--noise", nargs="+", choices=NOISE_MODELS, default=list(NOISE_MODELS))
+    parser.add_argument("--threshold", type=float, default=5.0,
+                        help="perfbisect --threshold, %% (the A/B line is half of it)")
+    parser.add_argument("--repeats", type=int, default=10, help="pairs in an A/B's first round")
+    parser.add_argument("--max-rounds", type=int, default=5)
     args = parser.parse_args(argv)
 
-    table = Table(title=f"perfbisect vs single-sample fixed-10% rule ({args.histories} histories per row, "
-                        f"repeats={args.repeats}, {BROKEN_SHARE:.0%} broken builds, {OUTLIER_SHARE:.0%} outliers)")
-    for column in ("N", "noise", "regression", "ceil(log2 N)", "perfbisect correct", "steps", "measurements",
-                   "fixed-10% correct", "steps "):
+    policy = Policy(direction="lower", threshold_pct=args.threshold, repeats=args.repeats,
+                    max_rounds=args.max_rounds)
+    table = Table(title=f"perfbisect vs single-sample fixed-10% rule ({args.histories} histories per row, threshold "
+                        f"{args.threshold}%, A/B {policy.repeats} pairs doubling to {policy.cap}, "
+                        f"{BROKEN_SHARE:.0%} broken builds)")
+    for column in ("N", "noise", "regression", "correct", "wrong", "no name", "steps", "median meas.",
+                   "fixed-10% correct", "wrong ", "meas."):
         table.add_column(column, justify="right")
     started = time.perf_counter()
     for n in args.sizes:
-        for noise in (0.02, 0.05):
+        for name in args.noise:
+            noise = noise_model(name)
             for regression in (0.0, 0.05, 0.20):
-                rng = random.Random(f"{args.seed}-{n}-{noise}-{regression}")
+                rng = random.Random(f"{args.seed}-{n}-{name}-{regression}")
                 ours, fixed = [], []
                 for _ in range(args.histories):
                     history = make_history(rng, n, regression, noise)
-                    # The threshold is the smallest regression worth a bisection: half the smaller simulated one.
-                    policy = Policy(direction="lower", threshold_pct=2.5, repeats=args.repeats)
                     ours.append(run_perfbisect(history, rng, policy))
                     fixed.append(run_fixed_rule(history, rng))
                 bisected = [t for t in ours if t.steps]
+                share = len(ours)
                 table.add_row(
-                    str(n), f"{noise:.0%}", f"{regression:.0%}" if regression else "null", str(math.ceil(math.log2(n))),
-                    f"{sum(t.correct for t in ours) / len(ours):.1%}",
+                    str(n), name, f"{regression:.0%}" if regression else "null",
+                    f"{sum(t.correct for t in ours) / share:.1%}", f"{sum(t.wrong for t in ours) / share:.1%}",
+                    f"{sum(not t.correct and not t.wrong for t in ours) / share:.1%}",
                     f"{statistics.mean(t.steps for t in bisected):.2f}" if bisected else "-",
-                    f"{statistics.mean(t.measurements for t in ours):.1f}",
-                    f"{sum(t.correct for t in fixed) / len(fixed):.1%}",
-                    f"{statistics.mean(t.steps for t in fixed):.2f}",
+                    f"{statistics.median(t.measurements for t in ours):.0f}",
+                    f"{sum(t.correct for t in fixed) / share:.1%}", f"{sum(t.wrong for t in fixed) / share:.1%}",
+                    f"{statistics.median(t.measurements for t in fixed):.0f}",
                 )
-    Console(width=160).print(table)
-    print("steps: commits probed after the confirmation (skipped builds included), mean over bisections run; "
-          "measurements: all runs of the measure command, confirmation included. "
-          f"{time.perf_counter() - started:.0f} s")
+    Console(width=170).print(table)
+    print(f"steps: commits probed after the confirmation (skipped builds included), mean over bisections run; "
+          f"median meas.: all runs of the measure command (confirmation and verification included), median over the "
+          f"row. {math.ceil(time.perf_counter() - started)} s")
     return 0
 
 

@@ -113,6 +113,32 @@ def perfdash_method(**overrides: float) -> Factory:
     return factory
 
 
+def otava_method(window_len: int = 30, max_pvalue: float = 0.001, min_magnitude: float = 0.05) -> Factory:
+    """Apache Otava's own detector (``apache-otava`` 0.8.0, ``otava.analysis.compute_change_points``: windowed
+    E-divisive split, t-test merge; the library perfdash's service/detection/changepoint.py follows), run as Otava
+    runs nightly: the whole series so far, incrementally (its ``new_data``/``old_weak_cp``), every change point it
+    reports at an index not reported before is an alert. Same minimum effect as perfdash (5 %, Otava's
+    ``min_magnitude``); p-value 0.001 and window 30, Otava's documented defaults for ``otava analyze``."""
+    from otava.analysis import compute_change_points  # the dev extra; imported here so the other rows run without
+
+    def factory(series: Series) -> Method:
+        state: dict[str, object] = {"weak": None, "seen": set()}
+
+        def tonight(history: np.ndarray) -> list[int]:
+            weak = state["weak"]
+            found, state["weak"] = compute_change_points(
+                [float(v) for v in history], window_len=window_len, max_pvalue=max_pvalue,
+                min_magnitude=min_magnitude, new_data=1 if weak is not None else None, old_weak_cp=weak)
+            seen: set[int] = state["seen"]  # type: ignore[assignment]
+            new = [int(cp.index) for cp in found if int(cp.index) not in seen]
+            seen.update(new)
+            return new
+
+        return tonight
+
+    return factory
+
+
 # The oracle tests the mean of the newest k points, for each k in ORACLE_K, against the true level before them.
 ORACLE_K = (2, 3, 4)
 
@@ -251,11 +277,14 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--sweep", action="store_true",
                         help="also perfdash at other p-value thresholds (recall against false alerts)")
+    parser.add_argument("--no-otava", action="store_true", help="leave out the Apache Otava baseline row")
     parser.add_argument("--alerts", action="store_true",
                         help="the notification-level bench (bench/alerts.py) instead of the series-level one")
     parser.add_argument("--configurations", type=int, default=1, help="with --alerts: configurations per noise model")
     parser.add_argument("--noise", action="append", choices=("gauss", "t3", "outliers", "common"),
                         help="with --alerts: only these noise models (repeatable; default all four)")
+    parser.add_argument("--ab-noise-scale", type=float, default=1.0,
+                        help="with --alerts: multiply the measured A/B noise (bench/data/ab_noise.json) by this")
     parser.add_argument("--confirm-margin", type=int,
                         help="with --alerts: nights the A/B's range is widened each way (default the service's)")
     args = parser.parse_args()
@@ -265,7 +294,7 @@ def main() -> int:
 
         margin = CONFIRM_MARGIN if args.confirm_margin is None else args.confirm_margin
         return run(args.series or 500, args.nights or 365, args.configurations, args.seed,
-                   args.noise or NOISE_MODELS, margin)
+                   args.noise or NOISE_MODELS, margin, args.ab_noise_scale)
     args.series, args.nights = args.series or 100, args.nights or 90
 
     methods = {
@@ -273,6 +302,15 @@ def main() -> int:
         "fixed 10% vs ref. run": fixed_threshold_method(),
         "z>=5, 100-pt lookback": zscore_method(),
     }
+    if not args.no_otava:
+        try:
+            import otava.analysis  # noqa: F401 (only whether it is there)
+        except ImportError:
+            print("Apache Otava row left out: `pip install --no-deps --target ~/.cache/perfdash/otava "
+                  "apache-otava==0.8.0` and PYTHONPATH=~/.cache/perfdash/otava (its numpy pin would downgrade the "
+                  "venv's numpy), or --no-otava")
+        else:
+            methods["Apache Otava 0.8.0"] = otava_method()
     oracle_z = oracle_threshold()
     if args.sweep:
         default = DetectionConfig()

@@ -13,13 +13,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from perfdash.ab import AbRecord, Sample
 from perfdash.axes import AXIS
 from perfdash.metric_registry import BISECT_METRICS, Better
 
 # What a bisection (or a confirm request: good and bad measured side by side) concluded. "confirmed" answers a confirm
-# request: the regression reproduced; a bisection that names the first bad commit says "culprit_found";
+# request: the regression reproduced; a bisection that names the first bad commit, verified against its parent, says
+# "culprit_found"; "culprit_range": the commits before the culprit do not build, so the verdict is the range (its
+# step verified); "not_confirmed": what the search pointed at did not reproduce against its parent (nobody named);
 # "commit_not_found": the good or bad commit is in neither the bisect job's clone nor its remote after fetching.
-BisectionVerdict = Literal["culprit_found", "confirmed", "not_reproduced", "inconclusive", "commit_not_found", "error"]
+BisectionVerdict = Literal["culprit_found", "culprit_range", "confirmed", "not_reproduced", "not_confirmed",
+                           "inconclusive", "commit_not_found", "error"]
 # What one probe of the search decided about a commit; "skip": it did not build or measure (never blamed).
 StepDecision = Literal["good", "bad", "skip"]
 # bisect: find the culprit; confirm: only re-measure the last good and first bad builds (a candidate's A/B).
@@ -28,8 +32,8 @@ BisectionStatus = Literal["pending", "running", "done"]
 Direction = Better  # which way is better; the strings "higher" / "lower" on the wire
 # the metrics a bisection can chase: the registry's detected metrics and the accuracy status
 BisectMetric = Literal[BISECT_METRICS]  # type: ignore[valid-type]
-# One measurement: the metric's value, or a status word (an accuracy status, "crash", "timeout") when there is none.
-Sample = float | str
+# One measurement (Sample, perfdash.ab's): the metric's value, or a status word (an accuracy status, "crash",
+# "timeout") when there is none.
 
 # The configuration axes (perfdash.axes) a request carries to the bisect tool: what `perfdash run` needs to measure the
 # model again. The service stores the request as a pointer to its configuration and sends these.
@@ -71,6 +75,9 @@ class BisectStep(BaseModel):
     sha: str
     samples: list[Sample] = Field(default_factory=list)
     decision: str  # a StepDecision; kept open so an older tool's answer is still stored
+    reason: str = ""
+    forced: bool = False  # the A/B reached its cap undecided; the step went to the side its median is nearer
+    ab: AbRecord | None = None  # the step's A/B (good against this commit): every sample, the order, every round
 
 
 class BisectionResult(BaseModel):
@@ -85,6 +92,10 @@ class BisectionResult(BaseModel):
     jenkins_build_url: str | None = None
     change_pct: float | None = None  # the A/B change of good to bad (% worse), when the tool reports it
     p_value: float | None = None
+    # the commits the first bad one is among: the range of a culprit_range, what a not_confirmed search pointed at
+    candidates: list[Culprit] = Field(default_factory=list)
+    confirmation: AbRecord | None = None  # good against bad, as measured (good_samples / bad_samples are its sides)
+    verification: AbRecord | None = None  # the named culprit (or the range's last commit) against its parent
 
 
 class _RequestFields(BaseModel):

@@ -3,10 +3,11 @@
 Generic: ``--repo --good --bad --build CMD --measure CMD`` on any git repository (``--measure`` prints a number last,
 or a status word such as pass/fail). PyTorch: ``--suite --model`` and ``perfdash run``'s configuration flags instead
 of ``--measure``; torch is installed at each commit (nightly wheel, source build or ``--install-cmd``). From the
-service: ``--request-id ID --url URL --token T`` fetches the request, bisects, posts the result back.
+service: ``--request-id ID --url URL --token T`` fetches the request, bisects, posts the result back. Every
+comparison is a paired A/B (perfdash/ab.py); the culprit is re-measured against its parent before it is named.
 
-Exit status: 0 when the bisection finished (culprit found, not reproduced or inconclusive), 1 on an error, 130 when
-interrupted (the state is kept: rerun the same command with ``--resume``).
+Exit status: 0 when the bisection finished (culprit found, culprit range, not reproduced, not confirmed or
+inconclusive), 1 on an error, 130 when interrupted (the state is kept: rerun the same command with ``--resume``).
 """
 
 from __future__ import annotations
@@ -35,13 +36,15 @@ def register(subparsers: Any) -> None:
     what.add_argument("--build", metavar="CMD", help="shell command building the checkout (failure: commit skipped)")
     what.add_argument("--measure", metavar="CMD", help="shell command printing the value last (or pass/fail)")
     how = p.add_argument_group("statistics")
-    how.add_argument("--repeats", type=int, default=5, metavar="N", help="measurements per commit and round (5)")
+    how.add_argument("--repeats", type=int, default=10, metavar="N",
+                     help="pairs in the first round of every A/B (10; each round doubles them)")
     how.add_argument("--metric-direction", choices=[b.value for b in Better],
                      help="which way is better (default: lower; in PyTorch mode from the metric)")
     how.add_argument("--threshold", type=float, metavar="PCT", help="smallest regression to bisect, %% (default 5)")
-    how.add_argument("--alpha", type=float, default=0.01, help="one-sided significance level (0.01)")
-    how.add_argument("--max-rounds", type=int, default=3, metavar="N",
-                     help="rounds of --repeats per commit before deciding on the median (3)")
+    how.add_argument("--alpha", type=float, default=0.01,
+                     help="bound on a false 'different' of each A/B over all its rounds (0.01)")
+    how.add_argument("--max-rounds", type=int, default=5, metavar="N",
+                     help="rounds of an A/B before it answers 'unknown' (5: 10, 20, 40, 80, 160 pairs)")
     run = p.add_argument_group("running")
     run.add_argument("--json", type=Path, metavar="FILE", help="write the full result as JSON")
     run.add_argument("--cache-dir", type=Path, metavar="DIR",
@@ -223,7 +226,7 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
         outcome = (bisector.confirm_only(good, bad) if getattr(args, "confirm_only", False)
                    else bisector.run(good, commits, preferred))
     except KeyboardInterrupt:
-        console.print(f"[bold yellow]interrupted[/]: {len(state.samples)} commits measured so far are kept in "
+        console.print(f"[bold yellow]interrupted[/]: {sum(state.counts.values())} measurements so far are kept in "
                       f"{state_path}; rerun the same command with --resume to continue")
         raise
     report = build_report(outcome, lambda sha: commit_info(repo, sha), good, bad, policy, len(commits),

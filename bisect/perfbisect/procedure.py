@@ -1,19 +1,37 @@
-"""The bisection procedure: confirm the regression between good and bad, then search, deciding each step with
-several measurements and a statistical test. Talks to an ``Oracle`` (builds and measures one commit) and knows
-nothing of git, so the bench runs it on simulated histories and the CLI on real checkouts.
+"""The bisection procedure: confirm the regression between good and bad, search, then verify what the search names.
+
+Every comparison is one sequential, paired A/B of perfdash.ab (sides interleaved in a random balanced order, repeats
+added in rounds until "different", "same" or the cap):
+
+- the confirmation: good (A) against bad (B), boundary the threshold; only "different" goes on;
+- each step: good (A) against the commit (B), boundary the confirmed change (so "different" means past half way to
+  bad, "same" means significantly short of bad's level); at the cap the step goes to the side its median change is
+  closer to and is flagged ``forced``;
+- the verification: the named culprit (B) against its parent (A), boundary the confirmed change. "different" names
+  it (``culprit_found``); anything else is ``not_confirmed``, with both measurements and no name. When the commits
+  before the culprit do not build, the search can only name a range: the step across it (the last good commit that
+  builds against the range's last commit) is verified instead, and the verdict is the range (``culprit_range``).
+
+Talks to an ``Oracle`` (builds and measures one commit) and knows nothing of git, so the bench runs it on simulated
+histories and the CLI on real checkouts.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from perfbisect.search import search
 from perfbisect.state import BisectState
-from perfbisect.stats import Confirmation, Policy, Sample, confirm, decide, is_status
+from perfbisect.stats import Policy, Sample, is_status
+from perfdash.ab import AbPolicy, AbRecord, AbSide, run_ab
 from perfdash.bisection import BisectionVerdict, StepDecision
 
+# A bisection's confirmation measures on until the change is known to this share of itself: the steps' line is half
+# the change, so a third keeps the line's error well inside the distance from it to either level.
+SETTLE_SHARE = 1 / 3
 CRASH = "crash"  # the sample of a measurement that printed nothing usable (a crash, a timeout)
 
 
@@ -22,6 +40,14 @@ class MeasureFailed(RuntimeError):
 
     def __init__(self, reason: str, status: str = CRASH) -> None:
         super().__init__(reason)
+        self.status = status
+
+
+class _StepCrashed(Exception):
+    """A numeric bisection's step measured a status (a crash): the commit cannot be placed and is skipped."""
+
+    def __init__(self, status: str) -> None:
+        super().__init__(status)
         self.status = status
 
 
@@ -34,16 +60,23 @@ class Oracle(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Confirmation:
+    reproduced: bool
+    change_pct: float  # B against A, % worse (failure-rate points for statuses)
+    p_value: float | None  # of "bad is no worse than good"
+    reason: str
+    record: AbRecord
+
+
+@dataclass(frozen=True, slots=True)
 class StepRecord:
     sha: str
     decision: StepDecision
-    samples: tuple[Sample, ...]
+    samples: tuple[Sample, ...]  # the commit's samples (B of its A/B)
     reason: str
     rounds: int = 0
-    p_good: float | None = None
-    p_bad: float | None = None
-    position: float | None = None
-    forced: bool = False  # decided on the median alone (see stats.decide): the least certain kind of step
+    ab: AbRecord | None = None  # None: skipped before anything was compared
+    forced: bool = False  # the A/B reached its cap undecided; the step went to the nearer side
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +90,7 @@ class BisectConclusion:
     confirmation: Confirmation | None
     reason: str
     measurements: int = 0  # measurements taken by this run (not those replayed from a resumed state)
+    verification: AbRecord | None = None  # the culprit (or the range's step) against its parent
 
 
 class Bisector:
@@ -69,7 +103,6 @@ class Bisector:
         self.state = state
         self.log = log
         self.measurements = 0
-        self._ends: tuple[str, str] | None = None
 
     # -- measuring ---------------------------------------------------------------------------------------------
 
@@ -83,71 +116,86 @@ class Bisector:
             self.state.save()
         return failure
 
-    def _measure_to(self, sha: str, count: int) -> list[Sample]:
-        samples = self.state.samples.setdefault(sha, [])
-        while len(samples) < count:
-            try:
-                value: Sample = self.oracle.measure(sha, len(samples))
-            except MeasureFailed as exc:
-                self.log(f"{sha[:10]}: measurement {len(samples) + 1} failed: {exc}")
-                value = exc.status
-            samples.append(value)
-            self.measurements += 1
-            self.state.save()
-        return samples[:count] if len(samples) > count else samples
+    def _measure(self, sha: str) -> Sample:
+        index = self.state.counts.get(sha, 0)
+        try:
+            value: Sample = self.oracle.measure(sha, index)
+        except MeasureFailed as exc:
+            self.log(f"{sha[:10]}: measurement {index + 1} failed: {exc}")
+            value = exc.status
+        self.state.counts[sha] = index + 1
+        self.measurements += 1
+        return value
+
+    def ab(self, purpose: str, a: str, b: str, boundary_pct: float | None = None,
+           crash_on_b: bool = False, settle: float | None = None) -> AbRecord:
+        """One A/B of ``a`` against ``b`` (perfdash.ab.run_ab), its samples kept in the state under the A/B's key so a
+        resumed bisection replays it (the order comes from a generator seeded with the key)."""
+        key = f"{purpose}:{a}:{b}"
+        stored: dict[AbSide, list[Sample]] = {side: self.state.samples.setdefault(f"{key}:{side}", [])
+                                              for side in ("A", "B")}
+
+        def measure(side: AbSide, index: int) -> Sample:
+            samples = stored[side]
+            if index >= len(samples):
+                samples.append(self._measure(a if side == "A" else b))
+                self.state.save()
+            value = samples[index]
+            if crash_on_b and side == "B" and is_status(value):
+                raise _StepCrashed(str(value))
+            return value
+
+        policy: AbPolicy = self.policy.ab(boundary_pct)
+        return run_ab(measure, policy, random.Random(key), purpose=purpose, a=a, b=b, settle=settle,
+                      on_round=lambda r: self.log(f"{purpose} {b[:10]} vs {a[:10]}, {r.pairs} pairs: {r.reason}"))
 
     # -- the procedure -----------------------------------------------------------------------------------------
 
-    def confirm(self, good: str, bad: str) -> Confirmation:
-        """Measure good and bad, interleaved (against drift), in rounds until the regression is confirmed or not."""
-        result: Confirmation | None = None
-        for round_ in range(1, self.policy.max_rounds + 1):
-            self._measure_to(good, 1)
-            self._measure_to(bad, 1)
-            numeric = not is_status(self.state.samples[good][0]) and not is_status(self.state.samples[bad][0])
-            # Statuses are mostly deterministic: the extra reference runs only pay off for noisy numbers.
-            target = round_ * self.policy.repeats * (self.policy.reference_factor if numeric else 1)
-            for n in range(1, target + 1):
-                self._measure_to(good, n)
-                self._measure_to(bad, n)
-            result = confirm(self.state.samples[good][:target], self.state.samples[bad][:target], self.policy,
-                             final=round_ == self.policy.max_rounds)
-            self.log(f"confirm round {round_}: {result.reason}")
-            if result.reproduced is not None:
-                return result
-        assert result is not None
-        return result
+    def confirm(self, good: str, bad: str, settle: bool = False) -> Confirmation:
+        """good against bad until "different" (reproduced), "same" or the cap (not reproduced). ``settle``: a
+        bisection follows, whose steps are placed against the change found: measure on until it is known to a third
+        of itself (the steps' line is half of it) or the cap."""
+        record = self.ab("confirm", good, bad, settle=SETTLE_SHARE if settle else None)
+        last = record.last
+        change = last.change_pct if last.change_pct is not None else 0.0
+        if record.answer == "different":
+            return Confirmation(True, change, last.p_different, last.reason, record)
+        reason = f"{last.reason} (unknown after the cap of {record.cap} pairs)" if record.capped else last.reason
+        return Confirmation(False, change, last.p_different, reason, record)
 
-    def step(self, sha: str, good: Sequence[Sample], bad: Sequence[Sample]) -> StepRecord:
+    def step(self, sha: str, good: str, boundary_pct: float, numeric: bool) -> StepRecord:
         failure = self._built(sha)
         if failure is not None:
             return StepRecord(sha, "skip", (), f"skipped: {failure}")
-        numeric = not any(map(is_status, good)) and not any(map(is_status, bad))
-        samples: list[Sample] = []
-        for round_ in range(1, self.policy.max_rounds + 1):
-            samples = self._measure_to(sha, round_ * self.policy.repeats)
-            if numeric and any(map(is_status, samples)):
-                # A numeric bisection cannot place a commit whose measurement crashes: skip it, like a broken build.
-                reason = f"skipped: measurement failed ({', '.join(sorted({s for s in samples if is_status(s)}))})"
-                self.state.skipped[sha] = reason
-                self.state.save()
-                return StepRecord(sha, "skip", tuple(samples), reason, round_)
-            decision = decide(samples, good, bad, self.policy, final=round_ == self.policy.max_rounds)
-            if decision.verdict is not None:
-                return StepRecord(sha, decision.verdict, tuple(samples), decision.reason, round_, decision.p_good,
-                                  decision.p_bad, decision.position, decision.forced)
-        raise AssertionError("the final round always decides")
+        try:
+            record = self.ab("step", good, sha, boundary_pct, crash_on_b=numeric)
+        except _StepCrashed as exc:
+            # A numeric bisection cannot place a commit whose measurement crashes: skip it, like a broken build.
+            reason = f"skipped: measurement failed ({exc.status})"
+            self.state.skipped[sha] = reason
+            self.state.save()
+            return StepRecord(sha, "skip", tuple(self.state.samples.get(f"step:{good}:{sha}:B", ())), reason)
+        last = record.last
+        forced = record.answer == "unknown"
+        if record.answer == "different":
+            decision: StepDecision = "bad"
+        elif record.answer == "same":
+            decision = "good"
+        else:
+            change = last.change_pct if last.change_pct is not None else 0.0
+            decision = "bad" if change >= self.policy.ab(boundary_pct).line_pct else "good"
+        reason = last.reason + (f"; undecided at the cap, {decision} by its median" if forced else "")
+        return StepRecord(sha, decision, tuple(record.samples_b), reason, len(record.rounds), record, forced)
 
-    def _confirm_ends(self, good: str, bad: str) -> BisectConclusion | Confirmation:
+    def _confirm_ends(self, good: str, bad: str, settle: bool = False) -> BisectConclusion | Confirmation:
         """Build both ends and confirm; an outcome when that already ends the run (error, not reproduced)."""
-        self._ends = (good, bad)
         for end, sha in (("good", good), ("bad", bad)):
             failure = self._built(sha)
             if failure is not None:
                 return self._finish("error", None, (), [], None,
                                     f"the {end} commit {sha[:10]} does not build: {failure}")
-        confirmation = self.confirm(good, bad)
-        good_samples = self.state.samples[good]
+        confirmation = self.confirm(good, bad, settle)
+        good_samples = confirmation.record.samples_a
         if all(s in (CRASH, "timeout") for s in good_samples):
             # Nothing can be compared with a good commit that cannot be measured: a broken --measure, not a regression.
             return self._finish("error", None, (), [], confirmation,
@@ -166,39 +214,63 @@ class Bisector:
         return self._finish("confirmed", None, (), [], ended, f"regression reproduced: {ended.reason}")
 
     def run(self, good: str, commits: Sequence[str], preferred: frozenset[str] = frozenset()) -> BisectConclusion:
-        """Confirm, then search; ``preferred`` commits (cheap to build) are probed first while they narrow the range."""
+        """Confirm, search (``preferred`` commits, cheap to build, probed first while they narrow the range), verify."""
         if not commits:
             raise ValueError("nothing to bisect: bad is not after good")
         bad = commits[-1]
-        ended = self._confirm_ends(good, bad)
+        ended = self._confirm_ends(good, bad, settle=True)
         if isinstance(ended, BisectConclusion):
             return ended
         confirmation = ended
-        target = len(self.state.samples[good])
-        good_ref, bad_ref = self.state.samples[good][:target], self.state.samples[bad][:target]
+        numeric = not any(map(is_status, confirmation.record.samples_a + confirmation.record.samples_b))
+        # The step's boundary is the size of the confirmed regression: "different" past half way to bad.
+        boundary = max(confirmation.change_pct, self.policy.threshold_pct) if numeric else self.policy.threshold_pct
         steps: list[StepRecord] = []
 
         def probe(sha: str) -> StepDecision:
-            record = self.step(sha, good_ref, bad_ref)
+            record = self.step(sha, good, boundary, numeric)
             steps.append(record)
             self.log(f"step {len(steps)}: {sha[:10]} {record.decision} ({record.reason}) "
                      f"samples={_fmt(record.samples)}")
             return record.decision
 
         found = search(commits, probe, preferred)
+        # The step to verify: the last commit before the candidates (good when there is none) against the last one.
+        first = commits.index(found.candidates[0])
+        parent = commits[first - 1] if first > 0 else good
+        last = found.candidates[-1]
+        if self._built(parent) is not None:  # cannot happen (a broken parent is a candidate); never blame unverified
+            return self._finish("inconclusive", None, found.candidates, steps, confirmation,
+                                f"the parent {parent[:10]} of the candidates does not build")
+        # Verified like the confirmation (line at half the threshold): does this step reproduce a regression?
+        verification = self.ab("verify", parent, last)
+        shown = f"{last[:10]} against {parent[:10]}: {verification.last.reason}"
+        if verification.answer != "different":
+            return self._finish("not_confirmed", None, found.candidates, steps, confirmation,
+                                f"the search pointed at {_span(found.candidates)}, but re-measured against its parent "
+                                f"it is {verification.answer} ({shown}): not confirmed, nobody named",
+                                verification)
         if found.culprit is not None:
             return self._finish("culprit_found", found.culprit, found.candidates, steps, confirmation,
-                                f"first bad commit {found.culprit[:10]} ({confirmation.reason})")
-        return self._finish("inconclusive", None, found.candidates, steps, confirmation,
-                            f"only skipped commits are left: the first bad commit is one of {len(found.candidates)}")
+                                f"first bad commit {found.culprit[:10]}, verified against its parent ({shown}; "
+                                f"confirmation: {confirmation.reason})", verification)
+        return self._finish("culprit_range", None, found.candidates, steps, confirmation,
+                            f"the regression is in the range {_span(found.candidates)} ({len(found.candidates)} "
+                            f"commits; those before its last do not build), verified across it ({shown})",
+                            verification)
 
     def _finish(self, verdict: BisectionVerdict, culprit: str | None, candidates: tuple[str, ...],
-                steps: list[StepRecord], confirmation: Confirmation | None, reason: str) -> BisectConclusion:
-        good = self.state.samples.get(self._ends[0], []) if self._ends else []
-        bad = self.state.samples.get(self._ends[1], []) if self._ends else []
+                steps: list[StepRecord], confirmation: Confirmation | None, reason: str,
+                verification: AbRecord | None = None) -> BisectConclusion:
+        record = confirmation.record if confirmation else None
         return BisectConclusion(verdict=verdict, culprit=culprit, candidates=candidates, steps=tuple(steps),
-                             good_samples=tuple(good), bad_samples=tuple(bad), confirmation=confirmation,
-                             reason=reason, measurements=self.measurements)
+                                good_samples=tuple(record.samples_a) if record else (),
+                                bad_samples=tuple(record.samples_b) if record else (), confirmation=confirmation,
+                                reason=reason, measurements=self.measurements, verification=verification)
+
+
+def _span(candidates: Sequence[str]) -> str:
+    return candidates[0][:10] if len(candidates) == 1 else f"{candidates[0][:10]}..{candidates[-1][:10]}"
 
 
 def _fmt(samples: Sequence[Sample]) -> str:

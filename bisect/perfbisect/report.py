@@ -15,9 +15,10 @@ from rich.table import Table
 from perfbisect.gitops import Commit
 from perfbisect.procedure import BisectConclusion, StepRecord
 from perfbisect.stats import Policy, Sample
+from perfdash.ab import AbRecord
 from perfdash.bisection import BisectionResult, BisectionVerdict, BisectStep, Culprit
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2  # 2: every A/B as perfdash.ab recorded it; the culprit's verification
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,8 @@ class BisectReport:
     summary: str
     jenkins_build_url: str | None = None
     subjects: dict[str, str] = field(default_factory=dict)  # sha -> subject of every commit probed
+    confirmation: AbRecord | None = None
+    verification: AbRecord | None = None
 
     def to_service(self) -> dict[str, Any]:
         """The body of ``POST /api/v1/bisections/{id}/result`` (the agreed contract, nothing more)."""
@@ -47,31 +50,32 @@ class BisectReport:
         return BisectionResult(
             verdict=self.verdict,
             culprit=Culprit(**self.culprit.to_json()) if self.culprit else None,
-            steps=[BisectStep(sha=s.sha, samples=list(s.samples), decision=s.decision) for s in self.steps],
+            steps=[BisectStep(sha=s.sha, samples=list(s.samples), decision=s.decision, reason=s.reason,
+                              forced=s.forced, ab=s.ab) for s in self.steps],
             good_samples=list(self.good_samples),
             bad_samples=list(self.bad_samples),
             summary=self.summary,
             jenkins_build_url=self.jenkins_build_url,
             change_pct=self.change_pct if self.change_pct is not None and math.isfinite(self.change_pct) else None,
             p_value=self.p_value,
+            candidates=[Culprit(**c.to_json()) for c in self.candidates],
+            confirmation=self.confirmation,
+            verification=self.verification,
         )
 
     def to_json(self) -> dict[str, Any]:
         """Everything: the service body plus the details a person checking the verdict wants."""
         data = self.to_service()
         data["report_version"] = REPORT_VERSION
-        data["steps"] = [
-            {"sha": s.sha, "subject": self.subjects.get(s.sha, ""), "samples": list(s.samples),
-             "decision": s.decision, "reason": s.reason, "rounds": s.rounds,
-             "p_good": s.p_good, "p_bad": s.p_bad, "position": s.position, "forced": s.forced}
-            for s in self.steps
-        ]
+        for step in data["steps"]:
+            step["subject"] = self.subjects.get(step["sha"], "")
         data.update(
-            good=self.good.to_json(), bad=self.bad.to_json(), candidates=[c.to_json() for c in self.candidates],
+            good=self.good.to_json(), bad=self.bad.to_json(),
             change_pct=self.change_pct, p_value=self.p_value, commits_in_range=self.commits_in_range,
             measurements=self.measurements,
             policy={"direction": self.policy.direction, "threshold_pct": self.policy.threshold_pct,
-                    "alpha": self.policy.alpha, "repeats": self.policy.repeats, "max_rounds": self.policy.max_rounds},
+                    "alpha": self.policy.alpha, "repeats": self.policy.repeats, "max_rounds": self.policy.max_rounds,
+                    "cap": self.policy.cap},
         )
         return data
 
@@ -95,8 +99,12 @@ class BisectReport:
         if self.culprit is not None:
             console.print(f"[bold red]first bad commit[/] {self.culprit.sha}\n  {self.culprit.subject}\n"
                           f"  {self.culprit.author}, {self.culprit.date}")
-        elif self.verdict == "inconclusive":
-            console.print("[bold yellow]inconclusive[/]: the first bad commit is one of")
+        elif self.verdict in ("inconclusive", "culprit_range", "not_confirmed"):
+            heading = {"inconclusive": "[bold yellow]inconclusive[/]: the first bad commit is one of",
+                       "culprit_range": "[bold red]the regression is in the range[/] (the commits before the last do "
+                                        "not build)",
+                       "not_confirmed": "[bold yellow]not confirmed[/]: the search pointed at"}[self.verdict]
+            console.print(heading)
             for commit in self.candidates:
                 console.print(f"  {commit.sha[:10]} {commit.subject}")
         console.print(self.summary)
@@ -116,9 +124,9 @@ def build_report(outcome: BisectConclusion, commit: Callable[[str], Commit], goo
         parts.append(f"{len(outcome.steps)} steps ({skipped} skipped), {outcome.measurements} measurements")
     forced = sum(s.forced for s in outcome.steps)
     if forced:
-        # The bench shows where wrong culprits come from: steps the tests could not decide. Say so, with the remedy.
-        parts.append(f"low confidence: {forced} step(s) decided on the median alone after {policy.max_rounds} "
-                     f"rounds; rerun with more --repeats to confirm")
+        # Steps the A/B could not decide within its cap went to the nearer side: say so, with the remedy.
+        parts.append(f"low confidence: {forced} step(s) still unknown at the cap of {policy.cap} pairs, decided on "
+                     f"the median alone; rerun with more --max-rounds to confirm")
     if culprit is not None:
         parts.insert(0, f"{culprit.sha[:10]} \"{culprit.subject}\" ({culprit.author}, {culprit.date})")
     return BisectReport(
@@ -128,4 +136,5 @@ def build_report(outcome: BisectConclusion, commit: Callable[[str], Commit], goo
         p_value=confirmation.p_value if confirmation else None, policy=policy, commits_in_range=commits_in_range,
         measurements=outcome.measurements, summary="; ".join(parts), jenkins_build_url=jenkins_build_url,
         subjects={s.sha: commit(s.sha).subject for s in outcome.steps},
+        confirmation=confirmation.record if confirmation else None, verification=outcome.verification,
     )

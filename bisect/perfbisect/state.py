@@ -15,7 +15,7 @@ from typing import Any
 
 from perfbisect.stats import Sample
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: samples per A/B (key purpose:A-sha:B-sha:side), measurement counts per commit
 
 
 class StateMismatch(ValueError):
@@ -25,7 +25,8 @@ class StateMismatch(ValueError):
 @dataclass(slots=True)
 class BisectState:
     identity: dict[str, Any]  # what makes two runs the same bisection (repo, good, bad, commands, policy)
-    samples: dict[str, list[Sample]] = field(default_factory=dict)
+    samples: dict[str, list[Sample]] = field(default_factory=dict)  # A/B key and side -> its samples, in order
+    counts: dict[str, int] = field(default_factory=dict)  # sha -> measurements taken (the next one's index)
     skipped: dict[str, str] = field(default_factory=dict)  # sha -> why (build failed, measurement failed)
     path: Path | None = None  # None: in memory only (the bench)
 
@@ -34,7 +35,8 @@ class BisectState:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
-        data = {"version": STATE_VERSION, "identity": self.identity, "samples": self.samples, "skipped": self.skipped}
+        data = {"version": STATE_VERSION, "identity": self.identity, "samples": self.samples, "counts": self.counts,
+                "skipped": self.skipped}
         tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
         os.replace(tmp, self.path)
 
@@ -48,7 +50,7 @@ class BisectState:
                              if identity.get(k) != data["identity"].get(k))
             raise StateMismatch(f"{path} is the state of a different bisection (differs in: {', '.join(changed)})")
         return cls(identity=identity, samples={k: list(v) for k, v in data["samples"].items()},
-                   skipped=dict(data["skipped"]), path=path)
+                   counts=dict(data.get("counts", {})), skipped=dict(data["skipped"]), path=path)
 
     @classmethod
     def open(cls, path: Path | None, identity: dict[str, Any], resume: bool) -> BisectState:

@@ -6,9 +6,10 @@ Lifecycle of a finding's ``confirmation``:
   dashboard and in the report's "suspected" list, with no GitHub issue. A ``confirm`` request (table
   bisection_requests, purpose ``confirm``) asks the bisect job to measure the last good and the first bad torch build
   (the change point's range widened by CONFIRM_MARGIN nights each way) side by side on a machine of the series,
-  interleaved, with repeats: the confirm step of perfbisect (its ``Bisector.confirm`` / ``stats.confirm``: one-sided
-  Mann-Whitney at alpha 0.01 and a median change of at least 0.6 of the metric's minimum effect,
-  queries.CONFIRM_THRESHOLD_SHARE, in up to three rounds). The job posts the verdict back over HTTP.
+  interleaved in a random balanced order, with repeats: the confirm step of perfbisect (``Bisector.confirm``, the
+  sequential paired A/B of perfdash/ab.py: 10 pairs doubling to 160, "different" when the pairs' change is
+  significantly above half the request's threshold, 0.6 of the metric's minimum effect,
+  queries.CONFIRM_THRESHOLD_SHARE; at most 1 % false "different" per A/B). The job posts the verdict back over HTTP.
 - ``confirmed`` — reproduced: the finding is a regression, its issue is filed and a bisection is requested.
 - ``not_reproduced`` — closed with the A/B figures; it stays quiet (no issue, out of the report's open lists).
 - ``error`` — the re-measurement could not be made (no commit range, the job failed): it stays in the suspected list

@@ -229,6 +229,14 @@ def culprit_body(bisection: BisectionRequest) -> str:
     if culprit:
         lines += ["", f"Culprit: {culprit.get('sha')} — {culprit.get('subject', '')}",
                   f"Author: {culprit.get('author', '?')}, {culprit.get('date', '?')}"]
+    candidates = result.get("candidates") or []
+    if verdict == "culprit_range" and candidates:
+        # the commits before the culprit do not build: the verdict is the range, never one of its authors
+        lines += ["", f"Range ({len(candidates)} commits; all but the last do not build): "
+                      f"{candidates[0].get('sha', '?')[:10]}..{candidates[-1].get('sha', '?')[:10]}"]
+    elif verdict == "not_confirmed":
+        lines += ["", "The commit the search pointed at did not reproduce the regression against its parent: "
+                      "nobody is named."]
     if result.get("summary"):
         lines += ["", str(result["summary"])]
     steps = result.get("steps") or []

@@ -17,6 +17,7 @@ CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'se
 
 def install(app: FastAPI) -> None:
     from service.web.backends import router as backends_router
+    from service.web.bisections import router as bisections_router
     from service.web.pages import router
     from service.web.releases import router as releases_router
     from service.web.training import router as training_router
@@ -29,6 +30,7 @@ def install(app: FastAPI) -> None:
     app.include_router(backends_router)
     app.include_router(training_router)
     app.include_router(releases_router)
+    app.include_router(bisections_router)
 
     @app.middleware("http")
     async def page_headers(request: Request, call_next) -> Response:  # type: ignore[no-untyped-def]

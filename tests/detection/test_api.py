@@ -120,3 +120,52 @@ def test_bisection_explicit_fields_and_errors(app_client, auth, run_files, serie
     refused = app_client.post("/api/v1/bisections", json={"finding_id": passrate["id"]}, headers=auth)
     assert refused.status_code == 422 and "nothing to bisect" in refused.text
     assert app_client.get("/api/v1/bisections/999999").status_code == 404
+
+
+def test_bisection_page_shows_everything_the_decision_saw(app_client, auth, run_files, series_values) -> None:
+    """A real Bisector run (simulated measurements: every commit 0.4 % slower than its parent, so no single commit
+    reproduces the regression) posted as the tool posts it; the page shows the verdict, no name, and every A/B."""
+    import random
+
+    from perfbisect.gitops import Commit
+    from perfbisect.procedure import Bisector
+    from perfbisect.report import build_report
+    from perfbisect.state import BisectState
+    from perfbisect.stats import Policy
+
+    _nights(app_client, auth, run_files, series_values)
+    speedup = next(f for f in app_client.get("/api/v1/findings").json() if f["metric"] == "speedup")
+    request = app_client.post("/api/v1/bisections", json={"finding_id": speedup["id"]}, headers=auth).json()
+
+    rng = random.Random(3)
+    commits = [f"c{i:02d}" for i in range(40)]
+
+    class Gradual:
+        def build(self, sha: str) -> None:
+            return None
+
+        def measure(self, sha: str, index: int) -> float:
+            steps = 0 if sha == "good" else max(0, int(sha[1:]) - 9)
+            return 100 * 1.004**steps * (1 + 0.01 * rng.gauss(0, 1))
+
+    policy = Policy(threshold_pct=5)
+    outcome = Bisector(Gradual(), policy, BisectState(identity={})).run("good", commits)
+    report = build_report(outcome, lambda sha: Commit(sha, f"change {sha}", "dev <d@x>", "2026-01-21"), "good",
+                          commits[-1], policy, len(commits))
+    posted = app_client.post(f"/api/v1/bisections/{request['id']}/result", json=report.to_service(), headers=auth)
+    assert posted.status_code == 200, posted.text
+    stored = posted.json()["result"]
+    assert stored["verdict"] == "not_confirmed" and stored["culprit"] is None
+    assert stored["verification"]["answer"] != "different" and stored["confirmation"]["answer"] == "different"
+
+    page = app_client.get(f"/bisections/{request['id']}")
+    assert page.status_code == 200
+    html = page.text
+    assert 'data-verdict="not_confirmed"' in html and "nobody is named" in html and 'id="culprit"' not in html
+    confirmation = stored["confirmation"]
+    assert confirmation["order"] in html  # the measured order, A and B as they ran
+    assert f'<span class="cap">{confirmation["cap"]}</span>' in html
+    assert html.count('class="ab"') == 2 + sum(1 for s in stored["steps"] if s["ab"])  # confirm, steps, verify
+    first_round = confirmation["rounds"][0]
+    assert f'{first_round["p_different"]:.2g}' in html
+    assert app_client.get("/bisections/999999").status_code == 404

@@ -146,3 +146,21 @@ def test_one_issue_per_change_point_and_culprit_comment(session, store_run, seri
     assert "deadbeef" in posted["body"] and "[inductor] oops" in posted["body"]
     kinds = session.scalars(sa.select(GithubPost.kind).order_by(GithubPost.id)).all()
     assert kinds == ["issue", "culprit"]
+
+
+def test_culprit_comment_names_a_range_as_a_range_and_nobody_when_not_confirmed() -> None:
+    from service.github.publisher import culprit_body
+    from service.models import Configuration
+
+    def body(result: dict) -> str:
+        row = BisectionRequest(id=3, metric="speedup", model="resnet18", good_commit="a" * 40, bad_commit="f" * 40,
+                               result=result)
+        row.configuration = Configuration(suite="timm_models")
+        return culprit_body(row)
+
+    commits = [{"sha": c * 40, "subject": f"change {c}", "author": "dev", "date": "2026-01-01"} for c in "bcd"]
+    ranged = body({"verdict": "culprit_range", "candidates": commits, "summary": "verified across the range"})
+    assert "**culprit_range**" in ranged and "Range (3 commits" in ranged and "bbbbbbbbbb..dddddddddd" in ranged
+    assert "Culprit:" not in ranged
+    unconfirmed = body({"verdict": "not_confirmed", "candidates": commits[-1:], "summary": "did not reproduce"})
+    assert "nobody is named" in unconfirmed and "Culprit:" not in unconfirmed and "dddd" not in unconfirmed

@@ -110,15 +110,15 @@ def test_interrupted_bisection_resumes_from_its_state(synth, perf_history, cache
     proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # wait until the confirmation is done (good and bad measured)
+    while time.monotonic() < deadline:  # wait until the confirmation is done (the first step's A/B has begun)
         if state.exists():
             try:
-                if len(json.loads(state.read_text())["samples"]) >= 2:
+                if any(key.startswith("step:") for key in json.loads(state.read_text())["samples"]):
                     break
             except json.JSONDecodeError:
                 pass  # caught between write and rename of an older version: try again
         time.sleep(0.05)
-    time.sleep(0.5)  # into the gated step
+    time.sleep(0.5)  # into the gated step (its commit's side waits at the gate)
     assert proc.poll() is None, "the bisection ended before the interrupt"
     os.kill(proc.pid, signal.SIGINT)
     gate.unlink()
@@ -134,14 +134,16 @@ def test_interrupted_bisection_resumes_from_its_state(synth, perf_history, cache
     result = json.loads(out.read_text())
     assert result["verdict"] == "culprit_found" and result["culprit"]["sha"] == perf_history.shas[17]
     # The samples taken before the interruption were kept, not measured again.
-    assert result["good_samples"][: len(measured[perf_history.shas[0]])] == measured[perf_history.shas[0]]
-    total = sum(len(s["samples"]) for s in result["steps"]) + len(result["good_samples"]) + len(result["bad_samples"])
+    confirmed = measured[f"confirm:{perf_history.shas[0]}:{perf_history.shas[-1]}:A"]
+    assert confirmed and result["good_samples"][: len(confirmed)] == confirmed
+    records = [result["confirmation"], result["verification"], *(s["ab"] for s in result["steps"] if s["ab"])]
+    total = sum(len(r["samples_a"]) + len(r["samples_b"]) for r in records)
     assert result["measurements"] == total - sum(len(v) for v in measured.values())
 
 
 def test_resume_refuses_the_state_of_another_bisection(perf_history, cache_dir, tmp_path, capsys):
     state = tmp_path / "state.json"
-    state.write_text(json.dumps({"version": 1, "identity": {"repo": "elsewhere"}, "samples": {}, "skipped": {}}))
+    state.write_text(json.dumps({"version": 2, "identity": {"repo": "elsewhere"}, "samples": {}, "skipped": {}}))
     code = main(["bisect", "--repo", str(perf_history.repo), "--good", perf_history.shas[0], "--bad",
                  perf_history.shas[-1], "--measure", MEASURE, "--state", str(state), "--resume", "--cache-dir",
                  str(cache_dir)])

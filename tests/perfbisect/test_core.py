@@ -9,7 +9,7 @@ import pytest
 from perfbisect.procedure import Bisector, MeasureFailed
 from perfbisect.search import next_probe, search
 from perfbisect.state import BisectState, StateMismatch
-from perfbisect.stats import NoValue, Policy, confirm, decide, parse_output
+from perfbisect.stats import NoValue, Policy, parse_output
 
 
 @pytest.mark.parametrize(("stdout", "expected"), [
@@ -30,53 +30,7 @@ def test_parse_output_without_a_value(stdout):
         parse_output(stdout)
 
 
-def _noisy(rng: random.Random, centre: float, n: int, noise: float = 0.02) -> list[float]:
-    return [centre * (1 + noise * rng.gauss(0, 1)) for _ in range(n)]
-
-
-def test_confirm_sees_a_regression_in_either_direction():
-    rng = random.Random(1)
-    good, bad = _noisy(rng, 100, 5), _noisy(rng, 110, 5)
-    assert confirm(good, bad, Policy(direction="lower")).reproduced is True
-    # For a speedup (higher is better) the same numbers are an improvement, not a regression.
-    higher = confirm(good, bad, Policy(direction="higher"), final=True)
-    assert higher.reproduced is False and higher.change_pct < 0
-
-
-def test_confirm_rejects_a_change_below_the_threshold_and_noise():
-    rng = random.Random(2)
-    small = confirm(_noisy(rng, 100, 10, 0.001), _noisy(rng, 102, 10, 0.001), Policy(threshold_pct=5))
-    assert small.reproduced is False and 1.5 < small.change_pct < 2.5  # significant, but too small to bisect
-    same = confirm(_noisy(rng, 100, 5), _noisy(rng, 100, 5), Policy(threshold_pct=5), final=True)
-    assert same.reproduced is False
-
-
-def test_confirm_asks_for_more_when_the_effect_is_large_but_not_yet_significant():
-    result = confirm([100.0, 112.0], [111.0, 101.0, 113.0], Policy(threshold_pct=2))
-    assert result.reproduced is None and "measuring more" in result.reason
-
-
-def test_decide_places_commits_and_waits_when_unsure():
-    good, bad = [99.0, 100.0, 101.0, 100.5, 99.5], [109.0, 110.0, 111.0, 110.5, 109.5]
-    policy = Policy()
-    assert decide([100.2, 99.8, 100.7, 99.1, 100.4], good, bad, policy).verdict == "good"
-    assert decide([110.2, 109.8, 110.7, 109.1, 110.4], good, bad, policy).verdict == "bad"
-    # One sample among the good ones does not pull a bad commit over (rank test, median position).
-    assert decide([110.2, 109.8, 100.7, 110.1, 110.4], good, bad, policy).verdict == "bad"
-    middle = decide([103.0, 105.0, 104.0], good, bad, policy)
-    assert middle.verdict is None
-    forced = decide([103.0, 105.0, 104.0], good, bad, policy, final=True)
-    assert forced.verdict == "good" and forced.forced  # median below half way, flagged as decided on it alone
-    assert not decide([100.2, 99.8, 100.7, 99.1, 100.4], good, bad, policy, final=True).forced
-
-
-def test_status_samples_decide_by_failure_rate():
-    policy = Policy(repeats=2)
-    assert confirm(["pass", "pass"], ["fail_accuracy", "fail_accuracy"], policy).reproduced is True
-    assert confirm(["pass", "pass"], ["pass", "pass"], policy).reproduced is False
-    assert decide(["fail_accuracy", "crash"], ["pass"], ["fail_accuracy"], policy).verdict == "bad"
-    assert decide(["pass"], ["pass"], ["fail_accuracy"], policy).verdict == "good"
-    assert decide(["pass", "fail_accuracy"], ["pass"], ["fail_accuracy"], policy).verdict is None
+# The decision rules themselves (paired A/B rounds, statuses, the cap) are tested in tests/contract/test_ab.py.
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 16, 37])
@@ -141,6 +95,13 @@ def test_bisector_finds_a_5_percent_regression_in_2_percent_noise(seed):
     assert outcome.verdict == "culprit_found" and outcome.culprit == "c23", outcome
     assert all(s.decision == "skip" for s in outcome.steps if s.sha in ("c10", "c21", "c30"))
     assert outcome.measurements == len(oracle.calls)
+    # Every measured step is a paired A/B against good; the culprit was re-measured against its parent.
+    for step in outcome.steps:
+        if step.decision != "skip":
+            assert step.ab is not None and step.ab.a == "good" and step.ab.b == step.sha
+            assert len(step.ab.samples_a) == len(step.ab.samples_b) >= 10
+    assert outcome.verification is not None and outcome.verification.answer == "different"
+    assert (outcome.verification.a, outcome.verification.b) == ("c22", "c23")
 
 
 def test_bisector_resumes_without_measuring_again(tmp_path):
@@ -150,15 +111,16 @@ def test_bisector_resumes_without_measuring_again(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         Bisector(first, Policy(threshold_pct=2.5), BisectState.open(path, identity, resume=False)).run("good", COMMITS)
     saved = BisectState.load(path, identity)
-    assert sum(map(len, saved.samples.values())) == 23  # saved after every measurement
+    assert sum(map(len, saved.samples.values())) == 23 == sum(saved.counts.values())  # saved after every measurement
 
     second = Simulated(8)
     outcome = Bisector(second, Policy(threshold_pct=2.5), BisectState.open(path, identity, resume=True)).run(
         "good", COMMITS)
     assert outcome.culprit == "c23"
     assert outcome.measurements == len(second.calls)
-    # Nothing measured before the interruption was measured again.
-    assert list(outcome.good_samples[: len(saved.samples["good"])]) == saved.samples["good"]
+    # Nothing measured before the interruption was measured again: the confirmation replays its samples and order.
+    before = saved.samples["confirm:good:c39:A"]
+    assert before and list(outcome.good_samples[: len(before)]) == before
     with pytest.raises(StateMismatch):
         BisectState.load(path, {"good": "other"})
 
@@ -184,3 +146,41 @@ def test_search_probes_cheap_commits_first_and_still_finds_the_culprit():
         cheap = [sha in nightlies for sha in probed]
         assert cheap == sorted(cheap, reverse=True)  # every cheap probe before the first expensive one
         assert sum(not c for c in cheap) <= 3  # then at most log2(8) builds inside the remaining gap
+
+
+class Gradual(Simulated):
+    """No culprit: every commit from c10 on is 0.4 % slower than its parent (14 % over the range)."""
+
+    def measure(self, sha, index):
+        self.calls.append(sha)
+        steps = 0 if sha == "good" else max(0, int(sha[1:]) - 9)
+        return 100 * 1.004**steps * (1 + 0.01 * self.rng.gauss(0, 1))
+
+    def build(self, sha):
+        return None
+
+
+def test_a_culprit_that_does_not_reproduce_against_its_parent_is_not_named():
+    outcome = Bisector(Gradual(3), Policy(threshold_pct=5), BisectState(identity={})).run("good", COMMITS)
+    assert outcome.confirmation is not None and outcome.confirmation.reproduced  # good..bad: 14 % slower
+    assert outcome.verdict == "not_confirmed" and outcome.culprit is None, outcome.reason
+    verification = outcome.verification
+    assert verification is not None and verification.answer != "different"
+    assert len(verification.samples_a) == len(verification.samples_b) >= 10  # both measurements are reported
+    assert "nobody named" in outcome.reason
+
+
+class BrokenBeforeCulprit(Simulated):
+    def build(self, sha):
+        return "broken" if sha in ("c10", "c21", "c22") else None
+
+
+def test_a_culprit_whose_parents_do_not_build_is_reported_as_a_range():
+    outcome = Bisector(BrokenBeforeCulprit(4), Policy(threshold_pct=2.5), BisectState(identity={})).run(
+        "good", COMMITS)
+    assert outcome.verdict == "culprit_range" and outcome.culprit is None, outcome.reason
+    assert outcome.candidates == ("c21", "c22", "c23")
+    # the step across the range was verified: the last good commit that builds against the range's last commit
+    assert outcome.verification is not None and outcome.verification.answer == "different"
+    assert (outcome.verification.a, outcome.verification.b) == ("c20", "c23")
+    assert "c21..c23" in outcome.reason

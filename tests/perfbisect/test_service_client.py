@@ -102,12 +102,18 @@ def test_request_is_fetched_bisected_and_posted(service, perf_history, tmp_path,
     assert path == "/api/v1/bisections/7/result"
     assert headers["Authorization"] == "Bearer s3cret"
     assert set(body) == {"verdict", "culprit", "steps", "good_samples", "bad_samples", "summary", "jenkins_build_url",
-                         "change_pct", "p_value"}
+                         "change_pct", "p_value", "candidates", "confirmation", "verification"}
     assert body["verdict"] == "culprit_found"
     assert body["culprit"]["sha"] == perf_history.shas[17]
     assert set(body["culprit"]) == {"sha", "subject", "author", "date"}
     assert body["jenkins_build_url"] == "https://jenkins.example/job/perfdash-bisect/12/"
-    assert all(set(step) == {"sha", "samples", "decision"} for step in body["steps"])
+    assert all(set(step) == {"sha", "samples", "decision", "reason", "forced", "ab"} for step in body["steps"])
+    # everything the decisions saw: the confirmation, each step's A/B and the culprit's verification against its parent
+    assert body["confirmation"]["answer"] == "different" and body["confirmation"]["samples_a"] == body["good_samples"]
+    assert body["verification"]["answer"] == "different" and body["verification"]["b"] == perf_history.shas[17]
+    assert body["verification"]["a"] == perf_history.shas[16]
+    measured = [s for s in body["steps"] if s["ab"]]
+    assert measured and all(len(s["ab"]["order"]) == 2 * len(s["ab"]["samples_a"]) for s in measured)
     assert perf_history.shas[17][:10] in body["summary"]
 
 

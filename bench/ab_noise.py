@@ -1,0 +1,229 @@
+"""Measured A/B noise: the same models and configuration run many times through the real harness (A/A).
+
+Two "builds" that are the same code are as different as two runs of ``perfdash run`` on this machine. This bench runs
+``perfdash run`` ``--runs`` times (each a fresh process tree, like two nightly builds measured one after the other) on
+the models of ``bench/data/ab_noise_models.toml`` (the nightly's three CPU models at tiny sizes), then reports, per
+model and metric (speedup, compiled latency):
+
+- the between-run distribution of the ratio of one run's value to the next run's (and to the median of all runs):
+  its spread is the noise an A/B comparison of two builds meets;
+- each run's within-run 95 % interval (the paired bootstrap of perfdash/confidence.py for the speedup; the same
+  bootstrap of the median compiled time for the latency) and how often it holds the next run's value.
+
+It writes ``bench/data/ab_noise.json`` (``AbNoise`` below; ``load_noise`` reads it), which bench/bisect.py and
+bench/detection.py read for their A/B noise instead of a constant.
+
+    python -m bench.ab_noise --runs 30 --minutes 25     # measure, then analyse (leaves raw runs under --raw-dir)
+    python -m bench.ab_noise --analyse-only              # analyse runs measured before
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel
+from scipy.stats import bootstrap
+
+from perfdash.confidence import speedup_interval
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "bench" / "data" / "ab_noise_models.toml"
+OUTPUT = ROOT / "bench" / "data" / "ab_noise.json"
+SUITE = "timm_models"  # the suite only names the files here: every model brings its own builder
+SAMPLES_FILE = "inductor_timm_models_float32_inference_cpu_samples.jsonl"
+CSV_FILE = "inductor_timm_models_float32_inference_cpu_performance.csv"
+
+
+class NoiseRow(BaseModel):
+    """One model's metric over the A/A runs."""
+
+    model: str
+    metric: str  # speedup | abs_latency
+    runs: int
+    median: float
+    between_run_cv_pct: float  # standard deviation of the log values, %
+    between_run_robust_cv_pct: float  # 1.4826 MAD of the log values, % (what an outlier run does not move)
+    pair_ratio_p05: float  # next run / this run: 5th, 50th, 95th percentile
+    pair_ratio_p50: float
+    pair_ratio_p95: float
+    pair_ratio_max_abs_pct: float  # the largest move from one run to the next, %
+    within_run_cv_pct: float  # median over runs of the within-run 95 % interval's half-width / 1.96, %
+    next_run_in_interval: float  # share of runs whose 95 % interval holds the next run's value
+    values: tuple[float, ...]  # every run's value, in the order measured
+
+
+class AbNoise(BaseModel):
+    machine: str
+    configuration: str
+    command: str
+    rows: tuple[NoiseRow, ...]
+
+    def cv_pct(self, metric: str) -> float:
+        """The median over models of the between-run CV of ``metric``, %."""
+        return float(statistics.median(r.between_run_cv_pct for r in self.rows if r.metric == metric))
+
+    @property
+    def speedup_cv_pct(self) -> float:
+        return self.cv_pct("speedup")
+
+    @property
+    def latency_cv_pct(self) -> float:
+        return self.cv_pct("abs_latency")
+
+    def residuals(self, metric: str) -> np.ndarray:
+        """The measured A/B noise of one measurement, as the simulating benches draw it: the log ratios of
+        consecutive runs (what a paired A/B of two identical builds sees: slow changes of the machine's load cancel
+        in them, fast ones do not), over sqrt(2) so that two independent draws differ as two runs did, pooled over
+        the models, each model's median ratio removed."""
+        parts = []
+        for row in self.rows:
+            if row.metric == metric:
+                steps = np.diff(np.log(np.asarray(row.values)))
+                parts.append((steps - np.median(steps)) / math.sqrt(2))
+        return np.concatenate(parts)
+
+
+def load_noise(path: Path = OUTPUT) -> AbNoise:
+    return AbNoise.model_validate_json(path.read_text())
+
+
+def run_argv(output_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "perfdash.cli", "run", "--suite", SUITE, "--models-file", str(MODELS),
+            "--performance", "--batch-size", "4", "--output-dir", str(output_dir), "--no-progress"]
+
+
+def measure(raw_dir: Path, runs: int, minutes: float) -> None:
+    """``runs`` runs of ``perfdash run`` one after the other (stopping early after ``minutes``)."""
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + minutes * 60
+    done = len(list(raw_dir.glob("run_*")))
+    while done < runs and time.monotonic() < deadline:
+        out = raw_dir / f"run_{done:03d}"
+        started = time.monotonic()
+        proc = subprocess.run(run_argv(out), capture_output=True, text=True, env=os.environ.copy(), check=False)
+        print(f"run {done}: rc={proc.returncode} {time.monotonic() - started:.0f}s", flush=True)
+        if proc.returncode != 0:
+            print(proc.stderr[-2000:], file=sys.stderr)
+        done += 1
+
+
+@dataclass(frozen=True)
+class RunValue:
+    speedup: float
+    latency_ms: float
+    speedup_ci: tuple[float, float] | None
+    latency_ci: tuple[float, float] | None
+
+
+def _latency_interval(compiled_ms: Sequence[float]) -> tuple[float, float] | None:
+    data = np.asarray(compiled_ms, dtype=float)
+    if len(data) < 5:
+        return None
+    res = bootstrap((data,), np.median, vectorized=True, n_resamples=2000, confidence_level=0.95,
+                    method="percentile", rng=np.random.default_rng(20240611))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def read_runs(raw_dir: Path) -> dict[str, list[RunValue]]:
+    """Per model, the runs in the order they were measured (a run where the model failed is left out)."""
+    per_model: dict[str, list[RunValue]] = {}
+    for run in sorted(raw_dir.glob("run_*")):
+        samples = run / SAMPLES_FILE
+        if not samples.exists():
+            continue
+        for line in samples.read_text().splitlines():
+            row = json.loads(line)
+            eager, compiled = row["eager_ms"], row["compiled_ms"]
+            if not eager or not compiled:
+                continue
+            speedup = statistics.median(eager) / statistics.median(compiled)
+            ci = speedup_interval(eager, compiled)
+            per_model.setdefault(row["name"], []).append(RunValue(
+                speedup=speedup, latency_ms=statistics.median(compiled),
+                speedup_ci=(ci.low, ci.high) if ci else None, latency_ci=_latency_interval(compiled)))
+    return per_model
+
+
+def _pct(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(values, q))
+
+
+def noise_row(model: str, metric: str, values: Sequence[float], intervals: Sequence[tuple[float, float] | None]
+              ) -> NoiseRow:
+    """The between-run spread of one metric and how often a run's own 95 % interval holds the next run's value."""
+    logs = np.log(np.asarray(values, dtype=float))
+    center = float(np.median(logs))
+    # log ratio of consecutive runs: an A/B of two identical builds measured one after the other
+    pair_logs = np.diff(logs)
+    held = [lo <= nxt <= hi for (ci, nxt) in zip(intervals[:-1], values[1:], strict=True) if ci for lo, hi in [ci]]
+    within = [math.log(hi / lo) / (2 * 1.959964) for ci in intervals if ci for lo, hi in [ci]]
+    mad = float(np.median(np.abs(logs - center))) * 1.4826
+    return NoiseRow(
+        model=model, metric=metric, runs=len(values),
+        median=float(math.exp(center)),
+        between_run_cv_pct=float(np.std(logs, ddof=1) * 100),
+        between_run_robust_cv_pct=mad * 100,
+        pair_ratio_p05=float(math.exp(_pct(pair_logs, 5))), pair_ratio_p50=float(math.exp(_pct(pair_logs, 50))),
+        pair_ratio_p95=float(math.exp(_pct(pair_logs, 95))),
+        pair_ratio_max_abs_pct=float((math.exp(np.max(np.abs(pair_logs))) - 1) * 100),
+        within_run_cv_pct=float(statistics.median(within) * 100) if within else math.nan,
+        next_run_in_interval=sum(held) / len(held) if held else math.nan,
+        values=tuple(float(v) for v in values),
+    )
+
+
+def analyse(raw_dir: Path, command: str) -> AbNoise:
+    per_model = read_runs(raw_dir)
+    rows: list[NoiseRow] = []
+    for model, runs in sorted(per_model.items()):
+        if len(runs) < 3:
+            continue
+        rows.append(noise_row(model, "speedup", [r.speedup for r in runs], [r.speedup_ci for r in runs]))
+        rows.append(noise_row(model, "abs_latency", [r.latency_ms for r in runs], [r.latency_ci for r in runs]))
+    return AbNoise(machine="this machine's 2-core AMD CPU (AVX2 only), shared with other jobs",
+                   configuration=f"perfdash run --suite {SUITE} --models-file {MODELS.relative_to(ROOT)} "
+                                 "--performance --batch-size 4 (inductor, float32, inference, cpu, default repeats)",
+                   command=command, rows=tuple(rows))
+
+
+def print_table(noise: AbNoise) -> None:
+    print(f"{'model':24} {'metric':12} {'runs':>4} {'median':>8} {'CV%':>6} {'rCV%':>6} {'p05':>6} {'p95':>6} "
+          f"{'max|d|%':>7} {'within%':>7} {'next in CI':>10}")
+    for r in noise.rows:
+        print(f"{r.model:24} {r.metric:12} {r.runs:4d} {r.median:8.3f} {r.between_run_cv_pct:6.2f} "
+              f"{r.between_run_robust_cv_pct:6.2f} {r.pair_ratio_p05:6.3f} {r.pair_ratio_p95:6.3f} "
+              f"{r.pair_ratio_max_abs_pct:7.1f} {r.within_run_cv_pct:7.2f} {r.next_run_in_interval:10.0%}")
+    print(f"A/B noise (median between-run CV of the speedup over models): {noise.speedup_cv_pct:.2f} %; "
+          f"of the latency: {noise.latency_cv_pct:.2f} %")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--minutes", type=float, default=25.0, help="stop measuring after this long")
+    parser.add_argument("--raw-dir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "ab_noise_runs")
+    parser.add_argument("--analyse-only", action="store_true")
+    parser.add_argument("--output", type=Path, default=OUTPUT)
+    args = parser.parse_args(argv)
+    if not args.analyse_only:
+        measure(args.raw_dir, args.runs, args.minutes)
+    noise = analyse(args.raw_dir, "python -m bench.ab_noise " + " ".join(argv if argv is not None else sys.argv[1:]))
+    print_table(noise)
+    args.output.write_text(noise.model_dump_json(indent=1) + "\n")
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
