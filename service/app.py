@@ -19,7 +19,7 @@ from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from perfdash.contract import ContractError
-from service.api import annotations, bisections, compare, configurations, findings, history, runs, summary
+from service.api import annotations, audit, bisections, compare, configurations, findings, history, runs, summary
 from service.api import releases as releases_api
 from service.api import training as training_api
 from service.api.errors import RETRY_AFTER_S, ErrorBoundary, RejectNulBytes, ascii_json
@@ -78,7 +78,7 @@ def create_app(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] |
     app.add_middleware(RejectNulBytes)
     app.add_middleware(ErrorBoundary)  # added last: the outermost of ours, so it sees every other one's exception
     for module in (runs, summary, history, compare, configurations, annotations, findings, bisections, releases_api,
-                   training_api):
+                   training_api, audit):
         app.include_router(module.router)
     install_web(app)  # HTML pages and /static (service/web)
 

@@ -6,7 +6,7 @@ from datetime import date
 
 from fastapi import APIRouter, HTTPException, status
 
-from service.api.deps import IngestAuth
+from service.api.auth import AUTH_RESPONSES, AdminScope
 from service.db import SessionDep
 from service.queries.annotations import AnnotationIn, AnnotationOut, add_annotation, list_annotations
 
@@ -20,8 +20,9 @@ def annotations_list(session: SessionDep, configuration_id: int | None = None, s
                             until=until)
 
 
-@router.post("", response_model=AnnotationOut, status_code=status.HTTP_201_CREATED, dependencies=[IngestAuth],
-             summary="Add an annotation")
+@router.post("", response_model=AnnotationOut, status_code=status.HTTP_201_CREATED, dependencies=[AdminScope],
+             summary="Add an annotation (scope admin)",
+             responses={**AUTH_RESPONSES, 404: {"description": "no such configuration or series"}})
 def annotations_create(session: SessionDep, note: AnnotationIn) -> AnnotationOut:
     try:
         out = add_annotation(session, note)

@@ -15,7 +15,7 @@ from fastapi import APIRouter, HTTPException, Response, status
 from sqlalchemy.orm import Session
 
 from perfdash.bisection import BisectionIn, BisectionOut, BisectionResult, BisectionStatus
-from service.api.deps import IngestAuth
+from service.api.auth import AUTH_RESPONSES, BisectScope
 from service.db import SessionDep, SettingsDep
 from service.detection.models import BisectionRequest, Finding
 from service.detection.queries import BisectionError, record_result, request_bisection
@@ -27,8 +27,10 @@ logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/bisections", tags=["bisections"])
 
 
-@router.post("", response_model=BisectionOut, status_code=status.HTTP_201_CREATED, dependencies=[IngestAuth],
-             summary="Request a bisection (201), or get the finding's existing request (200)")
+@router.post("", response_model=BisectionOut, status_code=status.HTTP_201_CREATED, dependencies=[BisectScope],
+             summary="Request a bisection (201), or get the finding's existing request (200; scope bisect)",
+             responses={**AUTH_RESPONSES, 200: {"description": "the finding's existing request"},
+                        404: {"description": "no such finding"}})
 def bisections_create(session: SessionDep, body: BisectionIn, response: Response) -> BisectionOut:
     from pydantic import ValidationError
 
@@ -60,8 +62,9 @@ def bisections_get(session: SessionDep, bisection_id: int) -> BisectionOut:
     return bisection_out(row)
 
 
-@router.post("/{bisection_id}/result", response_model=BisectionOut, dependencies=[IngestAuth],
-             summary="Report a bisection's result: marks it done and comments the culprit on the regression's issue")
+@router.post("/{bisection_id}/result", response_model=BisectionOut, dependencies=[BisectScope],
+             summary="Report a bisection's result: marks it done and comments the culprit on the regression's issue "
+                     "(scope bisect)", responses={**AUTH_RESPONSES, 404: {"description": "no such bisection"}})
 def bisections_result(session: SessionDep, settings: SettingsDep, bisection_id: int,
                       body: BisectionResult) -> BisectionOut:
     from service.detection.confirmation import record_confirmation

@@ -1,10 +1,9 @@
-"""Dependencies shared by routers and pages: the ingest token check, and the one filter model every endpoint and
-page reads from its query string (ConfigFilter, RunFilter)."""
+"""Dependencies shared by routers and pages: the one filter model every endpoint and page reads from its query string
+(ConfigFilter, RunFilter). Who may write is service/api/auth.py."""
 
 from __future__ import annotations
 
 import dataclasses
-import hmac
 import inspect
 import typing
 from collections.abc import Callable
@@ -12,31 +11,9 @@ from datetime import date
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Query, Response, status
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
-from service.db import SettingsDep
 from service.queries.filters import ConfigFilter, RunFilter
-
-_bearer = HTTPBearer(auto_error=False, description="One of PERFDASH_INGEST_TOKENS")
-
-
-def require_ingest_token(
-    settings: SettingsDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> None:
-    """401 unless the bearer token is one of the configured ingest tokens (constant-time; tokens are never logged)."""
-    presented = credentials.credentials.encode() if credentials is not None else b""
-    # Compare against every token so the time taken does not tell which (or whether any) prefix matched.
-    matched = False
-    for token in settings.ingest_token_list:
-        matched |= hmac.compare_digest(presented, token.encode())
-    if not presented or not matched:
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or invalid ingest token",
-                            headers={"WWW-Authenticate": "Bearer"})
-
-
-IngestAuth = Depends(require_ingest_token)
 
 
 def json_response(content: BaseModel | list[BaseModel], status_code: int = 200) -> Response:

@@ -6,7 +6,7 @@ from datetime import date
 
 from fastapi import APIRouter, HTTPException, Query, status
 
-from service.api.deps import IngestAuth
+from service.api.auth import AUTH_RESPONSES, AdminScope
 from service.db import SessionDep
 from service.queries.findings import AcknowledgeIn, FindingOut, get_finding, list_findings
 
@@ -31,8 +31,10 @@ def findings_get(session: SessionDep, finding_id: int) -> FindingOut:
     return found
 
 
-@router.post("/{finding_id}/acknowledge", response_model=FindingOut, dependencies=[IngestAuth],
-             summary="Acknowledge a finding with a note (it then stays quiet; the note is also an annotation)")
+@router.post("/{finding_id}/acknowledge", response_model=FindingOut, dependencies=[AdminScope],
+             summary="Acknowledge a finding with a note (it then stays quiet; the note is also an annotation; "
+                     "scope admin)",
+             responses={**AUTH_RESPONSES, 404: {"description": "no such finding"}})
 def findings_acknowledge(session: SessionDep, finding_id: int, body: AcknowledgeIn) -> FindingOut:
     from service.detection.detector import acknowledge
 

@@ -11,7 +11,8 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from service.api.deps import IngestAuth, RunFilterDep, json_response
+from service.api.auth import AUTH_RESPONSES, AdminScope, IngestScope, audit_detail
+from service.api.deps import RunFilterDep, json_response
 from service.db import SessionDep
 from service.ingest import IngestDefaults, RunBundle, RunPayload, bundle_from_payload, bundles_from_files, ingest
 from service.models import Run
@@ -57,9 +58,9 @@ def runs_get(session: SessionDep, run_id: int, samples: bool = False) -> Respons
     return json_response(run)
 
 
-@router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[IngestAuth],
-               summary="Delete a run (e.g. a bad night): its results, summary and findings go with it",
-               responses={401: {"description": "bad token"}, 404: {"description": "no such run"}})
+@router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[AdminScope],
+               summary="Delete a run (e.g. a bad night): its results, summary and findings go with it (scope admin)",
+               responses={**AUTH_RESPONSES, 404: {"description": "no such run"}})
 def runs_delete(session: SessionDep, run_id: int) -> Response:
     # The database cascades to results, summary, change points and findings (foreign keys ON DELETE CASCADE).
     deleted = session.execute(sa.delete(Run).where(Run.id == run_id)).rowcount
@@ -127,10 +128,10 @@ async def _bundles_from_multipart(request: Request) -> list[RunBundle]:
     return bundles_from_files(files, defaults)
 
 
-@router.post("", response_model=IngestResponse, openapi_extra=_INGEST_BODY, dependencies=[IngestAuth],
-             summary="Ingest runs: the runner's manifest + results as JSON, or the CSV files (multipart)",
+@router.post("", response_model=IngestResponse, openapi_extra=_INGEST_BODY, dependencies=[IngestScope],
+             summary="Ingest runs: the runner's manifest + results as JSON, or the CSV files (multipart; scope ingest)",
              responses={201: {"description": "stored"}, 200: {"description": "already stored, nothing changed"},
-                        401: {"description": "bad token"},
+                        **AUTH_RESPONSES,
                         409: {"description": "same configuration, commit and start, other content"},
                         413: {"description": "upload too large"},
                         422: {"description": "malformed input; names the file, line and column"}})
@@ -149,6 +150,9 @@ async def runs_create(request: Request, response: Response, session: SessionDep)
         raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "send application/json or multipart/form-data")
     hooks = request.app.state.post_ingest_hooks
     report = await run_in_threadpool(ingest, session, bundles, hooks)
+    audit_detail(request, "; ".join(f"run {r.run_id} {'stored' if r.created else 'already stored'} "
+                                    f"({r.suite} {r.backend}, {r.models} models)" for r in report.runs))
+    await run_in_threadpool(session.commit)
     response.status_code = status.HTTP_201_CREATED if any(r.created for r in report.runs) else status.HTTP_200_OK
     return IngestResponse(runs=[IngestedRunOut(run_id=r.run_id, run_key=r.run_key, created=r.created, suite=r.suite,
                                                backend=r.backend, models=r.models) for r in report.runs],
