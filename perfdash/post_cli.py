@@ -19,12 +19,14 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import ssl
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfdash import spool
+from perfdash.client_auth import TokenError, read_token_file, tls_verify
 from perfdash.contract import ContractError
 from perfdash.resultfiles import collect, named_by_flags
 from perfdash.upload import Answer, Upload, UploadVerdict, post_upload
@@ -36,10 +38,6 @@ EXIT_NOT_KEPT = 4
 DEFAULT_SPOOL = Path.home() / ".cache" / "perfdash" / "spool"
 
 
-class TokenError(Exception):
-    pass
-
-
 @dataclass(frozen=True, slots=True)
 class PostConfig:
     """What the upload client reads from the environment (the service's Settings stay the service's)."""
@@ -48,6 +46,7 @@ class PostConfig:
     token: str | None
     token_file: Path | None
     ingest_tokens: tuple[str, ...]
+    environ: Mapping[str, str]
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> PostConfig:
@@ -56,7 +55,8 @@ class PostConfig:
                    token=environ.get("PERFDASH_TOKEN") or None,
                    token_file=Path(token_file) if token_file else None,
                    ingest_tokens=tuple(t.strip() for t in environ.get("PERFDASH_INGEST_TOKENS", "").split(",")
-                                       if t.strip()))
+                                       if t.strip()),
+                   environ=environ)
 
 
 def resolve_token(args: argparse.Namespace, config: PostConfig) -> str:
@@ -65,25 +65,15 @@ def resolve_token(args: argparse.Namespace, config: PostConfig) -> str:
     if args.token:
         return args.token
     if args.token_file is not None:
-        return _read_token(Path(args.token_file))
+        return read_token_file(Path(args.token_file))
     if config.token:
         return config.token
     if config.token_file is not None:
-        return _read_token(config.token_file)
+        return read_token_file(config.token_file)
     if config.ingest_tokens:
         return config.ingest_tokens[0]
     raise TokenError("--url needs a token: PERFDASH_TOKEN, PERFDASH_TOKEN_FILE or --token-file "
                      "(or --token, which shows in the process list)")
-
-
-def _read_token(path: Path) -> str:
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise TokenError(f"cannot read the token file {path}: {exc.strerror or exc}") from exc
-    if not token:
-        raise TokenError(f"the token file {path} is empty")
-    return token
 
 
 @dataclass
@@ -109,12 +99,14 @@ class _Poster:
     attempts: int
     max_server_errors: int
     spool_dir: Path
+    verify: ssl.SSLContext | bool = True
     tally: Tally = field(default_factory=Tally)
     service_down: bool = False
 
     def post(self, upload: Upload, server_errors: int = 0) -> Answer:
         answer = post_upload(self.url, self.token, upload, attempts=1 if self.service_down else self.attempts,
-                             server_errors=server_errors, max_server_errors=self.max_server_errors)
+                             server_errors=server_errors, max_server_errors=self.max_server_errors,
+                             verify=self.verify)
         if answer.verdict is UploadVerdict.UNAVAILABLE:
             self.service_down = True
         return answer
@@ -199,6 +191,7 @@ def post_results(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     config = PostConfig.from_environ(os.environ if environ is None else environ)
     try:
         token = resolve_token(args, config)
+        verify = tls_verify(config.environ, getattr(args, "ca_bundle", None))
         groups = named_by_flags(args, collect(args.paths))
     except (TokenError, FileNotFoundError, ContractError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -206,7 +199,7 @@ def post_results(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     if not groups:
         print("error: no result files found", file=sys.stderr)
         return EXIT_USAGE
-    poster = _Poster(args.url, token, args.retries, args.max_server_errors, config.spool_dir)
+    poster = _Poster(args.url, token, args.retries, args.max_server_errors, config.spool_dir, verify)
     poster.drain_spool()
     for directory, files in sorted(groups.items()):
         form = {k: v for k, v in {

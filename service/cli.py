@@ -31,7 +31,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ingest.add_argument("--token", help="ingest token; shows in the process list: prefer --token-file or "
                                         "PERFDASH_TOKEN (default: PERFDASH_TOKEN, PERFDASH_TOKEN_FILE, then the "
                                         "first of PERFDASH_INGEST_TOKENS)")
-    ingest.add_argument("--token-file", type=Path, help="file holding the ingest token (--url)")
+    ingest.add_argument("--token-file", type=Path, help="file holding the ingest token (--url; default "
+                                                        "$PERFDASH_TOKEN_FILE)")
+    ingest.add_argument("--ca-bundle", type=Path, help="PEM file of the CA that signed the service's certificate "
+                                                       "(--url https://; default $PERFDASH_CA_BUNDLE, else the "
+                                                       "system's trust store)")
     ingest.add_argument("--machine", help="without a manifest: the machine (CPU model or GPU name)")
     ingest.add_argument("--commit", help="without a manifest: the torch git commit")
     ingest.add_argument("--timestamp", type=datetime.fromisoformat,

@@ -74,7 +74,8 @@ class Settings(BaseSettings):
     service.app.app_from_environment (uvicorn's workers) and for a bare ``alembic`` run (migrations/env.py); never at
     import."""
 
-    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+    # env_ignore_empty: NAME= (a placeholder left empty in an env file or a Jenkinsfile) means "not set"
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True, env_ignore_empty=True)
 
     database_url: str = Field("sqlite:///perfdash.db", validation_alias=_env("DATABASE_URL"))
     # Comma-separated bearer tokens of scope ``ingest`` only (what every agent holds); the scoped tokens are in
@@ -83,7 +84,9 @@ class Settings(BaseSettings):
     # Named tokens with scopes, as JSON: [{"name": "bisect-job", "scopes": ["bisect"], "token": "..."}, ...]
     tokens: tuple[TokenSpec, ...] = Field((), validation_alias=_env("PERFDASH_TOKENS"))
     github_token: SecretStr | None = Field(None, validation_alias=_env("GITHUB_TOKEN"))
-    github_repository: str | None = Field(None, validation_alias=_env("GITHUB_REPOSITORY"))
+    # No default: posting refuses until a deployment names its own repository and report issue.
+    github_repository: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$",
+                                          validation_alias=_env("GITHUB_REPOSITORY"))
     report_issue: int | None = Field(None, validation_alias=_env("PERFDASH_REPORT_ISSUE"))
     github_api_url: str = Field("https://api.github.com", validation_alias=_env("GITHUB_API_URL"))
     dashboard_url: str | None = Field(None, validation_alias=_env("PERFDASH_DASHBOARD_URL"))

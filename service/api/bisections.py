@@ -85,12 +85,15 @@ def bisections_result(session: SessionDep, settings: SettingsDep, bisection_id: 
 def _file_confirmed(session: Session, settings: Settings, confirmed: list[Finding]) -> None:
     """The issue of a regression that its A/B re-measurement reproduced (what does not get through is retried by the
     next `perfdash report --post`)."""
-    from service.github.client import GitHubClient, GitHubConfig
+    from service.github.client import GitHubClient, GitHubConfig, refusal
     from service.github.publisher import file_issue, issue_finding_ids
 
     config = GitHubConfig.from_settings(settings)
     wanted = set(issue_finding_ids(session, finding_ids=[f.id for f in confirmed])) if confirmed else set()
-    if config is None or not wanted:
+    if not wanted:
+        return
+    if config is None:
+        logger.warning("issue of finding(s) %s: %s", sorted(wanted), refusal(settings))
         return
     with GitHubClient(config, max_attempts=3, max_wait_s=10.0) as client:
         for finding in confirmed:
@@ -102,11 +105,14 @@ def _file_confirmed(session: Session, settings: Settings, confirmed: list[Findin
 
 
 def _comment_on_github(session: Session, settings: Settings, row: BisectionRequest) -> None:
-    from service.github.client import GitHubClient, GitHubConfig
+    from service.github.client import GitHubClient, GitHubConfig, refusal
     from service.github.publisher import comment_culprit
 
     config = GitHubConfig.from_settings(settings)
-    if config is None or row.finding_id is None:
+    if row.finding_id is None:
+        return
+    if config is None:
+        logger.warning("culprit of bisection %s: %s", row.id, refusal(settings))
         return
     # A short retry budget: the bisect job is waiting on this answer; what does not get through is retried later.
     with GitHubClient(config, max_attempts=3, max_wait_s=10.0) as client:

@@ -50,11 +50,27 @@ class GitHubConfig:
 
     @classmethod
     def from_settings(cls, settings: Any) -> GitHubConfig | None:
-        """None unless the settings have a token and a repository (reporting is then skipped, not an error)."""
-        token = settings.github_token
-        if token is None or not token.get_secret_value() or not settings.github_repository:
+        """None unless the settings name a token, a repository and the report issue (:func:`missing_settings`):
+        there is no default repository or issue, so a deployment posts nowhere until it names its own."""
+        if missing_settings(settings):
             return None
+        token = settings.github_token
         return cls(api_url=settings.github_api_url.rstrip("/"), token=token, repository=settings.github_repository)
+
+
+def missing_settings(settings: Any) -> list[str]:
+    """The GitHub settings posting needs and ``settings`` lack, by their environment names."""
+    token = settings.github_token
+    needed = {"GITHUB_TOKEN": token is not None and bool(token.get_secret_value()),
+              "GITHUB_REPOSITORY": bool(settings.github_repository),
+              "PERFDASH_REPORT_ISSUE": settings.report_issue is not None}
+    return [name for name, present in needed.items() if not present]
+
+
+def refusal(settings: Any) -> str:
+    """Why nothing is posted, in one line."""
+    return (f"not posting to GitHub: {', '.join(missing_settings(settings))} not set (there is no default repository "
+            "or issue: name this deployment's own, GITHUB_REPOSITORY=owner/name and PERFDASH_REPORT_ISSUE=number)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ STUB = Path(__file__).with_name("pipeline_stub.groovy")
 SHELL_SAMPLES = {
     "PERFDASH_TOKEN": "token-from-jenkins-credentials",
     "PERFDASH_TOKEN_FILE": "/workspace@tmp/secretFiles/1/token",
-    "SERVICE_URL": "http://perfdash.internal:8000",
+    "SERVICE_URL": "https://perfdash.internal:8443",
     "REQUEST_ID": "7",
     "REPO": "https://github.com/pytorch/pytorch",
     "OMP_NUM_THREADS": "8",

@@ -156,13 +156,19 @@ def test_compose_sets_only_settings_the_service_reads(compose: dict) -> None:
     for field in settings.Settings.model_fields.values():
         alias = field.validation_alias
         known.update(getattr(alias, "choices", [alias]))
+    known |= {f"{name}_FILE" for name in settings.FILE_BACKED}  # a secret's file stands for it
     env_keys = set()
     for name in ("migrate", "service"):
         env_keys |= set(_environment(compose["services"][name]))
     example = (DOCKER / "perfdash.env.example").read_text().splitlines()
     env_keys |= {line.split("=", 1)[0] for line in example if "=" in line and not line.startswith("#")}
     assert env_keys <= known, f"not service settings: {sorted(env_keys - known)}"
-    assert {"GITHUB_TOKEN", "GITHUB_REPOSITORY", "PERFDASH_REPORT_ISSUE"} <= env_keys
+    assert {"GITHUB_REPOSITORY", "PERFDASH_REPORT_ISSUE"} <= env_keys
+    # no default repository or issue (placeholders stay empty: posting refuses until a deployment names its own),
+    # and no secret as a value in an env file
+    values = dict(line.split("=", 1) for line in example if "=" in line and not line.startswith("#"))
+    assert values["GITHUB_REPOSITORY"] == "" and values["PERFDASH_REPORT_ISSUE"] == ""
+    assert "GITHUB_TOKEN" not in values
 
 
 # ---- the scripts the images carry -----------------------------------------------------------------------------

@@ -158,7 +158,7 @@ def app_client(migrated_url: str, session: Session, github, tmp_path: Path) -> I
 
     settings = Settings(database_url=migrated_url, ingest_tokens=TOKEN, github_token="ghp_apiSECRET",
                         tokens=[{"name": "test-operator", "scopes": ["ingest", "bisect", "admin"], "token": OPERATOR}],
-                        github_repository="pytorch/pytorch", github_api_url=github.url, report_issue=None,
+                        github_repository="perfdash-test/dashboard", github_api_url=github.url, report_issue=1,
                         dashboard_url="http://perfdash.example", spool_dir=tmp_path / "spool")
     app = create_app(settings)
     app.dependency_overrides[get_session] = lambda: session
