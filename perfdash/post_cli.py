@@ -8,8 +8,11 @@ Per upload (the spool first, oldest first, then the PATHs):
   and retried by the next invocation; after the first unavailable answer the rest get one attempt each, so a service
   that is down costs one backoff, not one per upload;
 - unauthorized (401/403): kept in the spool, the upload is fine and the token is not;
-- refused (another 4xx, or more than --max-server-errors 5xx for the same upload): a spooled entry is moved to
-  ``rejected/`` in the spool with the reason; a PATH's files stay where they are. Never retried.
+- refused (another 4xx, or a 5xx in more than --max-server-errors invocations for the same upload; the 5xx of one
+  invocation count once): a spooled entry is moved to ``rejected/`` in the spool with the reason; a PATH's files
+  stay where they are. Never retried.
+- a spooled entry this user does not own, or that others may write to (perfdash.spool): never posted, moved to
+  ``untrusted/``; a spool directory that is not private to this user is neither read nor written.
 One entry never stops the others. Exit status: 1 if anything was refused or unauthorized, else 4 if an upload could
 be neither posted nor spooled (its files stay where they are), else 3 if anything was spooled, else 0.
 """
@@ -23,6 +26,7 @@ import ssl
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from perfdash import spool
@@ -112,12 +116,24 @@ class _Poster:
         return answer
 
     def drain_spool(self) -> None:
+        try:
+            self._drain_spool()
+        except spool.SpoolUnsafe as exc:
+            # nothing in it is posted with our token, and nothing is spooled there
+            print(f"error: {exc}; its uploads are not posted", file=sys.stderr)
+            self.tally.refused.append(str(self.spool_dir))
+
+    def _drain_spool(self) -> None:
         with spool.drain_lock(self.spool_dir) as mine:
             if not mine:
                 print(f"note: another perfdash ingest is posting the spool {self.spool_dir}; leaving it to that one",
                       file=sys.stderr)
                 return
             for entry in spool.entries(self.spool_dir):
+                untrusted = spool.untrusted_reason(entry)
+                if untrusted is not None:
+                    self._set_aside(entry, untrusted)
+                    continue
                 try:
                     spooled = spool.load(entry)
                 except (OSError, ValueError) as exc:
@@ -142,6 +158,15 @@ class _Poster:
         except OSError as exc:
             where = f"could not be moved aside ({exc.strerror or exc}), it stays at {entry}"
         print(f"error: REJECTED spooled upload {entry.name}: the service refused it ({reason}); it is not retried, "
+              f"{where}", file=sys.stderr)
+        self.tally.refused.append(entry.name)
+
+    def _set_aside(self, entry: Path, reason: str) -> None:
+        try:
+            where = f"set aside in {spool.reject(entry, reason, None, spool.UNTRUSTED)}"
+        except OSError as exc:
+            where = f"could not be moved aside ({exc.strerror or exc}), it stays at {entry}"
+        print(f"error: NOT POSTED spooled upload {entry.name}: {reason}, so it may not be this user's upload; "
               f"{where}", file=sys.stderr)
         self.tally.refused.append(entry.name)
 
@@ -201,10 +226,13 @@ def post_results(args: argparse.Namespace, environ: Mapping[str, str] | None = N
         return EXIT_USAGE
     poster = _Poster(args.url, token, args.retries, args.max_server_errors, config.spool_dir, verify)
     poster.drain_spool()
+    # When the uploads were made: a run without a start of its own is dated then, also when it waits in the spool
+    # (the service never keys a run by it).
+    made_at = datetime.now(UTC).isoformat(timespec="seconds")
     for directory, files in sorted(groups.items()):
         form = {k: v for k, v in {
             "machine": args.machine, "commit": args.commit, "torch_version": args.torch_version,
-            "timestamp": args.timestamp.isoformat() if args.timestamp else None}.items() if v}
+            "timestamp": args.timestamp.isoformat() if args.timestamp else None, "made_at": made_at}.items() if v}
         poster.post_directory(directory, Upload(files=files, form=form))
     tally = poster.tally
     if len(tally.refused) + len(tally.not_kept) > 1:  # one problem is already one clear line

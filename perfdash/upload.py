@@ -102,20 +102,18 @@ def post_upload(url: str, token: str, upload: Upload, *, attempts: int = 4, serv
                 max_server_errors: int = 3, wait_max_s: float = 8.0, timeout_s: float = 60.0,
                 verify: ssl.SSLContext | bool = True) -> Answer:
     """POST to ``{url}/api/v1/runs`` up to ``attempts`` times while the answer is retryable. ``server_errors``: how
-    many 5xx this body has had before (from the spool); one more than ``max_server_errors`` makes it REFUSED."""
+    many calls for this body ended in a 5xx before (from the spool); this call counts one more if it does, and one
+    more than ``max_server_errors`` makes it REFUSED."""
     backoff = wait_exponential(multiplier=0.5, max=wait_max_s)
 
     def wait(state: RetryCallState) -> float:
         answer: Answer = state.outcome.result()  # type: ignore[union-attr]
         return min(wait_max_s, max(backoff(state), answer.retry_after_s))
 
-    errors = server_errors
-
     def attempt() -> Answer:
-        nonlocal errors
-        answer = _post_once(url, token, upload, timeout_s, errors, max_server_errors, verify)
-        errors = answer.server_errors
-        return answer
+        # A server error counts once per call, however many attempts it took: a few seconds of 500s (a restart, a
+        # passing fault) spool the upload; only a body that fails call after call is refused.
+        return _post_once(url, token, upload, timeout_s, server_errors, max_server_errors, verify)
 
     retrying = Retrying(retry=retry_if_result(lambda answer: answer.retryable),
                         stop=stop_after_attempt(max(1, attempts)), wait=wait,

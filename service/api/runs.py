@@ -88,7 +88,11 @@ _INGEST_BODY = {
                         "commit": {"type": "string", "description": "without a manifest: torch git commit"},
                         "timestamp": {"type": "string", "format": "date-time",
                                       "description": "without a manifest: when the run started (default: none; "
-                                                     "the run is then keyed by its content and dated on arrival)"},
+                                                     "the run is then keyed by its content and dated made_at)"},
+                        "made_at": {"type": "string", "format": "date-time",
+                                    "description": "when the upload was made (perfdash ingest sends it and keeps it "
+                                                   "in the spool): dates a run without a start, never keys it "
+                                                   "(default: on arrival)"},
                         "torch_version": {"type": "string"},
                         "host": {"type": "string"},
                     },
@@ -112,19 +116,23 @@ async def _bundles_from_multipart(request: Request) -> list[RunBundle]:
     for upload in form.getlist("files"):
         if not isinstance(upload, UploadFile) or not upload.filename:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "'files' must be file parts with file names")
+        if upload.filename in files:  # the last would silently win: which one did the sender mean?
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
+                                f"two files named {upload.filename!r} in one upload")
         files[upload.filename] = await upload.read()
-    timestamp = form.get("timestamp")
-    try:
-        moment = datetime.fromisoformat(timestamp) if isinstance(timestamp, str) and timestamp else None
-    except (ValueError, OverflowError):
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"timestamp {timestamp!r} is not ISO 8601") from None
+    def moment(name: str) -> datetime | None:
+        value = form.get(name)
+        try:
+            return datetime.fromisoformat(value) if isinstance(value, str) and value else None
+        except (ValueError, OverflowError):
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{name} {value!r} is not ISO 8601") from None
 
     def text(name: str) -> str | None:
         value = form.get(name)
         return value if isinstance(value, str) and value else None
 
-    defaults = IngestDefaults(machine=text("machine"), commit=text("commit"), timestamp=moment,
-                              torch_version=text("torch_version"), host=text("host"))
+    defaults = IngestDefaults(machine=text("machine"), commit=text("commit"), timestamp=moment("timestamp"),
+                              torch_version=text("torch_version"), host=text("host"), made_at=moment("made_at"))
     return bundles_from_files(files, defaults)
 
 

@@ -80,7 +80,9 @@ abstract class PipelineScript extends Script {
 
     def getParams() { record.params }
     def getEnv() { record.env }
-    def getDocker() { [build: { String tag, String args -> new DockerImage(script: this, tag: tag) }] }
+    def getDocker() {
+        [build: { String tag, String args -> record.echoes << "build ${tag} ${args}".toString(); new DockerImage(script: this, tag: tag) }]
+    }
     def getScm() { 'scm' }
     def getCurrentBuild() { record.env.currentBuild = record.env.currentBuild ?: [:]; record.env.currentBuild }
     def getProperty(String name) {

@@ -225,7 +225,12 @@ def test_ingest_keeps_the_token_off_command_lines_and_the_spool_on_the_node(run_
     for name in ("runner-cpu.Dockerfile", "runner-cuda.Dockerfile"):
         text = (REPO / "docker" / name).read_text()
         assert f"PERFDASH_SPOOL_DIR={spool}" in text, name
-        assert 'chmod 1777 "${PERFDASH_SPOOL_DIR}"' in text, name
+        # private to the user the cells run as: nothing else on the node may plant an upload there
+        assert 'install -d -m 0700 -o "${SPOOL_UID}" "${PERFDASH_SPOOL_DIR}"' in text, name
+        assert "1777" not in text, name
+    builds = [e for e in record["echoes"] if e.startswith("build perfdash-runner-")]
+    assert len(builds) == len(runners) and all("--build-arg SPOOL_UID=" in e for e in builds)
+    assert any(script.strip() == "id -u" for script in record["sh"])
 
 
 # A variable whose value would be a secret: bound so, it is in `docker exec ... env NAME=value` on the node (`ps`

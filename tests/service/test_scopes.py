@@ -148,3 +148,4 @@ def test_badly_configured_tokens_are_refused_at_startup(tokens: str) -> None:
     with pytest.raises(ValidationError) as raised:
         Settings(tokens=tokens)
     assert "0123456789abcdefgh" not in str(raised.value.errors(include_input=False))
+
