@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 SETTINGS_CLASS = ("service.settings", "Settings")
+# For a command that reads the settings: the one line to print instead of a traceback when its database cannot be
+# reached (None: not that; the exception goes on). Named as a string: the contract package imports no service code.
+DATABASE_DOWN = ("service.db", "unavailable_message")
 
 
 def _reads_settings(args: argparse.Namespace) -> bool:
@@ -75,6 +78,15 @@ def main(argv: Sequence[str] | None = None, *, settings: Any = None) -> int:
         except ValueError as exc:  # pydantic's ValidationError and a secret file that cannot be read
             print(f"error: the settings in the environment are not valid: {_settings_problem(exc)}", file=sys.stderr)
             return 2
+        try:
+            return int(args.handler(args) or 0)
+        except Exception as exc:
+            module, name = DATABASE_DOWN
+            message = getattr(importlib.import_module(module), name)(exc, args.settings)
+            if message is None:
+                raise
+            print(f"error: perfdash {args.command}: {message}", file=sys.stderr)
+            return 1
     return int(args.handler(args) or 0)
 
 

@@ -74,3 +74,21 @@ def test_an_empty_placeholder_is_not_set(clean_env) -> None:
     clean_env.setenv("GITHUB_REPOSITORY", "pytorch pytorch")
     with pytest.raises(ValueError, match=r"GITHUB_REPOSITORY|github_repository"):
         Settings()
+
+
+@pytest.mark.parametrize("command", [["detect"], ["report", "--run", "1"], ["serve", "--port", "1"], ["db", "upgrade"]])
+def test_a_database_that_is_down_is_one_line_not_a_traceback(clean_env, command, capsys) -> None:
+    import socket
+
+    from perfdash.cli import main
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    clean_env.setenv("DATABASE_URL", f"postgresql+psycopg2://perfdash:pw-never-shown@127.0.0.1:{port}/perfdash")
+    assert main(command) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"perfdash {command[0]}: the database postgresql+psycopg2://perfdash:***@127.0.0.1:{port}/perfdash " \
+           "cannot be reached" in err
+    assert "pw-never-shown" not in err
