@@ -9,17 +9,20 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy.orm import Session
 
 from service.models import Annotation, Configuration, Series
-from service.queries.filters import night_range
+from service.queries.filters import IsoDate, night_range
 
 
 class AnnotationIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # the document says what the validator below checks: at least one target that is not null
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
+        {"required": [name], "properties": {name: {"not": {"type": "null"}}}}
+        for name in ("configuration_id", "series_id", "night")]})
 
     text: str = Field(min_length=1, max_length=10_000)
     author: str | None = Field(None, max_length=200)
     configuration_id: int | None = None
     series_id: int | None = None
-    night: date | None = None
+    night: IsoDate | None = None
 
     @model_validator(mode="after")
     def _targets_something(self) -> AnnotationIn:
