@@ -36,14 +36,32 @@ def _error(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": _ERROR_REF}}}
 
 
+# What the database can hold: text without NUL (RejectNulBytes answers 400 before any handler), integers of 64 bits
+# (an OFFSET or an id beyond them is a 422 from the database's own range check)
+NO_NUL = "^[^\\x00]*$"
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def _bound_parameter(schema: dict[str, Any]) -> None:
+    for option in schema.get("anyOf", [schema]):
+        if option.get("type") == "string" and "pattern" not in option and "format" not in option \
+                and "enum" not in option and "const" not in option:
+            option["pattern"] = NO_NUL
+        if option.get("type") == "integer":
+            option.setdefault("minimum", INT64[0])
+            option.setdefault("maximum", INT64[1])
+
+
 def document_errors(schema: dict[str, Any]) -> dict[str, Any]:
     """Add the error answers every operation can give, each with the Error body (FastAPI's own 422 schema said a
-    list of errors only; several routes answer one message)."""
+    list of errors only; several routes answer one message), and the bounds the database sets on parameters."""
     schema.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
     for path, item in schema.get("paths", {}).items():
         for method, operation in item.items():
             if method not in {"get", "post", "put", "patch", "delete"}:
                 continue
+            for parameter in operation.get("parameters", []):
+                _bound_parameter(parameter.get("schema", {}))
             responses = operation.setdefault("responses", {})
             wanted = dict(_COMMON)
             if "{" in path:
