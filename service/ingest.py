@@ -327,7 +327,10 @@ class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
     """One model of a JSON upload: the columns of both CSVs, and optionally the raw samples with perfdash's own
     metrics (SAMPLE_METRICS)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # bundle_from_payload refuses a result with neither a speedup nor an accuracy status: the schema says so too
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
+        {"required": ["speedup"], "properties": {"speedup": {"type": "number"}}},
+        {"required": ["accuracy"], "properties": {"accuracy": {"type": "string", "minLength": 1}}}]})
 
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
     batch_size: int = Field(0, ge=0, le=INT32_MAX)

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from service.api.deps import IsoDate
 from service.db import SessionDep
 from service.queries.audit import AuditOut, list_audit
+from service.queries.filters import MAX_OFFSET
 
 router = APIRouter(prefix="/api/v1/audit", tags=["audit"])
 
@@ -20,6 +21,6 @@ def audit_list(session: SessionDep,
                since: Annotated[IsoDate | None, Query(description="first UTC day, inclusive")] = None,
                until: Annotated[IsoDate | None, Query(description="last UTC day, inclusive")] = None,
                limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-               offset: Annotated[int, Query(ge=0)] = 0) -> list[AuditOut]:
+               offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0) -> list[AuditOut]:
     return list_audit(session, token_name=token_name, action=action, since=since, until=until, limit=limit,
                       offset=offset)

@@ -7,6 +7,7 @@ from fastapi import APIRouter, HTTPException, Query, status
 from service.api.auth import AUTH_RESPONSES, AdminScope
 from service.api.deps import IsoDate
 from service.db import SessionDep
+from service.queries.filters import MAX_OFFSET
 from service.queries.findings import AcknowledgeIn, FindingOut, get_finding, list_findings
 
 router = APIRouter(prefix="/api/v1/findings", tags=["findings"])
@@ -16,7 +17,8 @@ router = APIRouter(prefix="/api/v1/findings", tags=["findings"])
 def findings_list(session: SessionDep, run_id: int | None = None, configuration_id: int | None = None,
                   series_id: int | None = None, category: str | None = None, kind: str | None = None,
                   acknowledged: bool | None = None, since: IsoDate | None = None,
-                  limit: int = Query(200, ge=1, le=1000), offset: int = Query(0, ge=0)) -> list[FindingOut]:
+                  limit: int = Query(200, ge=1, le=1000),
+                  offset: int = Query(0, ge=0, le=MAX_OFFSET)) -> list[FindingOut]:
     return list_findings(session, run_id=run_id, configuration_id=configuration_id, series_id=series_id,
                          category=category, kind=kind, acknowledged=acknowledged, since=since, limit=limit,
                          offset=offset)

@@ -16,6 +16,7 @@ from service.api.deps import RunFilterDep, json_response
 from service.db import SessionDep
 from service.ingest import IngestDefaults, RunBundle, RunPayload, bundle_from_payload, bundles_from_files, ingest
 from service.models import Run
+from service.queries.filters import MAX_OFFSET
 from service.queries.runs import get_run, list_runs
 from service.queries.schemas import RunDetail, RunOut
 
@@ -45,7 +46,7 @@ def runs_list(
     session: SessionDep,
     filters: RunFilterDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Response:
     return json_response(list_runs(session, filters, limit=limit, offset=offset))
 

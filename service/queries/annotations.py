@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from service.models import Annotation, Configuration, Series
 from service.queries.filters import IsoDate, night_range
 
-STORABLE_TEXT = "^[^\\x00\\ud800-\\udfff]*$"
+STORABLE_TEXT = "^[^\\x00]*$"  # and no lone surrogate, which a JSON schema pattern cannot say usably
 
 
 class AnnotationIn(BaseModel):

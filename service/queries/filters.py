@@ -96,3 +96,6 @@ def _iso_date(value: object) -> object:
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 IsoDate = Annotated[date, BeforeValidator(_iso_date)]
+
+# SQL's OFFSET is a 64-bit integer: a larger one is a 422 of the parameter, not of the database
+MAX_OFFSET = 2**63 - 1

@@ -90,7 +90,8 @@ def test_bisection_contract(app_client, auth, run_files, series_values, github) 
     (issue,) = github.state.issues.values()
     (comment,) = github.state.comments.values()
     assert comment["issue_number"] == issue["number"] and "abc123def" in comment["body"]
-    assert "http://jenkins/job/bisect/7/" in comment["body"]
+    # data: shown, not linked (service/github/safe.py)
+    assert "http\u2060://jenkins/job/bisect/7/" in comment["body"]
 
 
 def test_bisection_explicit_fields_and_errors(app_client, auth, run_files, series_values) -> None:
