@@ -126,8 +126,9 @@ class BisectionIn(_RequestFields):
     model_config = ConfigDict(json_schema_extra={"anyOf": [
         {"required": ["finding_id"], "properties": {"finding_id": {"type": "integer"}}},
         {"required": ["suite", "model", "backend", "metric", "good_commit", "bad_commit"],
-         "properties": {**{name: {"type": "string", "minLength": 1} for name in
-                           ("suite", "model", "backend", "good_commit", "bad_commit")},
+         "properties": {**{name: {"type": "string", "minLength": 1} for name in ("suite", "model", "backend")},
+                        **{name: {"type": "string", "minLength": 4, "maxLength": 64}  # as BisectionFields
+                           for name in ("good_commit", "bad_commit")},
                         "metric": {"enum": list(BISECT_METRICS)}}}]})
 
     finding_id: int | None = None

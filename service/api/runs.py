@@ -142,6 +142,7 @@ async def _bundles_from_multipart(request: Request) -> list[RunBundle]:
              responses={201: {"description": "stored"}, 200: {"description": "already stored, nothing changed"},
                         **AUTH_RESPONSES,
                         409: {"description": "same configuration, commit and start, other content"},
+                        415: {"description": "neither application/json nor multipart/form-data"},
                         413: {"description": "upload too large"},
                         422: {"description": "malformed input; names the file, line and column"}})
 async def runs_create(request: Request, response: Response, session: SessionDep) -> IngestResponse:
