@@ -334,7 +334,9 @@ class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
 
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
     batch_size: int = Field(0, ge=0, le=INT32_MAX)
-    accuracy: str | None = Field(None, max_length=MAX_STATUS_LENGTH)
+    # the contract's status shape (perfdash.contract), said in the schema too
+    accuracy: str | None = Field(None, max_length=MAX_STATUS_LENGTH,
+                                 json_schema_extra={"pattern": "^[A-Za-z][A-Za-z0-9_]*$"})
     dev: str = Field("cpu", max_length=64)
     speedup: float | None = None
     abs_latency: float | None = None

@@ -30,7 +30,7 @@ router = APIRouter(prefix="/api/v1/bisections", tags=["bisections"])
 @router.post("", response_model=BisectionOut, status_code=status.HTTP_201_CREATED, dependencies=[BisectScope],
              summary="Request a bisection (201), or get the finding's existing request (200; scope bisect)",
              responses={**AUTH_RESPONSES, 200: {"description": "the finding's existing request"},
-                        404: {"description": "no such finding"}})
+                        404: {"description": "no such finding, or no stored run of the configuration"}})
 def bisections_create(session: SessionDep, body: BisectionIn, response: Response) -> BisectionOut:
     from pydantic import ValidationError
 
