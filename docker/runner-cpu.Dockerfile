@@ -50,9 +50,11 @@ RUN python requirements-of.py pyproject.toml runner backends > /tmp/requirements
 COPY . .
 RUN python -m pip install --no-deps -e . \
     && python -m perfdash.torch_spec check "${TORCH_SPEC}"
-# The spool of `perfdash ingest --url`: the Jenkinsfile mounts the node volume perfdash-spool here. A fresh named
-# volume takes this directory's mode, so whatever user Jenkins runs the container as can write to it.
-RUN mkdir -p "${PERFDASH_SPOOL_DIR}" && chmod 1777 "${PERFDASH_SPOOL_DIR}"
+# The spool of `perfdash ingest --url`: the Jenkinsfile mounts the node volume perfdash-spool here, and a fresh named
+# volume takes this directory's owner and mode. Private to the user the cells run as (SPOOL_UID, the Jenkins agent's
+# uid: the Jenkinsfile passes it), as whatever is spooled is posted with the real token (perfdash/spool.py).
+ARG SPOOL_UID=1000
+RUN install -d -m 0700 -o "${SPOOL_UID}" "${PERFDASH_SPOOL_DIR}"
 
 ENV JEMALLOC_LIB=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
     IOMP_LIB=/usr/local/lib/libiomp5.so

@@ -59,9 +59,11 @@ RUN python -m pip install --no-deps -e . \
 # needed). A mismatch is printed here with the package and both versions and kept with the other reasons the backend
 # cells cannot run; `perfdash run --backend onnxruntime|tensorrt --device cuda` refuses with the same message.
 RUN python -m runner.cuda_extras --record /etc/perfdash/backends-unavailable
-# The spool of `perfdash ingest --url`: the Jenkinsfile mounts the node volume perfdash-spool here. A fresh named
-# volume takes this directory's mode, so whatever user Jenkins runs the container as can write to it.
-RUN mkdir -p "${PERFDASH_SPOOL_DIR}" && chmod 1777 "${PERFDASH_SPOOL_DIR}"
+# The spool of `perfdash ingest --url`: the Jenkinsfile mounts the node volume perfdash-spool here, and a fresh named
+# volume takes this directory's owner and mode. Private to the user the cells run as (SPOOL_UID, the Jenkins agent's
+# uid: the Jenkinsfile passes it), as whatever is spooled is posted with the real token (perfdash/spool.py).
+ARG SPOOL_UID=1000
+RUN install -d -m 0700 -o "${SPOOL_UID}" "${PERFDASH_SPOOL_DIR}"
 
 WORKDIR /workspace
 CMD ["perfdash", "--help"]

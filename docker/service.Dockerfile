@@ -19,7 +19,9 @@ COPY . .
 RUN python -m pip install --no-deps -e .
 
 USER 10001
+# 8000: plain HTTP (this CMD, behind a TLS proxy); 8443: HTTPS with PERFDASH_TLS_CERT_FILE/KEY_FILE (docker/compose.yaml)
 EXPOSE 8000
+EXPOSE 8443
 # Readiness: /healthz/ready answers 503 while the database is unreachable (/healthz/live only says the process runs).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz/ready', timeout=4)"]

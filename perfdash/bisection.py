@@ -134,6 +134,15 @@ class BisectionFields(_RequestFields):
 class BisectionIn(_RequestFields):
     """The body of ``POST /api/v1/bisections``: ``{"finding_id": int}`` or the explicit fields (BisectionFields)."""
 
+    # the document says so too (the service's OpenAPI): a finding, or every explicit field not null
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"required": ["finding_id"], "properties": {"finding_id": {"type": "integer"}}},
+        {"required": ["suite", "model", "backend", "metric", "good_commit", "bad_commit"],
+         "properties": {**{name: {"type": "string", "minLength": 1} for name in ("suite", "model", "backend")},
+                        **{name: {"type": "string", "minLength": 4, "maxLength": 64}  # as BisectionFields
+                           for name in ("good_commit", "bad_commit")},
+                        "metric": {"enum": list(BISECT_METRICS)}}}]})
+
     finding_id: int | None = None
     suite: str | None = None
     model: str | None = None

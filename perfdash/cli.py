@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 SETTINGS_CLASS = ("service.settings", "Settings")
+# For a command that reads the settings: the one line to print instead of a traceback when its database cannot be
+# reached (None: not that; the exception goes on). Named as a string: the contract package imports no service code.
+DATABASE_DOWN = ("service.db", "unavailable_message")
 
 
 def _reads_settings(args: argparse.Namespace) -> bool:
@@ -55,13 +58,35 @@ def read_settings() -> Any:
     return getattr(importlib.import_module(module), name)()
 
 
+def _settings_problem(exc: ValueError) -> str:
+    """What is wrong, without the values (a token or a password may be one of them)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}"
+                         for e in errors(include_input=False, include_url=False))
+    return " ".join(str(exc).split())
+
+
 def main(argv: Sequence[str] | None = None, *, settings: Any = None) -> int:
     """Parse ``argv`` and run the subcommand. ``settings``: the service's Settings when the caller already holds them
     (default: read from the environment, if the subcommand needs them)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if _reads_settings(args):
-        args.settings = settings if settings is not None else read_settings()
+        try:
+            args.settings = settings if settings is not None else read_settings()
+        except ValueError as exc:  # pydantic's ValidationError and a secret file that cannot be read
+            print(f"error: the settings in the environment are not valid: {_settings_problem(exc)}", file=sys.stderr)
+            return 2
+        try:
+            return int(args.handler(args) or 0)
+        except Exception as exc:
+            module, name = DATABASE_DOWN
+            message = getattr(importlib.import_module(module), name)(exc, args.settings)
+            if message is None:
+                raise
+            print(f"error: perfdash {args.command}: {message}", file=sys.stderr)
+            return 1
     return int(args.handler(args) or 0)
 
 

@@ -721,13 +721,15 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    suite: str
-    backend: str
-    variant: str = ""
-    compile_mode: str = "default"
-    dtype: str = "float32"
-    mode: str = "inference"
-    device: str = "cpu"
+    # The vocabularies are checked by the validators below; json_schema_extra says them in the JSON schema too (the
+    # service's OpenAPI document), so a client knows what is accepted before it is refused.
+    suite: str = Field(json_schema_extra={"enum": list(SUITES)})
+    backend: str = Field(json_schema_extra={"enum": [*BACKENDS, *FOREIGN_BACKENDS]})
+    variant: str = Field("", json_schema_extra={"pattern": "^([a-z0-9][a-z0-9_]*)?$", "maxLength": 64})
+    compile_mode: str = Field("default", json_schema_extra={"enum": list(COMPILE_MODES)})
+    dtype: str = Field("float32", json_schema_extra={"enum": list(DTYPES)})
+    mode: str = Field("inference", json_schema_extra={"enum": list(MODES)})
+    device: str = Field("cpu", json_schema_extra={"enum": list(DEVICES)})
     threads: int | None = Field(None, ge=1, le=1_000_000)  # None: all cores of the socket; 1: single-core
     dynamic_shapes: bool = False
     cold_start: bool = False

@@ -8,8 +8,11 @@ Per upload (the spool first, oldest first, then the PATHs):
   and retried by the next invocation; after the first unavailable answer the rest get one attempt each, so a service
   that is down costs one backoff, not one per upload;
 - unauthorized (401/403): kept in the spool, the upload is fine and the token is not;
-- refused (another 4xx, or more than --max-server-errors 5xx for the same upload): a spooled entry is moved to
-  ``rejected/`` in the spool with the reason; a PATH's files stay where they are. Never retried.
+- refused (another 4xx, or a 5xx in more than --max-server-errors invocations for the same upload; the 5xx of one
+  invocation count once): a spooled entry is moved to ``rejected/`` in the spool with the reason; a PATH's files
+  stay where they are. Never retried.
+- a spooled entry this user does not own, or that others may write to (perfdash.spool): never posted, moved to
+  ``untrusted/``; a spool directory that is not private to this user is neither read nor written.
 One entry never stops the others. Exit status: 1 if anything was refused or unauthorized, else 4 if an upload could
 be neither posted nor spooled (its files stay where they are), else 3 if anything was spooled, else 0.
 """
@@ -19,12 +22,15 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import ssl
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from perfdash import spool
+from perfdash.client_auth import TokenError, read_token_file, tls_verify
 from perfdash.contract import ContractError
 from perfdash.resultfiles import collect, named_by_flags
 from perfdash.upload import Answer, Upload, UploadVerdict, post_upload
@@ -36,10 +42,6 @@ EXIT_NOT_KEPT = 4
 DEFAULT_SPOOL = Path.home() / ".cache" / "perfdash" / "spool"
 
 
-class TokenError(Exception):
-    pass
-
-
 @dataclass(frozen=True, slots=True)
 class PostConfig:
     """What the upload client reads from the environment (the service's Settings stay the service's)."""
@@ -48,6 +50,7 @@ class PostConfig:
     token: str | None
     token_file: Path | None
     ingest_tokens: tuple[str, ...]
+    environ: Mapping[str, str]
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> PostConfig:
@@ -56,7 +59,8 @@ class PostConfig:
                    token=environ.get("PERFDASH_TOKEN") or None,
                    token_file=Path(token_file) if token_file else None,
                    ingest_tokens=tuple(t.strip() for t in environ.get("PERFDASH_INGEST_TOKENS", "").split(",")
-                                       if t.strip()))
+                                       if t.strip()),
+                   environ=environ)
 
 
 def resolve_token(args: argparse.Namespace, config: PostConfig) -> str:
@@ -65,25 +69,15 @@ def resolve_token(args: argparse.Namespace, config: PostConfig) -> str:
     if args.token:
         return args.token
     if args.token_file is not None:
-        return _read_token(Path(args.token_file))
+        return read_token_file(Path(args.token_file))
     if config.token:
         return config.token
     if config.token_file is not None:
-        return _read_token(config.token_file)
+        return read_token_file(config.token_file)
     if config.ingest_tokens:
         return config.ingest_tokens[0]
     raise TokenError("--url needs a token: PERFDASH_TOKEN, PERFDASH_TOKEN_FILE or --token-file "
                      "(or --token, which shows in the process list)")
-
-
-def _read_token(path: Path) -> str:
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise TokenError(f"cannot read the token file {path}: {exc.strerror or exc}") from exc
-    if not token:
-        raise TokenError(f"the token file {path} is empty")
-    return token
 
 
 @dataclass
@@ -109,23 +103,37 @@ class _Poster:
     attempts: int
     max_server_errors: int
     spool_dir: Path
+    verify: ssl.SSLContext | bool = True
     tally: Tally = field(default_factory=Tally)
     service_down: bool = False
 
     def post(self, upload: Upload, server_errors: int = 0) -> Answer:
         answer = post_upload(self.url, self.token, upload, attempts=1 if self.service_down else self.attempts,
-                             server_errors=server_errors, max_server_errors=self.max_server_errors)
+                             server_errors=server_errors, max_server_errors=self.max_server_errors,
+                             verify=self.verify)
         if answer.verdict is UploadVerdict.UNAVAILABLE:
             self.service_down = True
         return answer
 
     def drain_spool(self) -> None:
+        try:
+            self._drain_spool()
+        except spool.SpoolUnsafe as exc:
+            # nothing in it is posted with our token, and nothing is spooled there
+            print(f"error: {exc}; its uploads are not posted", file=sys.stderr)
+            self.tally.refused.append(str(self.spool_dir))
+
+    def _drain_spool(self) -> None:
         with spool.drain_lock(self.spool_dir) as mine:
             if not mine:
                 print(f"note: another perfdash ingest is posting the spool {self.spool_dir}; leaving it to that one",
                       file=sys.stderr)
                 return
             for entry in spool.entries(self.spool_dir):
+                untrusted = spool.untrusted_reason(entry)
+                if untrusted is not None:
+                    self._set_aside(entry, untrusted)
+                    continue
                 try:
                     spooled = spool.load(entry)
                 except (OSError, ValueError) as exc:
@@ -150,6 +158,15 @@ class _Poster:
         except OSError as exc:
             where = f"could not be moved aside ({exc.strerror or exc}), it stays at {entry}"
         print(f"error: REJECTED spooled upload {entry.name}: the service refused it ({reason}); it is not retried, "
+              f"{where}", file=sys.stderr)
+        self.tally.refused.append(entry.name)
+
+    def _set_aside(self, entry: Path, reason: str) -> None:
+        try:
+            where = f"set aside in {spool.reject(entry, reason, None, spool.UNTRUSTED)}"
+        except OSError as exc:
+            where = f"could not be moved aside ({exc.strerror or exc}), it stays at {entry}"
+        print(f"error: NOT POSTED spooled upload {entry.name}: {reason}, so it may not be this user's upload; "
               f"{where}", file=sys.stderr)
         self.tally.refused.append(entry.name)
 
@@ -199,6 +216,7 @@ def post_results(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     config = PostConfig.from_environ(os.environ if environ is None else environ)
     try:
         token = resolve_token(args, config)
+        verify = tls_verify(config.environ, getattr(args, "ca_bundle", None))
         groups = named_by_flags(args, collect(args.paths))
     except (TokenError, FileNotFoundError, ContractError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -206,12 +224,15 @@ def post_results(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     if not groups:
         print("error: no result files found", file=sys.stderr)
         return EXIT_USAGE
-    poster = _Poster(args.url, token, args.retries, args.max_server_errors, config.spool_dir)
+    poster = _Poster(args.url, token, args.retries, args.max_server_errors, config.spool_dir, verify)
     poster.drain_spool()
+    # When the uploads were made: a run without a start of its own is dated then, also when it waits in the spool
+    # (the service never keys a run by it).
+    made_at = datetime.now(UTC).isoformat(timespec="seconds")
     for directory, files in sorted(groups.items()):
         form = {k: v for k, v in {
             "machine": args.machine, "commit": args.commit, "torch_version": args.torch_version,
-            "timestamp": args.timestamp.isoformat() if args.timestamp else None}.items() if v}
+            "timestamp": args.timestamp.isoformat() if args.timestamp else None, "made_at": made_at}.items() if v}
         poster.post_directory(directory, Upload(files=files, form=form))
     tally = poster.tally
     if len(tally.refused) + len(tally.not_kept) > 1:  # one problem is already one clear line

@@ -70,7 +70,10 @@ def named_by_flags(args: argparse.Namespace, groups: dict[Path, dict[str, bytes]
             elif role in (Role.RESULT_CSV, Role.BENCHMARK_JSON) and name.endswith(".json"):
                 # its records carry most of the configuration; the name gives the rest (a timeout's record has none)
                 kind = "accuracy" if name.startswith("accuracy") else "performance"
-                renamed[contract_name(key, kind, ".json")] = data
+                new = contract_name(key, kind, ".json")
+                if new in renamed:
+                    raise ContractError(f"two {kind} record files for one run", file=name)
+                renamed[new] = data
             else:
                 renamed[name] = data
         out[directory] = renamed

@@ -8,6 +8,7 @@ import the service.
 from __future__ import annotations
 
 import enum
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -72,11 +73,11 @@ def _retry_after(response: httpx.Response) -> float:
 
 
 def _post_once(url: str, token: str, upload: Upload, timeout_s: float, server_errors: int,
-               max_server_errors: int) -> Answer:
+               max_server_errors: int, verify: ssl.SSLContext | bool) -> Answer:
     files = [("files", (name, data, "application/octet-stream")) for name, data in sorted(upload.files.items())]
     try:
         response = httpx.post(url.rstrip("/") + "/api/v1/runs", files=files, data=dict(upload.form),
-                              headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s)
+                              headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s, verify=verify)
     except httpx.TransportError as exc:
         return Answer(UploadVerdict.UNAVAILABLE, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
                       server_errors=server_errors)
@@ -98,22 +99,21 @@ def _post_once(url: str, token: str, upload: Upload, timeout_s: float, server_er
 
 
 def post_upload(url: str, token: str, upload: Upload, *, attempts: int = 4, server_errors: int = 0,
-                max_server_errors: int = 3, wait_max_s: float = 8.0, timeout_s: float = 60.0) -> Answer:
+                max_server_errors: int = 3, wait_max_s: float = 8.0, timeout_s: float = 60.0,
+                verify: ssl.SSLContext | bool = True) -> Answer:
     """POST to ``{url}/api/v1/runs`` up to ``attempts`` times while the answer is retryable. ``server_errors``: how
-    many 5xx this body has had before (from the spool); one more than ``max_server_errors`` makes it REFUSED."""
+    many calls for this body ended in a 5xx before (from the spool); this call counts one more if it does, and one
+    more than ``max_server_errors`` makes it REFUSED."""
     backoff = wait_exponential(multiplier=0.5, max=wait_max_s)
 
     def wait(state: RetryCallState) -> float:
         answer: Answer = state.outcome.result()  # type: ignore[union-attr]
         return min(wait_max_s, max(backoff(state), answer.retry_after_s))
 
-    errors = server_errors
-
     def attempt() -> Answer:
-        nonlocal errors
-        answer = _post_once(url, token, upload, timeout_s, errors, max_server_errors)
-        errors = answer.server_errors
-        return answer
+        # A server error counts once per call, however many attempts it took: a few seconds of 500s (a restart, a
+        # passing fault) spool the upload; only a body that fails call after call is refused.
+        return _post_once(url, token, upload, timeout_s, server_errors, max_server_errors, verify)
 
     retrying = Retrying(retry=retry_if_result(lambda answer: answer.retryable),
                         stop=stop_after_attempt(max(1, attempts)), wait=wait,

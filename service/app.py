@@ -19,9 +19,10 @@ from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from perfdash.contract import ContractError
-from service.api import annotations, bisections, compare, configurations, findings, history, runs, summary
+from service.api import annotations, audit, bisections, compare, configurations, findings, history, runs, summary
 from service.api import releases as releases_api
 from service.api import training as training_api
+from service.api.contract import AllowHeader, document_errors
 from service.api.errors import RETRY_AFTER_S, ErrorBoundary, RejectNulBytes, ascii_json
 from service.api.limits import BodySizeLimit
 from service.db import InputRejected, make_engine, make_session_factory
@@ -75,10 +76,11 @@ def create_app(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] |
     app = FastAPI(title="perfdash", version="1", lifespan=lifespan,
                   description="Nightly performance of torch.compile: runs, summaries, history, comparisons.")
     app.add_middleware(BodySizeLimit)
+    app.add_middleware(AllowHeader)
     app.add_middleware(RejectNulBytes)
     app.add_middleware(ErrorBoundary)  # added last: the outermost of ours, so it sees every other one's exception
     for module in (runs, summary, history, compare, configurations, annotations, findings, bisections, releases_api,
-                   training_api):
+                   training_api, audit):
         app.include_router(module.router)
     install_web(app)  # HTML pages and /static (service/web)
 
@@ -139,7 +141,7 @@ def create_app(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] |
             schema = get_openapi(title=app.title, version=app.version, description=app.description,
                                  routes=app.routes)
             schema.setdefault("components", {}).setdefault("schemas", {}).update(runs.openapi_components())
-            app.openapi_schema = schema
+            app.openapi_schema = document_errors(schema)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from service.settings import Settings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +36,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ingest.add_argument("--token", help="ingest token; shows in the process list: prefer --token-file or "
                                         "PERFDASH_TOKEN (default: PERFDASH_TOKEN, PERFDASH_TOKEN_FILE, then the "
                                         "first of PERFDASH_INGEST_TOKENS)")
-    ingest.add_argument("--token-file", type=Path, help="file holding the ingest token (--url)")
+    ingest.add_argument("--token-file", type=Path, help="file holding the ingest token (--url; default "
+                                                        "$PERFDASH_TOKEN_FILE)")
+    ingest.add_argument("--ca-bundle", type=Path, help="PEM file of the CA that signed the service's certificate "
+                                                       "(--url https://; default $PERFDASH_CA_BUNDLE, else the "
+                                                       "system's trust store)")
     ingest.add_argument("--machine", help="without a manifest: the machine (CPU model or GPU name)")
     ingest.add_argument("--commit", help="without a manifest: the torch git commit")
     ingest.add_argument("--timestamp", type=datetime.fromisoformat,
@@ -128,11 +137,29 @@ def _serve(args: argparse.Namespace) -> int:
     from service.migrate import upgrade
 
     settings = args.settings
+    tls = tls_options(settings)
+    if isinstance(tls, str):
+        print(f"error: perfdash serve: {tls}", file=sys.stderr)
+        return 2
     if not args.no_upgrade:
         upgrade(settings.database_url)
     if args.workers == 1:  # one process: the app gets the settings main() read
-        uvicorn.run(create_app(settings), host=args.host, port=args.port)
+        uvicorn.run(create_app(settings), host=args.host, port=args.port, **tls)
     else:  # worker processes import the factory by name; each reads the same environment at its startup
         uvicorn.run("service.app:app_from_environment", factory=True, host=args.host, port=args.port,
-                    workers=args.workers)
+                    workers=args.workers, **tls)
     return 0
+
+
+def tls_options(settings: Settings) -> dict[str, str] | str:
+    """uvicorn's TLS options from PERFDASH_TLS_CERT_FILE and PERFDASH_TLS_KEY_FILE (both, or neither: plain HTTP,
+    for a reverse proxy in front or a loopback test), or what is wrong with them."""
+    cert, key = settings.tls_cert_file, settings.tls_key_file
+    if cert is None and key is None:
+        return {}
+    if cert is None or key is None:
+        return "TLS needs both PERFDASH_TLS_CERT_FILE and PERFDASH_TLS_KEY_FILE"
+    for path in (cert, key):
+        if not path.is_file():
+            return f"cannot read the TLS file {path}"
+    return {"ssl_certfile": str(cert), "ssl_keyfile": str(key)}

@@ -62,6 +62,26 @@ def session_scope(settings: Settings) -> Iterator[Session]:
         engine.dispose()
 
 
+def unavailable_message(exc: BaseException, settings: Settings) -> str | None:
+    """One line for a command whose database cannot be reached (down, refusing, unknown host, failing over), naming
+    the database without its password; None for any other error."""
+    from service.ingest import database_unavailable
+
+    if not database_unavailable(exc):
+        return None
+    try:
+        where = sa.make_url(settings.database_url).render_as_string(hide_password=True)
+    except sa.exc.ArgumentError:
+        where = "DATABASE_URL"
+    origin = getattr(exc, "orig", None) or exc
+    reason = " ".join(str(origin).split())[:300]
+    if settings.database_url and "@" in settings.database_url:  # never the password, whatever the driver says
+        password = sa.make_url(settings.database_url).password
+        reason = reason.replace(str(password), "***") if password else reason
+    return f"the database {where} cannot be reached ({type(origin).__name__}: {reason}); start it or check " \
+           "DATABASE_URL, then run this again"
+
+
 def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 

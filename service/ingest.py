@@ -19,7 +19,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -73,6 +73,9 @@ class RunBundle:
     results: tuple[ModelResult, ...]
     samples: Mapping[str, ModelSamples]
     notices: tuple[str, ...] = ()  # what the user must hear: skipped files, repeated model rows (not content)
+    # when the upload was made, for a run without a start of its own: it is dated then, not when it arrives (an
+    # upload that waited in the spool across midnight stays on its night); never part of the run's key
+    made_at: datetime | None = None
 
     @property
     def content_sha256(self) -> str:
@@ -152,13 +155,15 @@ def check_start_time(moment: datetime | None, where: str, now: datetime | None =
 class IngestDefaults:
     """Metadata for PyTorch CSVs that come without a manifest (``--machine``, ``--commit``, ``--timestamp``).
 
-    Without a timestamp the run has no start of its own: it is keyed by its content and dated when it is stored."""
+    Without a timestamp the run has no start of its own: it is keyed by its content and dated when the upload was
+    made (``made_at``, which `perfdash ingest --url` sends and keeps in the spool), else when it is stored."""
 
     machine: str | None = None
     commit: str | None = None
     timestamp: datetime | None = None
     torch_version: str | None = None
     host: str | None = None
+    made_at: datetime | None = None
 
     def __post_init__(self) -> None:
         limits = {"machine": MAX_NAME_LENGTH, "commit": 64, "torch_version": 64, "host": MAX_NAME_LENGTH}
@@ -171,6 +176,7 @@ class IngestDefaults:
             if len(value) > limit:
                 raise ContractError(f"{name} of {len(value)} characters (at most {limit})", file=name)
         check_start_time(self.timestamp, "timestamp")
+        check_start_time(self.made_at, "made_at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,7 +312,8 @@ def _bundle(key: RunKey, parts: Mapping[str, tuple[str, bytes]], defaults: Inges
         manifest = default_manifest(key, defaults)
     samples = parse_samples(parts["samples"][1], parts["samples"][0]) if "samples" in parts else []
     return RunBundle(manifest=manifest, results=tuple(join_results(performance, accuracy)),
-                     samples={s.name: s for s in samples}, notices=tuple(r.message for r in repeats))
+                     samples={s.name: s for s in samples}, notices=tuple(r.message for r in repeats),
+                     made_at=_as_utc(defaults.made_at) if defaults.made_at else None)
 
 
 # The metrics of perfdash.metric_registry that come with the samples (training throughput): a JSON upload carries them
@@ -320,11 +327,16 @@ class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
     """One model of a JSON upload: the columns of both CSVs, and optionally the raw samples with perfdash's own
     metrics (SAMPLE_METRICS)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # bundle_from_payload refuses a result with neither a speedup nor an accuracy status: the schema says so too
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
+        {"required": ["speedup"], "properties": {"speedup": {"type": "number"}}},
+        {"required": ["accuracy"], "properties": {"accuracy": {"type": "string", "minLength": 1}}}]})
 
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
     batch_size: int = Field(0, ge=0, le=INT32_MAX)
-    accuracy: str | None = Field(None, max_length=MAX_STATUS_LENGTH)
+    # the contract's status shape (perfdash.contract), said in the schema too
+    accuracy: str | None = Field(None, max_length=MAX_STATUS_LENGTH,
+                                 json_schema_extra={"pattern": "^[A-Za-z][A-Za-z0-9_]*$"})
     dev: str = Field("cpu", max_length=64)
     speedup: float | None = None
     abs_latency: float | None = None
@@ -404,10 +416,6 @@ def configuration_key(config: RunConfig, fingerprint: str) -> str:
     """Hash of everything that makes two runs of a suite comparable (the series axes minus model and batch size):
     the key axes of perfdash.axes and the machine."""
     return _digest(configuration_identity(config, fingerprint))
-
-
-def night_of(manifest: Manifest) -> date:
-    return _as_utc(manifest.start_time).date() if manifest.start_time else datetime.now(UTC).date()
 
 
 def run_key(bundle: RunBundle) -> str:
@@ -544,10 +552,11 @@ def store_runs(session: Session, bundles: Sequence[RunBundle]) -> list[IngestedR
         runs = []
         for _, key, content, bundle in new:
             m = bundle.manifest
+            dated = _as_utc(m.start_time) if m.start_time else bundle.made_at or datetime.now(UTC)
             runs.append(Run(
                 run_key=key, content_sha256=content,
                 configuration_id=configuration_ids[configuration_key(m.config, m.machine.fingerprint())],
-                night=night_of(m), started_at=m.start_time or datetime.now(UTC), ended_at=m.end_time,
+                night=dated.date(), started_at=dated, ended_at=m.end_time,
                 torch_version=m.torch_version,
                 torch_git_commit=m.torch_git_commit, suite_versions=dict(m.suite_versions), host=m.machine.host,
                 jenkins_url=m.jenkins.build_url, source=m.source, command=m.command,

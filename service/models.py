@@ -201,3 +201,18 @@ class Annotation(Base):
     text: Mapped[str] = mapped_column(sa.Text)
     author: Mapped[str | None] = mapped_column(sa.String(200))
     created_at: Mapped[datetime] = mapped_column(server_default=sa.func.now())
+
+
+class AuditEntry(Base):
+    """One write through the API (migration 0009_audit_log): which token, what, when. Added by the scope check
+    (service/api/auth.py) to the request's session, so it is stored exactly when the write is committed."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime] = mapped_column(server_default=sa.func.now(), index=True)
+    token_name: Mapped[str] = mapped_column(sa.String(64), index=True)
+    scope: Mapped[str] = mapped_column(sa.String(16))
+    action: Mapped[str] = mapped_column(sa.String(120))  # "DELETE /api/v1/runs/{run_id}": the route, not the URL
+    target: Mapped[str] = mapped_column(sa.String(200), default="")  # its path parameters: "run_id=5"
+    detail: Mapped[str] = mapped_column(sa.String(500), default="")  # what the write did, where the route says

@@ -79,9 +79,20 @@ def register(subparsers: Any) -> None:
     svc = p.add_argument_group("service")
     svc.add_argument("--request-id", type=int, metavar="ID", help="run the service's bisection request ID")
     svc.add_argument("--url", metavar="URL", help="the perfdash service")
+    svc.add_argument("--token-file", metavar="PATH", type=Path, default=_env_path("PERFDASH_TOKEN_FILE"),
+                     help="file holding a token of scope bisect (default $PERFDASH_TOKEN_FILE)")
     svc.add_argument("--token", metavar="T", default=os.environ.get("PERFDASH_TOKEN"),
-                     help="ingest token (default $PERFDASH_TOKEN)")
+                     help="token of scope bisect; shows in the process list: prefer --token-file "
+                          "(default $PERFDASH_TOKEN)")
+    svc.add_argument("--ca-bundle", metavar="PATH", type=Path,
+                     help="PEM file of the CA that signed the service's certificate (default $PERFDASH_CA_BUNDLE, "
+                          "else the system's trust store)")
     p.set_defaults(handler=handle)
+
+
+def _env_path(name: str) -> Path | None:
+    value = os.environ.get(name)
+    return Path(value) if value else None
 
 
 def default_cache_dir(repo: Path) -> Path:
@@ -125,7 +136,15 @@ def _handle_request(args: argparse.Namespace, console: Any) -> int:
     if not args.url:
         console.print("[bold red]perfdash bisect:[/] --request-id needs --url")
         return 1
-    with ServiceClient(args.url, args.token) as client:
+    from perfdash.client_auth import TokenError, read_token_file, tls_verify
+
+    try:
+        token = args.token if args.token else read_token_file(args.token_file) if args.token_file else None
+        verify = tls_verify(os.environ, args.ca_bundle)
+    except TokenError as exc:
+        console.print(f"[bold red]perfdash bisect:[/] {exc}")
+        return 1
+    with ServiceClient(args.url, token, verify=verify) as client:
         try:
             request = client.fetch(args.request_id, args.models_file)
         except ServiceError as exc:

@@ -6,6 +6,7 @@ a bisection that took hours must not lose its result to one restart of the servi
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,10 +64,10 @@ def _transient(exc: BaseException) -> bool:
 
 class ServiceClient:
     def __init__(self, url: str, token: str | None, timeout: float = 30.0, attempts: int = 5,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None, verify: ssl.SSLContext | bool = True) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = httpx.Client(base_url=url.rstrip("/") + "/api/v1", headers=headers, timeout=timeout,
-                                    transport=transport)
+                                    transport=transport, verify=verify)
         self._retry = retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(attempts),
                             wait=wait_exponential(multiplier=0.5, max=30), reraise=True)
 

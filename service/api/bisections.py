@@ -15,7 +15,7 @@ from fastapi import APIRouter, HTTPException, Response, status
 from sqlalchemy.orm import Session
 
 from perfdash.bisection import BisectionIn, BisectionOut, BisectionResult, BisectionStatus
-from service.api.deps import IngestAuth
+from service.api.auth import AUTH_RESPONSES, BisectScope
 from service.db import SessionDep, SettingsDep
 from service.detection.models import BisectionRequest, Finding
 from service.detection.queries import BisectionError, record_result, request_bisection
@@ -27,8 +27,10 @@ logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/bisections", tags=["bisections"])
 
 
-@router.post("", response_model=BisectionOut, status_code=status.HTTP_201_CREATED, dependencies=[IngestAuth],
-             summary="Request a bisection (201), or get the finding's existing request (200)")
+@router.post("", response_model=BisectionOut, status_code=status.HTTP_201_CREATED, dependencies=[BisectScope],
+             summary="Request a bisection (201), or get the finding's existing request (200; scope bisect)",
+             responses={**AUTH_RESPONSES, 200: {"description": "the finding's existing request"},
+                        404: {"description": "no such finding, or no stored run of the configuration"}})
 def bisections_create(session: SessionDep, body: BisectionIn, response: Response) -> BisectionOut:
     from pydantic import ValidationError
 
@@ -60,8 +62,9 @@ def bisections_get(session: SessionDep, bisection_id: int) -> BisectionOut:
     return bisection_out(row)
 
 
-@router.post("/{bisection_id}/result", response_model=BisectionOut, dependencies=[IngestAuth],
-             summary="Report a bisection's result: marks it done and comments the culprit on the regression's issue")
+@router.post("/{bisection_id}/result", response_model=BisectionOut, dependencies=[BisectScope],
+             summary="Report a bisection's result: marks it done and comments the culprit on the regression's issue "
+                     "(scope bisect)", responses={**AUTH_RESPONSES, 404: {"description": "no such bisection"}})
 def bisections_result(session: SessionDep, settings: SettingsDep, bisection_id: int,
                       body: BisectionResult) -> BisectionOut:
     from service.detection.confirmation import record_confirmation
@@ -82,12 +85,15 @@ def bisections_result(session: SessionDep, settings: SettingsDep, bisection_id: 
 def _file_confirmed(session: Session, settings: Settings, confirmed: list[Finding]) -> None:
     """The issue of a regression that its A/B re-measurement reproduced (what does not get through is retried by the
     next `perfdash report --post`)."""
-    from service.github.client import GitHubClient, GitHubConfig
+    from service.github.client import GitHubClient, GitHubConfig, refusal
     from service.github.publisher import file_issue, issue_finding_ids
 
     config = GitHubConfig.from_settings(settings)
     wanted = set(issue_finding_ids(session, finding_ids=[f.id for f in confirmed])) if confirmed else set()
-    if config is None or not wanted:
+    if not wanted:
+        return
+    if config is None:
+        logger.warning("issue of finding(s) %s: %s", sorted(wanted), refusal(settings))
         return
     with GitHubClient(config, max_attempts=3, max_wait_s=10.0) as client:
         for finding in confirmed:
@@ -99,11 +105,14 @@ def _file_confirmed(session: Session, settings: Settings, confirmed: list[Findin
 
 
 def _comment_on_github(session: Session, settings: Settings, row: BisectionRequest) -> None:
-    from service.github.client import GitHubClient, GitHubConfig
+    from service.github.client import GitHubClient, GitHubConfig, refusal
     from service.github.publisher import comment_culprit
 
     config = GitHubConfig.from_settings(settings)
-    if config is None or row.finding_id is None:
+    if row.finding_id is None:
+        return
+    if config is None:
+        logger.warning("culprit of bisection %s: %s", row.id, refusal(settings))
         return
     # A short retry budget: the bisect job is waiting on this answer; what does not get through is retried later.
     with GitHubClient(config, max_attempts=3, max_wait_s=10.0) as client:

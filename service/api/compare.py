@@ -15,7 +15,8 @@ router = APIRouter(prefix="/api/v1/compare", tags=["compare"])
 Threshold = Annotated[float, Query(gt=0, lt=1, description="relative speedup change that counts, e.g. 0.05")]
 
 
-@router.get("/runs", response_model=RunComparison, summary="Per-model deltas between two runs")
+@router.get("/runs", response_model=RunComparison, summary="Per-model deltas between two runs",
+            responses={404: {"description": "no such run"}})
 def compare_two_runs(session: SessionDep, base: int, new: int, threshold: Threshold = DEFAULT_THRESHOLD
                      ) -> Response:
     try:

@@ -1,42 +1,18 @@
-"""Dependencies shared by routers and pages: the ingest token check, and the one filter model every endpoint and
-page reads from its query string (ConfigFilter, RunFilter)."""
+"""Dependencies shared by routers and pages: the one filter model every endpoint and page reads from its query string
+(ConfigFilter, RunFilter). Who may write is service/api/auth.py."""
 
 from __future__ import annotations
 
 import dataclasses
-import hmac
 import inspect
 import typing
 from collections.abc import Callable
-from datetime import date
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import Depends, HTTPException, Query, Response, status
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import Depends, Query, Response
 from pydantic import BaseModel
 
-from service.db import SettingsDep
-from service.queries.filters import ConfigFilter, RunFilter
-
-_bearer = HTTPBearer(auto_error=False, description="One of PERFDASH_INGEST_TOKENS")
-
-
-def require_ingest_token(
-    settings: SettingsDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> None:
-    """401 unless the bearer token is one of the configured ingest tokens (constant-time; tokens are never logged)."""
-    presented = credentials.credentials.encode() if credentials is not None else b""
-    # Compare against every token so the time taken does not tell which (or whether any) prefix matched.
-    matched = False
-    for token in settings.ingest_token_list:
-        matched |= hmac.compare_digest(presented, token.encode())
-    if not presented or not matched:
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or invalid ingest token",
-                            headers={"WWW-Authenticate": "Bearer"})
-
-
-IngestAuth = Depends(require_ingest_token)
+from service.queries.filters import ConfigFilter, IsoDate, RunFilter
 
 
 def json_response(content: BaseModel | list[BaseModel], status_code: int = 200) -> Response:
@@ -50,29 +26,27 @@ def json_response(content: BaseModel | list[BaseModel], status_code: int = 200) 
     return Response(content=body, status_code=status_code, media_type="application/json")
 
 
+
+
 def _config_filter_dependency() -> Callable[..., ConfigFilter]:
     """A dependency with one optional query parameter per ConfigFilter field, built from the dataclass so a field
-    added there is a parameter of every endpoint and page at once. Empty values (a form's "any" option) mean no
-    filter; a value that is not of the field's type is a 422."""
+    added there is a parameter of every endpoint and page at once, of the field's type (an integer, a boolean, a
+    string). Empty values (a form's "any" option) mean no filter; a value that is not of the field's type is a
+    422."""
     hints = typing.get_type_hints(ConfigFilter)
     fields = [f.name for f in dataclasses.fields(ConfigFilter)]
 
-    def build(**values: str | None) -> ConfigFilter:
-        parsed: dict[str, object] = {}
-        for name in fields:
-            value = values.get(name) or None
-            if value is not None and int in typing.get_args(hints[name]):
-                try:
-                    value = int(value)
-                except ValueError:
-                    raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
-                                        f"{name}: {value!r} is not an integer") from None
-            parsed[name] = value
-        return ConfigFilter(**parsed)  # type: ignore[arg-type]
+    def build(**values: object) -> ConfigFilter:
+        return ConfigFilter(**{name: None if values.get(name) == "" else values.get(name)  # type: ignore[arg-type]
+                               for name in fields})
+
+    def annotation(name: str) -> object:
+        kind = next(t for t in typing.get_args(hints[name]) if t is not type(None))
+        return kind | None if kind is str else kind | Literal[""] | None
 
     descriptions = {"backend": "backend with variant, e.g. inductor_no_cudagraphs", "machine": "machine fingerprint"}
     build.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation(name),
                           default=Query(None, description=descriptions.get(name)))
         for name in fields])
     return build
@@ -84,8 +58,8 @@ ConfigFilterDep = Annotated[ConfigFilter, Depends(config_filter)]
 
 def run_filter(
     config: ConfigFilterDep,
-    since: Annotated[date | None, Query(description="first night (UTC date a run started), inclusive")] = None,
-    until: Annotated[date | None, Query(description="last night, inclusive")] = None,
+    since: Annotated[IsoDate | None, Query(description="first night (UTC date a run started), inclusive")] = None,
+    until: Annotated[IsoDate | None, Query(description="last night, inclusive")] = None,
     commit: Annotated[str | None, Query(description="torch git commit or a prefix of it")] = None,
     source: Annotated[str | None, Query(description="perfdash or pytorch")] = None,
 ) -> RunFilter:

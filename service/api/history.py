@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import date
-
 from fastapi import APIRouter, HTTPException, Response, status
 
-from service.api.deps import ConfigFilterDep, json_response
+from service.api.deps import ConfigFilterDep, IsoDate, json_response
 from service.db import SessionDep
 from service.queries.history import ModelHistory, SeriesOut, SuiteHistory, find_series, model_history, suite_history
 
@@ -19,8 +17,8 @@ def series_find(session: SessionDep, filters: ConfigFilterDep, name: str | None 
 
 
 @router.get("/series/{series_id}/history", response_model=ModelHistory, summary="One model's series over nights")
-def series_history(session: SessionDep, series_id: int, since: date | None = None,
-                   until: date | None = None) -> Response:
+def series_history(session: SessionDep, series_id: int, since: IsoDate | None = None,
+                   until: IsoDate | None = None) -> Response:
     found = model_history(session, series_id, since, until)
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no series {series_id}")
@@ -29,8 +27,8 @@ def series_history(session: SessionDep, series_id: int, since: date | None = Non
 
 @router.get("/configurations/{configuration_id}/history", response_model=SuiteHistory,
             summary="A configuration's suite summary over nights")
-def configuration_history(session: SessionDep, configuration_id: int, since: date | None = None,
-                          until: date | None = None) -> Response:
+def configuration_history(session: SessionDep, configuration_id: int, since: IsoDate | None = None,
+                          until: IsoDate | None = None) -> Response:
     found = suite_history(session, configuration_id, since, until)
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no configuration {configuration_id}")

@@ -22,7 +22,8 @@ def list_versions(session: SessionDep, filters: ConfigFilterDep) -> list[str]:
 
 
 @router.get("/compare", response_model=ReleaseComparison,
-            summary="Per configuration and model: changes between the last runs of two torch versions")
+            summary="Per configuration and model: changes between the last runs of two torch versions",
+            responses={404: {"description": "no runs of a version in this selection"}})
 def compare(session: SessionDep, filters: ConfigFilterDep,
             base: Annotated[str, Query(min_length=1, max_length=64, description="torch version, e.g. 2.5.0")],
             new: Annotated[str, Query(min_length=1, max_length=64,

@@ -11,10 +11,12 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from service.api.deps import IngestAuth, RunFilterDep, json_response
+from service.api.auth import AUTH_RESPONSES, AdminScope, IngestScope, audit_detail
+from service.api.deps import RunFilterDep, json_response
 from service.db import SessionDep
 from service.ingest import IngestDefaults, RunBundle, RunPayload, bundle_from_payload, bundles_from_files, ingest
 from service.models import Run
+from service.queries.filters import MAX_OFFSET
 from service.queries.runs import get_run, list_runs
 from service.queries.schemas import RunDetail, RunOut
 
@@ -44,7 +46,7 @@ def runs_list(
     session: SessionDep,
     filters: RunFilterDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Response:
     return json_response(list_runs(session, filters, limit=limit, offset=offset))
 
@@ -57,9 +59,9 @@ def runs_get(session: SessionDep, run_id: int, samples: bool = False) -> Respons
     return json_response(run)
 
 
-@router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[IngestAuth],
-               summary="Delete a run (e.g. a bad night): its results, summary and findings go with it",
-               responses={401: {"description": "bad token"}, 404: {"description": "no such run"}})
+@router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[AdminScope],
+               summary="Delete a run (e.g. a bad night): its results, summary and findings go with it (scope admin)",
+               responses={**AUTH_RESPONSES, 404: {"description": "no such run"}})
 def runs_delete(session: SessionDep, run_id: int) -> Response:
     # The database cascades to results, summary, change points and findings (foreign keys ON DELETE CASCADE).
     deleted = session.execute(sa.delete(Run).where(Run.id == run_id)).rowcount
@@ -87,7 +89,11 @@ _INGEST_BODY = {
                         "commit": {"type": "string", "description": "without a manifest: torch git commit"},
                         "timestamp": {"type": "string", "format": "date-time",
                                       "description": "without a manifest: when the run started (default: none; "
-                                                     "the run is then keyed by its content and dated on arrival)"},
+                                                     "the run is then keyed by its content and dated made_at)"},
+                        "made_at": {"type": "string", "format": "date-time",
+                                    "description": "when the upload was made (perfdash ingest sends it and keeps it "
+                                                   "in the spool): dates a run without a start, never keys it "
+                                                   "(default: on arrival)"},
                         "torch_version": {"type": "string"},
                         "host": {"type": "string"},
                     },
@@ -111,27 +117,32 @@ async def _bundles_from_multipart(request: Request) -> list[RunBundle]:
     for upload in form.getlist("files"):
         if not isinstance(upload, UploadFile) or not upload.filename:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "'files' must be file parts with file names")
+        if upload.filename in files:  # the last would silently win: which one did the sender mean?
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
+                                f"two files named {upload.filename!r} in one upload")
         files[upload.filename] = await upload.read()
-    timestamp = form.get("timestamp")
-    try:
-        moment = datetime.fromisoformat(timestamp) if isinstance(timestamp, str) and timestamp else None
-    except (ValueError, OverflowError):
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"timestamp {timestamp!r} is not ISO 8601") from None
+    def moment(name: str) -> datetime | None:
+        value = form.get(name)
+        try:
+            return datetime.fromisoformat(value) if isinstance(value, str) and value else None
+        except (ValueError, OverflowError):
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{name} {value!r} is not ISO 8601") from None
 
     def text(name: str) -> str | None:
         value = form.get(name)
         return value if isinstance(value, str) and value else None
 
-    defaults = IngestDefaults(machine=text("machine"), commit=text("commit"), timestamp=moment,
-                              torch_version=text("torch_version"), host=text("host"))
+    defaults = IngestDefaults(machine=text("machine"), commit=text("commit"), timestamp=moment("timestamp"),
+                              torch_version=text("torch_version"), host=text("host"), made_at=moment("made_at"))
     return bundles_from_files(files, defaults)
 
 
-@router.post("", response_model=IngestResponse, openapi_extra=_INGEST_BODY, dependencies=[IngestAuth],
-             summary="Ingest runs: the runner's manifest + results as JSON, or the CSV files (multipart)",
+@router.post("", response_model=IngestResponse, openapi_extra=_INGEST_BODY, dependencies=[IngestScope],
+             summary="Ingest runs: the runner's manifest + results as JSON, or the CSV files (multipart; scope ingest)",
              responses={201: {"description": "stored"}, 200: {"description": "already stored, nothing changed"},
-                        401: {"description": "bad token"},
+                        **AUTH_RESPONSES,
                         409: {"description": "same configuration, commit and start, other content"},
+                        415: {"description": "neither application/json nor multipart/form-data"},
                         413: {"description": "upload too large"},
                         422: {"description": "malformed input; names the file, line and column"}})
 async def runs_create(request: Request, response: Response, session: SessionDep) -> IngestResponse:
@@ -149,6 +160,9 @@ async def runs_create(request: Request, response: Response, session: SessionDep)
         raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "send application/json or multipart/form-data")
     hooks = request.app.state.post_ingest_hooks
     report = await run_in_threadpool(ingest, session, bundles, hooks)
+    audit_detail(request, "; ".join(f"run {r.run_id} {'stored' if r.created else 'already stored'} "
+                                    f"({r.suite} {r.backend}, {r.models} models)" for r in report.runs))
+    await run_in_threadpool(session.commit)
     response.status_code = status.HTTP_201_CREATED if any(r.created for r in report.runs) else status.HTTP_200_OK
     return IngestResponse(runs=[IngestedRunOut(run_id=r.run_id, run_key=r.run_key, created=r.created, suite=r.suite,
                                                backend=r.backend, models=r.models) for r in report.runs],

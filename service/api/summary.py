@@ -3,12 +3,11 @@ run's previous run."""
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 
-from service.api.deps import ConfigFilterDep, json_response
+from service.api.deps import ConfigFilterDep, IsoDate, json_response
 from service.db import SessionDep
 from service.queries.summary import NightSummary, night_summary, run_summary
 
@@ -19,7 +18,7 @@ router = APIRouter(prefix="/api/v1/summary", tags=["summary"])
 def summary_get(
     session: SessionDep,
     filters: ConfigFilterDep,
-    night: Annotated[date | None, Query(description="UTC date the runs started; default the latest")] = None,
+    night: Annotated[IsoDate | None, Query(description="UTC date the runs started; default the latest")] = None,
 ) -> Response:
     return json_response(night_summary(session, filters, night))
 

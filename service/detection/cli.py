@@ -110,12 +110,12 @@ def _post(session: Session, settings: Settings, context: ReportContext, body: st
     import sqlalchemy as sa
 
     from service.detection.models import Finding
-    from service.github.client import GitHubClient, GitHubConfig
+    from service.github.client import GitHubClient, GitHubConfig, refusal
     from service.github.publisher import file_issue, issue_finding_ids, publish, retry_unposted
 
     config = GitHubConfig.from_settings(settings)
     if config is None or settings.report_issue is None:
-        print("error: --post needs GITHUB_TOKEN, GITHUB_REPOSITORY and PERFDASH_REPORT_ISSUE", file=sys.stderr)
+        print(f"error: --post: {refusal(settings)}", file=sys.stderr)
         return 1
     failed = []
     with GitHubClient(config) as client:

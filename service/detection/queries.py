@@ -28,6 +28,11 @@ class BisectionError(ValueError):
     """A request that cannot be made (422)."""
 
 
+class UnknownConfiguration(BisectionError, LookupError):
+    """The configuration a request names has no stored run (the API answers 404, as for a finding that is not
+    there; callers that catch BisectionError still do)."""
+
+
 def _direction(metric: str) -> str:
     return better_of(metric).value
 
@@ -94,8 +99,8 @@ def _configuration_of(session: Session, fields: BisectionFields) -> int:
     found = session.scalar(query.group_by(Configuration.id).order_by(sa.func.max(Run.id).desc()).limit(1))
     if found is None:
         described = ", ".join(f"{name}={getattr(fields, name)!r}" for name in REQUEST_AXES)
-        raise BisectionError(f"no stored run has this configuration ({described}): a bisection measures a series "
-                             "the dashboard holds")
+        raise UnknownConfiguration(f"no stored run has this configuration ({described}): a bisection measures a series "
+                                   "the dashboard holds")
     return found
 
 

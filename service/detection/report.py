@@ -15,11 +15,13 @@ from datetime import date
 from pathlib import Path
 
 import jinja2
+from markupsafe import Markup
 from sqlalchemy.orm import Session
 
 from perfdash.metric_registry import RESULT_METRICS, SUMMARY_METRICS, ResultMetric, shown_metrics
 from perfdash.metrics import SuiteSummary
 from service.detection.models import Finding
+from service.github import safe
 from service.models import Configuration, Run, RunSummary
 from service.queries.detection import (
     MissingConfiguration,
@@ -224,9 +226,23 @@ def _place(context: ReportContext, finding: Finding) -> None:
          "models_dropped": context.models_dropped}.get(finding.category, context.regressions).append(finding)
 
 
-def _cell(value: object) -> str:
-    # A model name with a pipe would split a markdown table cell.
-    return str(value).replace("|", "\\|").replace("\n", " ")
+def _data(value: object) -> Markup:
+    """Every value the template prints: literal text (service.github.safe.inline), unless it is markup already (the
+    output of a macro, of the filters below, or ``raw``)."""
+    return value if isinstance(value, Markup) else Markup(safe.inline(value))
+
+
+def _cell(value: object) -> Markup:
+    return Markup(safe.inline(value))
+
+
+def _code(value: object) -> Markup:
+    return Markup(safe.code_block(value))
+
+
+def _raw(value: object) -> Markup:
+    # perfdash's own text only: the marker comment, the configured dashboard URL
+    return Markup(str(value))
 
 
 def _num(value: float | None) -> str:
@@ -251,14 +267,17 @@ def _ab(finding: Finding) -> str:
     parts = [str(ab.get("summary") or finding.confirmation)]
     if ab.get("good_median") is not None and ab.get("bad_median") is not None:
         parts.append(f"good {ab['good_median']:.4g}, bad {ab['bad_median']:.4g}")
-    return _cell("; ".join(parts))
+    return "; ".join(parts)
 
 
 def environment() -> jinja2.Environment:
-    # Markdown, not HTML: no autoescape; table cells go through the `cell` filter instead.
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False, trim_blocks=True,
-                             lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    env.filters.update(cell=_cell, num=_num, value=_value, short=_short, ab=_ab)
+    """Markdown for GitHub: every ``{{ value }}`` is escaped as literal text by ``finalize`` (it cannot mention, link
+    or format), the template's own text is not. Autoescape is on only so that a macro's output is Markup (already
+    escaped) and is not escaped twice; what it would HTML-escape, ``finalize`` has escaped and marked first."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=_data,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                             undefined=jinja2.StrictUndefined)
+    env.filters.update(cell=_cell, code=_code, raw=_raw, num=_num, value=_value, short=_short, ab=_ab)
     return env
 
 

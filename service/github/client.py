@@ -50,11 +50,27 @@ class GitHubConfig:
 
     @classmethod
     def from_settings(cls, settings: Any) -> GitHubConfig | None:
-        """None unless the settings have a token and a repository (reporting is then skipped, not an error)."""
-        token = settings.github_token
-        if token is None or not token.get_secret_value() or not settings.github_repository:
+        """None unless the settings name a token, a repository and the report issue (:func:`missing_settings`):
+        there is no default repository or issue, so a deployment posts nowhere until it names its own."""
+        if missing_settings(settings):
             return None
+        token = settings.github_token
         return cls(api_url=settings.github_api_url.rstrip("/"), token=token, repository=settings.github_repository)
+
+
+def missing_settings(settings: Any) -> list[str]:
+    """The GitHub settings posting needs and ``settings`` lack, by their environment names."""
+    token = settings.github_token
+    needed = {"GITHUB_TOKEN": token is not None and bool(token.get_secret_value()),
+              "GITHUB_REPOSITORY": bool(settings.github_repository),
+              "PERFDASH_REPORT_ISSUE": settings.report_issue is not None}
+    return [name for name, present in needed.items() if not present]
+
+
+def refusal(settings: Any) -> str:
+    """Why nothing is posted, in one line."""
+    return (f"not posting to GitHub: {', '.join(missing_settings(settings))} not set (there is no default repository "
+            "or issue: name this deployment's own, GITHUB_REPOSITORY=owner/name and PERFDASH_REPORT_ISSUE=number)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +186,66 @@ class GitHubClient:
     def _repo(self) -> str:
         return f"/repos/{self.config.repository}"
 
+    def _retrying_wait(self, attempt: int, exc: RetryableGitHubError) -> None:
+        backoff = min(self._max_wait_s, 2.0 ** (attempt - 1))
+        self._sleep(min(self._max_wait_s, exc.wait_s) if exc.wait_s is not None else backoff)
+
+    def ensure_issue(self, marker: str, title: str, body: str, labels: list[str] | None = None) -> IssueRef:
+        """The issue whose body holds ``marker``, created if there is none: never two.
+
+        A POST that failed may still have created the issue (GitHub answered 502 after creating it, or the answer
+        was lost), so the POST is never retried blindly: before every create and after every failed one the issue
+        is looked up by its marker, and only a lookup that finds nothing leads to a POST. The lookup does not
+        filter by label (GitHub drops labels silently for a token that may not label)."""
+        last: GitHubError | None = None
+        for attempt in range(1, self._max_attempts + 1):
+            found = self.find_issue(marker)
+            if found is not None:
+                return found
+            try:
+                data = self._once("POST", f"{self._repo}/issues",
+                                  {"title": title, "body": body, "labels": labels or []}, None).json()
+                return IssueRef(number=int(data["number"]), html_url=str(data.get("html_url", "")))
+            except RetryableGitHubError as exc:
+                last = exc
+                logger.warning("GitHub issue %s not created (attempt %d), looking for it before retrying: %s",
+                               marker, attempt, exc)
+                if attempt < self._max_attempts:
+                    self._retrying_wait(attempt, exc)
+            except GitHubError as exc:
+                last = exc
+                break
+        found = self.find_issue(marker)  # after the last failed create, too
+        if found is not None:
+            return found
+        assert last is not None
+        raise last
+
+    def ensure_comment(self, issue_number: int, marker: str, body: str) -> CommentRef:
+        """The comment on ``issue_number`` whose body holds ``marker``, created if there is none (as ensure_issue:
+        looked up before every create and after every failed one)."""
+        last: GitHubError | None = None
+        for attempt in range(1, self._max_attempts + 1):
+            found = self.find_comment(issue_number, marker)
+            if found is not None:
+                return found
+            try:
+                data = self._once("POST", f"{self._repo}/issues/{issue_number}/comments", {"body": body},
+                                  None).json()
+                return CommentRef(id=int(data["id"]), html_url=str(data.get("html_url", "")), body=body)
+            except RetryableGitHubError as exc:
+                last = exc
+                if attempt < self._max_attempts:
+                    self._retrying_wait(attempt, exc)
+            except GitHubError as exc:
+                last = exc
+                break
+        found = self.find_comment(issue_number, marker)
+        if found is not None:
+            return found
+        assert last is not None
+        raise last
+
     def create_issue(self, title: str, body: str, labels: list[str] | None = None) -> IssueRef:
         data = self.request("POST", f"{self._repo}/issues", json={"title": title, "body": body,
                                                                   "labels": labels or []})
@@ -195,11 +271,15 @@ class GitHubClient:
                 return None
         return None
 
-    def find_issue(self, marker: str, label: str, max_pages: int = 10) -> IssueRef | None:
-        """An issue (open or closed) with ``label`` whose body contains ``marker``."""
+    def find_issue(self, marker: str, label: str | None = None, max_pages: int = 10) -> IssueRef | None:
+        """An issue (open or closed; with ``label`` if given) whose body contains ``marker``, newest first: an issue
+        an earlier attempt created is on the first page."""
         for page in range(1, max_pages + 1):
-            data = self.request("GET", f"{self._repo}/issues",
-                                params={"labels": label, "state": "all", "per_page": 100, "page": page})
+            params: dict[str, Any] = {"state": "all", "sort": "created", "direction": "desc", "per_page": 100,
+                                      "page": page}
+            if label:
+                params["labels"] = label
+            data = self.request("GET", f"{self._repo}/issues", params=params)
             for item in data or []:
                 if marker in (item.get("body") or "") and "pull_request" not in item:
                     return IssueRef(number=int(item["number"]), html_url=str(item.get("html_url", "")))

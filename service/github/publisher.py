@@ -5,9 +5,10 @@ place when the report changes), ``issue`` (one per regression change point), ``c
 result). A row is ``pending`` until GitHub accepted it, ``failed`` after an attempt that did not get through (the
 error kept, the token never in it), ``posted`` after. `perfdash report --post` retries pending and failed rows first.
 
-Each body carries a hidden marker (an HTML comment). Before re-trying a row that was attempted before, the
-publisher looks for the marker on GitHub: if the earlier attempt did reach GitHub but its answer was lost, the
-existing comment or issue is adopted instead of posting a duplicate.
+Each body carries a hidden marker (an HTML comment). Before every create and after every failed one, the publisher
+looks for the marker on GitHub (GitHubClient.ensure_issue / ensure_comment, without filtering by label): if an earlier
+attempt did reach GitHub but its answer was lost, the existing comment or issue is adopted instead of posting a
+duplicate.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from perfdash.axes import run_command, stored_axes
 from service.detection.models import BisectionRequest, Finding, GithubPost
+from service.github import safe
 from service.github.client import GitHubClient, GitHubError
 
 logger = logging.getLogger(__name__)
@@ -75,8 +77,7 @@ def _attempt(client: GitHubClient, row: GithubPost, tag: str) -> None:
     try:
         if row.kind == "issue":
             if row.issue_number is None:
-                found = client.find_issue(tag, ISSUE_LABEL) if row.attempts > 1 else None
-                issue = found or client.create_issue(row.title or "perfdash regression", row.body, [ISSUE_LABEL])
+                issue = client.ensure_issue(tag, row.title or "perfdash regression", row.body, [ISSUE_LABEL])
                 row.issue_number, row.html_url = issue.number, issue.html_url
         else:
             if row.issue_number is None:
@@ -84,9 +85,9 @@ def _attempt(client: GitHubClient, row: GithubPost, tag: str) -> None:
             if row.comment_id is not None:
                 comment = client.update_comment(row.comment_id, row.body)
             else:
-                found = client.find_comment(row.issue_number, tag) if row.attempts > 1 else None
-                comment = (client.update_comment(found.id, row.body) if found and found.body != row.body
-                           else found) or client.create_comment(row.issue_number, row.body)
+                comment = client.ensure_comment(row.issue_number, tag, row.body)
+                if comment.body != row.body:  # an earlier version of the report, found by its marker
+                    comment = client.update_comment(comment.id, row.body)
             row.comment_id, row.html_url = comment.id, comment.html_url
     except GitHubError as exc:
         row.status, row.last_error = "failed", str(exc)
@@ -122,43 +123,45 @@ def issue_title(finding: Finding) -> str:
     c = finding.configuration
     subject = finding.model or "suite geomean speedup"
     change = "" if finding.change_pct is None else f" {finding.change_pct:+.1f}%"
-    return (f"[perfdash] {c.suite} {subject}: {finding.metric}{change} "
-            f"({c.backend_variant}, {c.dtype}, {c.mode}, {c.device}, {c.thread_config})")
+    return safe.title(f"[perfdash] {c.suite} {subject}: {finding.metric}{change} "
+                      f"({c.backend_variant}, {c.dtype}, {c.mode}, {c.device}, {c.thread_config})")
 
 
 def issue_body(finding: Finding, dashboard_url: str | None) -> str:
+    """Every value from data goes through service.github.safe (no mention, link or markup of its own)."""
     c = finding.configuration
     cp = finding.change_point
     ab = finding.confirmation_result or {}
+    md = safe.inline
     confirmed = []
     if finding.confirmation == "confirmed":
-        confirmed = [f"| A/B re-measurement | {_ab_text(ab)} |"]
+        confirmed = [f"| A/B re-measurement | {md(_ab_text(ab))} |"]
     lines = [
-        f"perfdash found a regression of **{finding.metric}** on **{c.suite} / {finding.model or '(suite)'}**.",
+        f"perfdash found a regression of **{md(finding.metric)}** on **{md(c.suite)} / "
+        f"{md(finding.model or '(suite)')}**.",
         "",
         "| | |",
         "|---|---|",
-        f"| configuration | {c.backend_variant}, compile mode {c.compile_mode}, {c.dtype}, {c.mode}, {c.device}, "
-        f"{c.thread_config} |",
-        f"| machine | {c.machine.fingerprint} |",
+        f"| configuration | {md(c.backend_variant)}, compile mode {md(c.compile_mode)}, {md(c.dtype)}, {md(c.mode)}, "
+        f"{md(c.device)}, {md(c.thread_config)} |",
+        f"| machine | {md(c.machine.fingerprint)} |",
         f"| before | {finding.old_value:.4g} |" if finding.old_value is not None else "| before | - |",
         f"| after | {finding.new_value:.4g} |" if finding.new_value is not None else "| after | - |",
         f"| change | {finding.change_pct:+.1f}% |" if finding.change_pct is not None else "| change | - |",
         f"| p-value | {finding.p_value:.1e} |" if finding.p_value is not None else "| p-value | - |",
         f"| nights | {cp.n_before} before, {cp.n_after} after |" if cp else "| nights | - |",
-        f"| commit range | {finding.good_commit or '?'}..{finding.bad_commit or '?'} |",
+        f"| commit range | {md(finding.good_commit or '?')}..{md(finding.bad_commit or '?')} |",
         *confirmed,
         "",
         "Reproduce:",
-        "```",
-        _repro(finding),
-        "```",
+        safe.code_block(_repro(finding)),
     ]
     if dashboard_url and finding.series_id:
         lines.append(f"Dashboard: {dashboard_url.rstrip('/')}/model/{finding.series_id}")
     elif dashboard_url:
         lines.append(f"Dashboard: {dashboard_url.rstrip('/')}/suite/{finding.run_id}")
-    lines += ["", f"perfdash finding #{finding.id}. A bisection comments the culprit here when it names one."]
+    # "finding 12", not "finding #12": GitHub would link issue 12 of the repository
+    lines += ["", f"perfdash finding {finding.id}. A bisection comments the culprit here when it names one."]
     return "\n".join(lines)
 
 
@@ -221,29 +224,33 @@ def file_issue(session: Session, client: GitHubClient, finding: Finding, dashboa
 
 
 def culprit_body(bisection: BisectionRequest) -> str:
+    """The verdict; the commit's subject and author, the summary and the URL are data (service.github.safe)."""
     result = bisection.result or {}
     culprit = result.get("culprit") or {}
     verdict = result.get("verdict", "?")
-    lines = [f"Bisection #{bisection.id} of {bisection.metric} on {bisection.configuration.suite} / {bisection.model} "
-             f"({bisection.good_commit[:10]}..{bisection.bad_commit[:10]}): **{verdict}**."]
+    md = safe.inline
+    # "Bisection 4", not "Bisection #4": GitHub would link issue 4 of the repository
+    lines = [f"Bisection {bisection.id} of {md(bisection.metric)} on {md(bisection.configuration.suite)} / "
+             f"{md(bisection.model)} ({md(bisection.good_commit[:10])}..{md(bisection.bad_commit[:10])}): "
+             f"**{md(verdict)}**."]
     if culprit:
-        lines += ["", f"Culprit: {culprit.get('sha')} — {culprit.get('subject', '')}",
-                  f"Author: {culprit.get('author', '?')}, {culprit.get('date', '?')}"]
+        lines += ["", f"Culprit: {md(culprit.get('sha'))} — {md(culprit.get('subject', ''))}",
+                  f"Author: {md(culprit.get('author', '?'))}, {md(culprit.get('date', '?'))}"]
     candidates = result.get("candidates") or []
     if verdict == "culprit_range" and candidates:
         # the commits before the culprit do not build: the verdict is the range, never one of its authors
         lines += ["", f"Range ({len(candidates)} commits; all but the last do not build): "
-                      f"{candidates[0].get('sha', '?')[:10]}..{candidates[-1].get('sha', '?')[:10]}"]
+                      f"{md(candidates[0].get('sha', '?')[:10])}..{md(candidates[-1].get('sha', '?')[:10])}"]
     elif verdict == "not_confirmed":
         lines += ["", "The commit the search pointed at did not reproduce the regression against its parent: "
                       "nobody is named."]
     if result.get("summary"):
-        lines += ["", str(result["summary"])]
+        lines += ["", md(result["summary"])]
     steps = result.get("steps") or []
     if steps:
         lines += ["", f"{len(steps)} steps."]
     if result.get("jenkins_build_url"):
-        lines += ["", f"Jenkins: {result['jenkins_build_url']}"]
+        lines += ["", f"Jenkins: {md(result['jenkins_build_url'])}"]
     return "\n".join(lines)
 
 

@@ -9,17 +9,23 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy.orm import Session
 
 from service.models import Annotation, Configuration, Series
-from service.queries.filters import night_range
+from service.queries.filters import IsoDate, night_range
+
+STORABLE_TEXT = "^[^\\x00]*$"  # and no lone surrogate, which a JSON schema pattern cannot say usably
 
 
 class AnnotationIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # the document says what the validator below checks: at least one target that is not null
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
+        {"required": [name], "properties": {name: {"not": {"type": "null"}}}}
+        for name in ("configuration_id", "series_id", "night")]})
 
-    text: str = Field(min_length=1, max_length=10_000)
-    author: str | None = Field(None, max_length=200)
+    # no NUL byte or lone surrogate (the validator below; said in the document too)
+    text: str = Field(min_length=1, max_length=10_000, json_schema_extra={"pattern": STORABLE_TEXT})
+    author: str | None = Field(None, max_length=200, json_schema_extra={"pattern": STORABLE_TEXT})
     configuration_id: int | None = None
     series_id: int | None = None
-    night: date | None = None
+    night: IsoDate | None = None
 
     @model_validator(mode="after")
     def _targets_something(self) -> AnnotationIn:

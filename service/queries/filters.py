@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from datetime import date
-from typing import Any
+from datetime import date, datetime
+from typing import Annotated, Any
 
 import sqlalchemy as sa
+from pydantic import BeforeValidator
 
 from perfdash.axes import FILTER_AXES
 from perfdash.contract import split_backend_variant
@@ -80,3 +82,20 @@ class RunFilter:
         if self.source is not None:
             out.append(Run.source == self.source)
         return out
+
+
+def _iso_date(value: object) -> object:
+    """A date as YYYY-MM-DD only: pydantic also takes a number of seconds since 1970 ("0" was 1970-01-01), which the
+    OpenAPI document's ``format: date`` does not allow."""
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    if isinstance(value, str) and _ISO_DATE.fullmatch(value):
+        return date.fromisoformat(value)
+    raise ValueError("a date as YYYY-MM-DD")
+
+
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+IsoDate = Annotated[date, BeforeValidator(_iso_date)]
+
+# SQL's OFFSET is a 64-bit integer: a larger one is a 422 of the parameter, not of the database
+MAX_OFFSET = 2**63 - 1

@@ -26,7 +26,7 @@ RESOLVED_NIGHTLY = {"asked": "nightly", "spec": "2.15.0.dev20261125@" + "5" * 40
 SHELL_SAMPLES = {
     "PERFDASH_TOKEN": "token-from-jenkins-credentials",
     "PERFDASH_TOKEN_FILE": "/workspace@tmp/secretFiles/1/token",
-    "SERVICE_URL": "http://perfdash.internal:8000",
+    "SERVICE_URL": "https://perfdash.internal:8443",
     "REQUEST_ID": "7",
     "REPO": "https://github.com/pytorch/pytorch",
     "OMP_NUM_THREADS": "8",

@@ -154,14 +154,29 @@ def test_compose_service_port_and_database_are_consistent(compose: dict) -> None
     assert f"{port}:{port}" in service["ports"]
     assert ("EXPOSE", port) in instructions(DOCKER / "service.Dockerfile")
     pg_env = _environment(services["postgres"])
+    assert pg_env["POSTGRES_PASSWORD_FILE"] == "/run/secrets/postgres_password"
     for name in ("migrate", "service"):
-        url = _environment(services[name])["DATABASE_URL"]
-        match = re.fullmatch(r"postgresql\+psycopg2://(\w+):(.+)@(\w+):5432/(\w+)", url)
-        assert match, url
-        assert match.group(1) == pg_env["POSTGRES_USER"] and match.group(4) == pg_env["POSTGRES_DB"]
-        assert match.group(3) == "postgres"  # the compose service name is the host name
-        assert match.group(2) == pg_env["POSTGRES_PASSWORD"]
-    assert "PERFDASH_INGEST_TOKENS" in _environment(service)
+        assert _environment(services[name])["DATABASE_URL_FILE"] == "/run/secrets/database_url"
+        assert "database_url" in services[name]["secrets"]
+    assert _environment(service)["PERFDASH_TOKENS_FILE"] == "/run/secrets/perfdash_tokens"
+
+
+def test_compose_keeps_every_secret_in_a_file_and_serves_tls(compose: dict) -> None:
+    """No password, token or database URL as an environment value of any container (`docker inspect` and every
+    process of the container see those); the service speaks HTTPS with a mounted certificate."""
+    secret_like = re.compile(r"PASSWORD|TOKEN|SECRET|DATABASE_URL", re.I)
+    for name, service in compose["services"].items():
+        for key, value in _environment(service).items():
+            assert not secret_like.search(key) or key.endswith("_FILE"), (name, key, value)
+            assert str(value).startswith("/run/") or not secret_like.search(key), (name, key)
+        for secret in service.get("secrets", []):
+            assert secret in compose["secrets"] and "file" in compose["secrets"][secret]
+    service = compose["services"]["service"]
+    env = _environment(service)
+    mounts = {volume.split(":")[1]: volume for volume in service["volumes"]}
+    for key in ("PERFDASH_TLS_CERT_FILE", "PERFDASH_TLS_KEY_FILE"):
+        assert str(Path(env[key]).parent) in mounts and mounts[str(Path(env[key]).parent)].endswith(":ro")
+    assert "https://127.0.0.1:8443/healthz/ready" in " ".join(service["healthcheck"]["test"])
 
 
 def test_compose_sets_only_settings_the_service_reads(compose: dict) -> None:
@@ -170,13 +185,19 @@ def test_compose_sets_only_settings_the_service_reads(compose: dict) -> None:
     for field in settings.Settings.model_fields.values():
         alias = field.validation_alias
         known.update(getattr(alias, "choices", [alias]))
+    known |= {f"{name}_FILE" for name in settings.FILE_BACKED}  # a secret's file stands for it
     env_keys = set()
     for name in ("migrate", "service"):
         env_keys |= set(_environment(compose["services"][name]))
     example = (DOCKER / "perfdash.env.example").read_text().splitlines()
     env_keys |= {line.split("=", 1)[0] for line in example if "=" in line and not line.startswith("#")}
     assert env_keys <= known, f"not service settings: {sorted(env_keys - known)}"
-    assert {"GITHUB_TOKEN", "GITHUB_REPOSITORY", "PERFDASH_REPORT_ISSUE"} <= env_keys
+    assert {"GITHUB_REPOSITORY", "PERFDASH_REPORT_ISSUE"} <= env_keys
+    # no default repository or issue (placeholders stay empty: posting refuses until a deployment names its own),
+    # and no secret as a value in an env file
+    values = dict(line.split("=", 1) for line in example if "=" in line and not line.startswith("#"))
+    assert values["GITHUB_REPOSITORY"] == "" and values["PERFDASH_REPORT_ISSUE"] == ""
+    assert "GITHUB_TOKEN" not in values
 
 
 # ---- the scripts the images carry -----------------------------------------------------------------------------
@@ -281,7 +302,7 @@ def test_service_health_is_the_readiness_check(compose: dict) -> None:
     probe = " ".join(compose["services"]["service"]["healthcheck"]["test"])
     dockerfile = (DOCKER / "service.Dockerfile").read_text()
     for text in (probe, dockerfile):
-        found = re.search(r"127\.0\.0\.1:8000(/[\w/]+)", text)
+        found = re.search(r"127\.0\.0\.1:(?:8000|8443)(/[\w/]+)", text)
         assert found and found.group(1) == "/healthz/ready", text
     assert {"/healthz/ready", "/healthz/live", "/healthz"} <= paths
 

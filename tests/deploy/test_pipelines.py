@@ -223,7 +223,8 @@ def test_bisect_pipeline_runs_the_request_on_its_agent(run_pipeline, extract_com
     (args,) = extract_commands(lines[0])
     assert _flag(args, "--request-id") == "7"
     assert _flag(args, "--url") == record["params"]["SERVICE_URL"]
-    assert _flag(args, "--token") == "token-from-jenkins-credentials"
+    assert _flag(args, "--token-file") == "/workspace@tmp/secretFiles/1/token"
+    assert "--token" not in args
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
@@ -291,4 +292,68 @@ def test_ingest_keeps_the_token_off_command_lines_and_the_spool_on_the_node(run_
     for name in ("runner-cpu.Dockerfile", "runner-cuda.Dockerfile"):
         text = (REPO / "docker" / name).read_text()
         assert f"PERFDASH_SPOOL_DIR={spool}" in text, name
-        assert 'chmod 1777 "${PERFDASH_SPOOL_DIR}"' in text, name
+        # private to the user the cells run as: nothing else on the node may plant an upload there
+        assert 'install -d -m 0700 -o "${SPOOL_UID}" "${PERFDASH_SPOOL_DIR}"' in text, name
+        assert "1777" not in text, name
+    builds = [e for e in record["echoes"] if e.startswith("build perfdash-runner-")]
+    assert len(builds) == len(runners) and all("--build-arg SPOOL_UID=" in e for e in builds)
+    assert any(script.strip() == "id -u" for script in record["sh"])
+
+
+# A variable whose value would be a secret: bound so, it is in `docker exec ... env NAME=value` on the node (`ps`
+# shows it), and on a command line it is in argv. Only the path of a secret file may be bound or passed.
+SECRET_VARIABLE = re.compile(r"TOKEN|PASSWORD|SECRET|DATABASE_URL|CREDENTIAL|API_KEY", re.I)
+
+
+def _pipeline_records(run_pipeline) -> list[dict]:
+    return [
+        run_pipeline(NIGHTLY, stdout={"api/v1/runs?since=": json.dumps([{"id": 41, "jenkins_url":
+                                                                          "https://jenkins.example/job/perfdash/1/"}]),
+                                      "bisections?status=pending": json.dumps([{"id": 11}])}),
+        run_pipeline(NIGHTLY, {"EXTENDED": True, "BACKENDS": True}),
+        *(run_pipeline(BISECT, {"REQUEST_ID": "7"}, {"api/v1/bisections/": _bisection(device, threads)})
+          for device, threads in (("cpu", 1), ("cuda", "all"))),
+        run_pipeline(BISECT, {"GOOD": "a1", "BAD": "b2", "MODEL": "lcnet_050"},
+                     {"--data @bisection-request.json": _bisection("cpu", "socket")}),
+    ]
+
+
+def test_no_secret_on_a_command_line_or_in_a_step_environment(run_pipeline) -> None:
+    """Scans what the pipelines do: every credential is a file (its path is bound, never its content), no sh step
+    names a secret-valued variable or passes a --token, no container starts with a secret in -e, and a token read
+    from its file goes only to a shell builtin (printf) feeding curl's config on stdin, with the trace off."""
+    records = _pipeline_records(run_pipeline)
+    bindings = [b for record in records for b in record["bindings"]]
+    assert bindings, "the scenarios bind credentials"
+    for binding in bindings:
+        assert binding["kind"] == "file", binding
+        assert binding["variable"].endswith("_FILE"), binding
+    for record in records:
+        for script in record["sh"]:
+            for name in re.findall(r"\$\{?(\w+)", script):
+                assert not SECRET_VARIABLE.search(name) or name.endswith("_FILE"), (name, script)
+            assert not re.search(r"--token(?!-file)\b", script), script
+            # curl's own credential flags put the secret in its argv
+            assert not re.search(r"curl[^|\n]*(\s-u\s+\S*:|--user\s|--oauth2-bearer|-H\s+\S?Authorization)",
+                                 script.replace("\\\n", " ")), script
+            reads = re.findall(r"\$\(cat [^)]*_FILE[^)]*\)", script)
+            if reads:
+                # the content goes to printf (a builtin: no exec, no argv) and on into curl's config on stdin
+                assert script.lstrip().startswith("set +x"), script
+                for line in (line for line in script.splitlines() if "$(cat" in line):
+                    assert line.strip().startswith("printf ") and line.rstrip().endswith("|"), line
+                assert "curl" in script and " -K - " in script, script
+        for echo in record["echoes"]:
+            if echo.startswith("inside "):
+                for name in re.findall(r"-e (\w+)=", echo):
+                    assert not SECRET_VARIABLE.search(name), echo
+        for name, value in record["env"].items():
+            assert not (SECRET_VARIABLE.search(name) and value), (name, value)
+
+
+def test_the_pipelines_name_no_upstream_repository_or_issue_and_default_to_https(run_pipeline) -> None:
+    nightly = run_pipeline(NIGHTLY)
+    assert nightly["env"]["GITHUB_REPOSITORY"] == "" and nightly["env"]["PERFDASH_REPORT_ISSUE"] == ""
+    assert "93794" not in NIGHTLY.read_text()
+    for record in (nightly, run_pipeline(BISECT, {"REQUEST_ID": "7"}, {"api/v1/bisections/": _bisection("cpu", 1)})):
+        assert record["params"]["SERVICE_URL"].startswith("https://"), record["params"]["SERVICE_URL"]

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -169,17 +170,139 @@ def test_a_refused_spool_entry_never_holds_back_the_good_ones(tmp_path, client_e
         assert _runs(database) == 5
 
 
-def test_a_body_the_service_answers_500_for_is_refused_after_the_allowed_attempts(tmp_path, client_env, database,
-                                                                                   capsys, serve_in_thread) -> None:
+def test_a_body_the_service_answers_500_for_is_refused_after_the_allowed_invocations(tmp_path, client_env, database,
+                                                                                      capsys, serve_in_thread) -> None:
+    """The 500s of one invocation count once (a few seconds of them spool the upload); a body the service fails
+    for invocation after invocation is refused after --max-server-errors of them, loud, moved aside."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     poisoned = _results(tmp_path, "poisoned", poison=True)
     with serve_in_thread(_service_app(database), port) as app:
-        assert _ingest(poisoned, url, 1, "--retries", "6", "--max-server-errors", "3") == 1
-        assert app.poisoned == 4  # three allowed, the fourth refuses it: not six attempts, not forever
+        assert _ingest(poisoned, url, 1, "--retries", "6", "--max-server-errors", "3") == 3
+        assert app.poisoned == 6
+        [entry] = spool.entries(client_env)
+        assert spool.load(entry).server_errors == 1
+        for night in (2, 3):
+            assert _ingest(_results(tmp_path, f"good{night}"), url, night, "--max-server-errors", "3") == 3
+        assert spool.load(entry).server_errors == 3
+        assert _ingest(_results(tmp_path, "good4"), url, 4, "--max-server-errors", "3") == 1
     err = capsys.readouterr().err
-    assert f"REJECTED {poisoned.resolve()}" in err and "HTTP 500" in err and "Traceback" not in err
-    assert spool.entries(client_env) == [] and _runs(database) == 0
+    assert f"REJECTED spooled upload {entry.name}" in err and "HTTP 500" in err and "4 server errors" in err
+    assert "Traceback" not in err
+    assert spool.entries(client_env) == [] and _runs(database) == 3
+
+
+class _FailsForAWhile:
+    """ASGI wrapper: HTTP 500 for every request during the first ``seconds`` after the first one (a service that
+    restarts, a database failing over), the real app after."""
+
+    def __init__(self, app, seconds: float) -> None:  # type: ignore[no-untyped-def]
+        self.app, self.seconds, self.started, self.failed = app, seconds, None, 0
+
+    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+        import time
+
+        if scope["type"] == "http":
+            self.started = self.started or time.monotonic()
+            if time.monotonic() - self.started < self.seconds:
+                self.failed += 1
+                await send({"type": "http.response.start", "status": 500, "headers": []})
+                await send({"type": "http.response.body", "body": b"Internal Server Error"})
+                return
+        await self.app(scope, receive, send)
+
+
+def test_five_seconds_of_500_spool_the_upload_and_it_keeps_the_time_it_was_made(tmp_path, client_env, database,
+                                                                                capsys, serve_in_thread) -> None:
+    from service.app import create_app
+    from service.settings import Settings
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    results = _results(tmp_path, "night")
+    app = _FailsForAWhile(create_app(Settings(database_url=database, ingest_tokens=TOKEN), post_ingest_hooks=[]), 5.0)
+    with serve_in_thread(app, port):
+        # no --timestamp and no manifest: the run has no start of its own
+        assert main(["ingest", str(results), "--url", url, "--machine", "Xeon"]) == 3
+        assert app.failed >= 3
+        [entry] = spool.entries(client_env)
+        form = json.loads((entry / spool.FORM).read_text())
+        assert "timestamp" not in form and form["made_at"].endswith("+00:00")
+        # it waited in the spool across midnight: made late on the 1st, posted after the service came back
+        form["made_at"] = "2026-07-01T23:59:30+00:00"
+        (entry / spool.FORM).write_text(json.dumps(form))
+        import time
+
+        time.sleep(max(0.0, 5.0 - (time.monotonic() - app.started)))
+        assert main(["ingest", str(_results(tmp_path, "other")), "--url", url, "--machine", "Xeon",
+                     "--timestamp", "2026-07-03T01:00:00+00:00"]) == 0
+    assert "REJECTED" not in capsys.readouterr().err
+    engine = sa.create_engine(database)
+    try:
+        with engine.connect() as connection:
+            nights = sorted(str(n) for n in connection.scalars(sa.text("SELECT night FROM runs")))
+    finally:
+        engine.dispose()
+    assert nights == ["2026-07-01", "2026-07-03"]
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_the_spool_is_private_to_its_user(tmp_path, client_env) -> None:
+    results = _results(tmp_path, "night")
+    assert _ingest(results, f"http://127.0.0.1:{_free_port()}", 1) == 3
+    [entry] = spool.entries(client_env)
+    assert _mode(client_env) == 0o700 and _mode(entry) == 0o700
+    assert {_mode(p) for p in entry.iterdir()} == {0o600}
+    assert {os.lstat(p).st_uid for p in (client_env, entry, *entry.iterdir())} == {os.geteuid()}
+
+
+def test_a_shared_world_writable_spool_gets_a_private_directory_inside(tmp_path, monkeypatch, client_env) -> None:
+    shared = tmp_path / "volume"
+    shared.mkdir()
+    shared.chmod(0o1777)  # what the images made before: a sticky world-writable node volume
+    monkeypatch.setenv("PERFDASH_SPOOL_DIR", str(shared))
+    assert _ingest(_results(tmp_path, "night"), f"http://127.0.0.1:{_free_port()}", 1) == 3
+    mine = shared / f"uid-{os.geteuid()}"
+    assert _mode(mine) == 0o700 and len(spool.entries(shared)) == 1 and spool.entries(shared)[0].parent == mine
+
+
+def test_a_spool_others_may_write_is_neither_read_nor_written(tmp_path, monkeypatch, client_env, capsys) -> None:
+    open_spool = tmp_path / "open"
+    open_spool.mkdir()
+    open_spool.chmod(0o777)  # writable by anyone, no sticky bit: anything may be planted or swapped in it
+    monkeypatch.setenv("PERFDASH_SPOOL_DIR", str(open_spool))
+    results = _results(tmp_path, "night")
+    assert _ingest(results, f"http://127.0.0.1:{_free_port()}", 1) == 1
+    err = capsys.readouterr().err
+    assert f"the spool {open_spool} is owned by this user with mode 0777" in err and "chmod 700" in err
+    assert "Traceback" not in err and list(open_spool.iterdir()) == []
+
+
+@pytest.mark.parametrize("fault", ["mode", "owner"])
+def test_a_planted_entry_is_set_aside_not_posted(tmp_path, client_env, database, capsys, serve_in_thread,
+                                                 fault) -> None:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    assert _ingest(_results(tmp_path, "night1"), url, 1) == 3
+    [entry] = spool.entries(client_env)
+    planted = entry / "inductor_torchbench_float32_inference_cpu_accuracy.csv"
+    if fault == "mode":
+        planted.chmod(0o666)  # anyone could have rewritten it
+        reason = "has mode 0666: writable by others"
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("changing a file's owner needs root")
+        os.chown(planted, 65534, 65534)
+        reason = "is owned by uid 65534"
+    with serve_in_thread(_service_app(database), port):
+        assert _ingest(_results(tmp_path, "night2"), url, 2) == 1
+    err = capsys.readouterr().err
+    assert f"NOT POSTED spooled upload {entry.name}" in err and reason in err and "Traceback" not in err
+    assert _runs(database) == 1  # tonight's, not the planted one
+    assert spool.entries(client_env) == [] and (client_env / spool.UNTRUSTED / entry.name).is_dir()
 
 
 def test_an_outage_is_retried_later_and_never_counted_against_the_upload(tmp_path, client_env, database,

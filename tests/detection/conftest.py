@@ -15,7 +15,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-TOKEN = "ingest-token"
+TOKEN = "ingest-token"  # PERFDASH_INGEST_TOKENS (scope ingest)
+OPERATOR = "operator-token-0123456789"  # PERFDASH_TOKENS: every scope, for the write tests (`auth`)
 
 
 @pytest.fixture(scope="session")
@@ -157,7 +158,8 @@ def app_client(migrated_url: str, session: Session, github, tmp_path: Path) -> I
     from service.settings import Settings
 
     settings = Settings(database_url=migrated_url, ingest_tokens=TOKEN, github_token="ghp_apiSECRET",
-                        github_repository="pytorch/pytorch", github_api_url=github.url, report_issue=None,
+                        tokens=[{"name": "test-operator", "scopes": ["ingest", "bisect", "admin"], "token": OPERATOR}],
+                        github_repository="perfdash-test/dashboard", github_api_url=github.url, report_issue=1,
                         dashboard_url="http://perfdash.example", spool_dir=tmp_path / "spool")
     app = create_app(settings)
     app.dependency_overrides[get_session] = lambda: session
@@ -167,7 +169,7 @@ def app_client(migrated_url: str, session: Session, github, tmp_path: Path) -> I
 
 @pytest.fixture
 def auth() -> dict[str, str]:
-    return {"Authorization": f"Bearer {TOKEN}"}
+    return {"Authorization": f"Bearer {OPERATOR}"}
 
 
 @pytest.fixture

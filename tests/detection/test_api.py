@@ -90,7 +90,8 @@ def test_bisection_contract(app_client, auth, run_files, series_values, github) 
     (issue,) = github.state.issues.values()
     (comment,) = github.state.comments.values()
     assert comment["issue_number"] == issue["number"] and "abc123def" in comment["body"]
-    assert "http://jenkins/job/bisect/7/" in comment["body"]
+    # data: shown, not linked (service/github/safe.py)
+    assert "http\u2060://jenkins/job/bisect/7/" in comment["body"]
 
 
 def test_bisection_explicit_fields_and_errors(app_client, auth, run_files, series_values) -> None:
@@ -101,7 +102,8 @@ def test_bisection_explicit_fields_and_errors(app_client, auth, run_files, serie
                 "bad_commit": "bbbb2222", "threshold_pct": 5}
     # a request points at a stored configuration: none is stored yet
     refused = app_client.post("/api/v1/bisections", json=explicit, headers=auth)
-    assert refused.status_code == 422 and "no stored run has this configuration" in refused.text
+    # the configuration it names is not there: a 404, as a finding that is not there
+    assert refused.status_code == 404 and "no stored run has this configuration" in refused.text
     _nights(app_client, auth, run_files, series_values, nights=3, drop_from=99)
     made = app_client.post("/api/v1/bisections", json=explicit, headers=auth)
     assert made.status_code == 201, made.text
@@ -111,7 +113,7 @@ def test_bisection_explicit_fields_and_errors(app_client, auth, run_files, serie
     assert made.json()["configuration_id"] == stored
     assert made.json()["suite"] == "timm_models" and made.json()["device"] == "cpu"  # sent along to the bisect tool
     single = app_client.post("/api/v1/bisections", json={**explicit, "threads": "1", "direction": None}, headers=auth)
-    assert single.status_code == 422  # no single-thread configuration is stored
+    assert single.status_code == 404  # no single-thread configuration is stored
     missing = app_client.post("/api/v1/bisections", json={"suite": "huggingface"}, headers=auth)
     assert missing.status_code == 422
     assert app_client.post("/api/v1/bisections", json={"finding_id": 999999}, headers=auth).status_code == 404

@@ -110,8 +110,16 @@ def test_github_down_is_not_fatal_and_retried(database, github, capsys, tmp_path
     assert len(github.state.comments) == 1 and len(github.state.issues) == 2
 
 
-def test_report_needs_github_settings(database, monkeypatch, capsys, tmp_path) -> None:
+def test_report_needs_github_settings(database, github, monkeypatch, capsys, tmp_path) -> None:
     monkeypatch.delenv("GITHUB_TOKEN")
     assert main(["report", "--post", "--output", str(tmp_path / "r.md")]) == 1
     assert "GITHUB_TOKEN" in capsys.readouterr().err
+    # no default repository or issue: an empty placeholder (as in docker/perfdash.env.example) is not set either
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("GITHUB_REPOSITORY", "")
+    monkeypatch.delenv("PERFDASH_REPORT_ISSUE")
+    assert main(["report", "--post", "--output", str(tmp_path / "r.md")]) == 1
+    err = capsys.readouterr().err
+    assert "GITHUB_REPOSITORY, PERFDASH_REPORT_ISSUE not set" in err and "no default" in err
+    assert github.state.requests == []
     assert main(["report", "--run", "999999"]) == 1

@@ -2,7 +2,9 @@
 
 It answers the REST endpoints perfdash uses (create/list issues, create/list/edit issue comments). ``fail_next``
 queues responses to give instead of the real answer (a 502, a 403 rate limit with Retry-After or X-RateLimit-Reset),
-so retries are tested against a real socket, not a mock.
+so retries are tested against a real socket, not a mock; ``fail_after_next`` does the request first and then answers
+the failure (GitHub created the issue, the answer was lost: a 502 from a proxy, a timeout). ``drop_labels`` makes
+the stand-in ignore labels on create, as GitHub does silently for a token that cannot label.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class Canned:
     status: int
     headers: dict[str, str] = field(default_factory=dict)
     body: dict[str, Any] = field(default_factory=lambda: {"message": "stand-in failure"})
+    applied: bool = False  # do the request, then answer this failure instead of the result
+    method: str | None = None  # only for a request of this method (others pass by it)
 
 
 @dataclass
@@ -40,6 +44,7 @@ class State:
     failures: list[Canned] = field(default_factory=list)
     next_number: int = 1
     next_comment: int = 1000
+    drop_labels: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -53,7 +58,11 @@ def _handler(state: State, base: str) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *_args: object) -> None:  # keep pytest output clean
             pass
 
+        _silent = False
+
         def _reply(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+            if self._silent:
+                return
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -70,7 +79,15 @@ def _handler(state: State, base: str) -> type[BaseHTTPRequestHandler]:
             body = json.loads(raw) if raw else None
             with state.lock:
                 state.requests.append(Recorded(self.command, url.path, parse_qs(url.query), dict(self.headers), body))
-                canned = state.failures.pop(0) if state.failures else None
+                canned = next((c for c in state.failures if c.method in (None, self.command)), None)
+                if canned is not None:
+                    state.failures.remove(canned)
+                if canned is not None and canned.applied:
+                    self._silent = True
+                    try:
+                        self._route(url.path, parse_qs(url.query), body)
+                    finally:
+                        self._silent = False
                 if canned is not None:
                     self._reply(canned.status, canned.body, canned.headers)
                     return
@@ -84,7 +101,8 @@ def _handler(state: State, base: str) -> type[BaseHTTPRequestHandler]:
                 number = state.next_number
                 state.next_number += 1
                 issue = {"number": number, "title": body["title"], "body": body.get("body", ""),
-                         "labels": [{"name": n} for n in body.get("labels", [])], "state": "open",
+                         "labels": [] if state.drop_labels else [{"name": n} for n in body.get("labels", [])],
+                         "state": "open",
                          "html_url": f"{base}/{m['repo']}/issues/{number}"}
                 state.issues[number] = issue
                 self._reply(201, issue)
@@ -92,6 +110,8 @@ def _handler(state: State, base: str) -> type[BaseHTTPRequestHandler]:
                 label = (query.get("labels") or [""])[0]
                 items = [i for i in state.issues.values()
                          if not label or label in {lab["name"] for lab in i["labels"]}]
+                if (query.get("direction") or [""])[0] == "desc":
+                    items.reverse()
                 self._reply(200, _page(items, query))
             elif (m := ISSUE_COMMENTS.match(path)) and self.command == "POST":
                 number = int(m["number"])
@@ -159,6 +179,13 @@ class GitHubStandIn:
     def fail_next(self, *canned: Canned) -> None:
         with self.state.lock:
             self.state.failures.extend(canned)
+
+    def fail_after_next(self, *canned: Canned, method: str | None = None) -> None:
+        """The next requests (of ``method``, if given) are done, and then answered with these failures (the answer
+        lost on the way)."""
+        with self.state.lock:
+            self.state.failures.extend(Canned(c.status, c.headers, c.body, applied=True, method=method)
+                                       for c in canned)
 
     def writes(self) -> list[Recorded]:
         return [r for r in self.state.requests if r.method in ("POST", "PATCH")]

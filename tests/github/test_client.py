@@ -131,7 +131,10 @@ def test_unreachable_server_is_a_github_error() -> None:
 def test_config_from_settings() -> None:
     from service.settings import Settings
 
-    assert GitHubConfig.from_settings(Settings(github_token=None, github_repository="o/r")) is None
-    config = GitHubConfig.from_settings(Settings(github_token=TOKEN, github_repository="o/r",
+    assert GitHubConfig.from_settings(Settings(github_token=None, github_repository="o/r", report_issue=1)) is None
+    # no default repository or issue: both must be named
+    assert GitHubConfig.from_settings(Settings(github_token=TOKEN, github_repository="o/r")) is None
+    assert GitHubConfig.from_settings(Settings(github_token=TOKEN, report_issue=1)) is None
+    config = GitHubConfig.from_settings(Settings(github_token=TOKEN, github_repository="o/r", report_issue=1,
                                                  github_api_url="http://127.0.0.1:1/"))
     assert config is not None and config.api_url == "http://127.0.0.1:1" and config.repository == "o/r"

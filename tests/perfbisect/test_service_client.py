@@ -89,8 +89,11 @@ def test_request_is_fetched_bisected_and_posted(service, perf_history, tmp_path,
     service.request = _request(perf_history.shas[0], perf_history.shas[-1])
     service.fail_first_gets = 1
     monkeypatch.setenv("JENKINS_BUILD_URL", "https://jenkins.example/job/perfdash-bisect/12/")
-    # The request names the model; a --measure given by hand stands in for perfdash run.
-    code = main(["bisect", "--request-id", "7", "--url", service.url, "--token", "s3cret", "--repo",
+    # The request names the model; a --measure given by hand stands in for perfdash run. The token comes from a file
+    # (as the bisect pipeline passes it), never the command line.
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret\n")
+    code = main(["bisect", "--request-id", "7", "--url", service.url, "--token-file", str(token_file), "--repo",
                  str(perf_history.repo), "--build", "sh build.sh", "--measure", "sh measure.sh",
                  "--cache-dir", str(tmp_path / "cache")])
     assert code == 0, capsys.readouterr().err
@@ -201,3 +204,12 @@ def test_a_commit_found_nowhere_is_its_own_verdict(service, perf_history, tmp_pa
                     perf_history.shas[-1], "--measure", "sh measure.sh", "--cache-dir", str(tmp_path / "cache2")])
     printed = capsys.readouterr()
     assert offline == 1 and "(not fetched: --no-fetch)" in printed.out + printed.err
+
+
+def test_an_unreadable_token_file_is_a_one_line_error(service, tmp_path, capsys):
+    code = main(["bisect", "--request-id", "7", "--url", service.url, "--token-file", str(tmp_path / "missing"),
+                 "--repo", str(tmp_path), "--measure", "true"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "cannot read the token file" in err and "Traceback" not in err
+    assert service.received == []

@@ -13,7 +13,15 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 DATA = Path(__file__).parent / "data"
-TOKENS = ("token-one", "token-two")
+TOKENS = ("token-one", "token-two")  # PERFDASH_INGEST_TOKENS: scope ingest only
+# Named tokens (PERFDASH_TOKENS), one per scope and one with all: the write tests use OPERATOR through `auth`.
+SCOPED = {"ingest": "ingest-token-0123456789", "bisect": "bisect-token-0123456789", "admin": "admin-token-0123456789"}
+OPERATOR = "operator-token-0123456789"
+
+
+def scoped_tokens() -> list[dict]:
+    return [*({"name": f"test-{scope}", "scopes": [scope], "token": token} for scope, token in SCOPED.items()),
+            {"name": "test-operator", "scopes": ["ingest", "bisect", "admin"], "token": OPERATOR}]
 
 
 @pytest.fixture(scope="session")
@@ -66,7 +74,8 @@ def session(engine: sa.Engine) -> Iterator[Session]:
 def settings(migrated_url: str, tmp_path: Path):
     from service.settings import Settings
 
-    return Settings(database_url=migrated_url, ingest_tokens=",".join(TOKENS), max_upload_bytes=256 * 1024,
+    return Settings(database_url=migrated_url, ingest_tokens=",".join(TOKENS), tokens=scoped_tokens(),
+                    max_upload_bytes=256 * 1024,
                     spool_dir=tmp_path / "spool")
 
 
@@ -90,8 +99,14 @@ def client(settings, session: Session, hook_calls: list[int]) -> Iterator[TestCl
 
 
 @pytest.fixture
+def tokens() -> dict:
+    """The configured tokens (tests run in importlib mode: conftest's names are not importable)."""
+    return {"legacy": TOKENS, "scoped": SCOPED, "operator": OPERATOR}
+
+
+@pytest.fixture
 def auth() -> dict[str, str]:
-    return {"Authorization": f"Bearer {TOKENS[1]}"}
+    return {"Authorization": f"Bearer {OPERATOR}"}
 
 
 def _csv(kind: str, rows: list) -> bytes:

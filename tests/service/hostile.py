@@ -164,3 +164,31 @@ def query_cases() -> list[tuple[str, str, tuple[int, ...]]]:
         ("GET", "/model/1?to=0001-01-01", (200, 404)),
         ("GET", "/api/v1/runs?since=0001-01-01&until=9999-12-31", (200,)),
     ]
+
+
+# Strings that are valid data (a model name, a host, a CPU name, a commit subject: free text up to 200 characters)
+# and must reach GitHub as literal text: no mention, issue link, autolink, image, HTML or markdown structure of
+# their own (service/github/safe.py). Used by tests/detection/test_github_text.py.
+GITHUB_HOSTILE = (
+    "@pytorch/compiler",
+    "cc @someone please",
+    "fixes #1234",
+    "pytorch/pytorch#99",
+    "GH-77",
+    "[click](https://evil.example/x)",
+    "![tracker](https://evil.example/pixel.png)",
+    "https://evil.example/autolink",
+    "www.evil.example",
+    "</details><h1>owned</h1>",
+    "<!-- hide the rest",
+    "<img src=x onerror=alert(1)>",
+    "model\n# Injected heading",
+    "model\r\n- injected list item",
+    "```\nbreak out of the code block",
+    "`inline code`",
+    "**bold** _em_ ~~strike~~",
+    "a|b|c",
+    "mail me@example.com",
+    "&lt;entity&gt; &#64;user",
+    "\u2028line separator",
+)

@@ -349,3 +349,13 @@ def test_throughput_is_stored_and_world_size_is_its_own_configuration(upload, se
     assert stored[one.id].eager_throughput == pytest.approx(8 / 0.022)
     assert stored[one.id].compiled_throughput == pytest.approx(8 / 0.011)
     assert stored[two.id].compiled_throughput == pytest.approx(16 / 0.0145)
+
+
+def test_two_files_of_one_name_in_one_upload_are_refused(client, auth, run_files, session) -> None:
+    files = run_files({"resnet18": 1.2})
+    name, data = next(iter(files.items()))
+    parts = [*_parts(files), ("files", (name, data.replace(b"resnet18", b"alexnet"), "text/csv"))]
+    response = client.post("/api/v1/runs", files=parts, data={"machine": "Test Xeon"}, headers=auth)
+    assert response.status_code == 422
+    assert f"two files named '{name}' in one upload" in response.json()["detail"]
+    assert session.query(Run).count() == 0
