@@ -295,7 +295,7 @@ def test_ingest_keeps_the_token_off_command_lines_and_the_spool_on_the_node(run_
         # private to the user the cells run as: nothing else on the node may plant an upload there
         assert 'install -d -m 0700 -o "${SPOOL_UID}" "${PERFDASH_SPOOL_DIR}"' in text, name
         assert "1777" not in text, name
-    builds = [e for e in record["echoes"] if e.startswith("build perfdash-runner-")]
+    builds = [e for e in record["echoes"] if e.startswith("docker build perfdash-runner-")]
     assert len(builds) == len(runners) and all("--build-arg SPOOL_UID=" in e for e in builds)
     assert any(script.strip() == "id -u" for script in record["sh"])
 
