@@ -86,7 +86,7 @@ class Podman:
 
 
 @pytest.fixture(scope="session")
-def podman(request: pytest.FixtureRequest) -> Podman:
+def podman() -> Podman:
     if shutil.which("podman") is None or shutil.which("runc") is None:
         pytest.skip("podman and runc are not installed (scripts/install-system-packages.sh test installs them)")
     env = {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
@@ -101,9 +101,8 @@ def podman(request: pytest.FixtureRequest) -> Podman:
         pytest.skip(f"no base image {tag}: {made.stderr.strip()[-500:]}")
     origin = tool("image", "inspect", "--format", '{{ index .Labels "org.perfdash.base" }}', tag).stdout.strip()
     said = made.stderr.strip().splitlines()[-1] + (f" [{origin}]" if origin and origin != "<no value>" else "")
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"\n{said}", yellow=bool(origin and origin != "<no value>"))
+    # Said in the test output whatever the capture mode (CI's log is where a reader looks for it).
+    print(f"\n[tests/containers] {said}", file=sys.__stderr__, flush=True)
     probe = tool("run", "--rm", tag, "python", "-c", "print('ok')", check=False, timeout=120)
     if probe.returncode != 0 or probe.stdout.strip() != "ok":
         pytest.skip(f"containers cannot run on this machine: {probe.stderr.strip()[-300:]}")
