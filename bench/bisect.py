@@ -34,6 +34,9 @@ import sys
 # `bisect` (which random and statistics import): drop the folder before importing anything else.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+# ...and put the repository root last, so `bench.ab_noise` imports when run as a script too (its bisect/ folder has no
+# __init__.py: a namespace portion, which never wins over the standard library's module).
+sys.path.append(os.path.dirname(_HERE))
 
 import argparse  # noqa: E402
 import math  # noqa: E402
