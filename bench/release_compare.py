@@ -27,11 +27,6 @@ REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("PERFDASH_CACHE_DIR", Path.home() / ".cache" / "perfdash"))
 
 
-def torchvision_for(release: str) -> str:
-    _major, minor, patch = release.split(".")
-    return f"0.{int(minor) + 15}.{patch}"  # as docker/install-torch.sh pairs them
-
-
 def current_torch() -> str | None:
     from perfdash.torch_spec import installed_torch
 
@@ -48,6 +43,8 @@ def runner_python(release: str) -> Path:
     if (venv / ".perfdash-ready").exists():
         return python
     subprocess.run(["python3.11", "-m", "venv", str(venv)], check=True)
+    from perfdash.torch_spec import torchvision_for
+
     pins = (f"torch=={release}", f"torchvision=={torchvision_for(release)}")
     constraints = venv / "torch-constraints.txt"
     constraints.write_text("\n".join(pins) + "\n")

@@ -153,21 +153,23 @@ class _Poster:
                     self._keep(entry, answer)
 
     def _reject(self, entry: Path, reason: str, status: int | None) -> None:
-        try:
-            where = f"moved to {spool.reject(entry, reason, status)}"
-        except OSError as exc:
-            where = f"could not be moved aside ({exc.strerror or exc}), it stays at {entry}"
-        print(f"error: REJECTED spooled upload {entry.name}: the service refused it ({reason}); it is not retried, "
-              f"{where}", file=sys.stderr)
-        self.tally.refused.append(entry.name)
+        self._move_aside(entry, reason, status, spool.REJECTED,
+                         f"REJECTED spooled upload {entry.name}: the service refused it ({reason}); it is not "
+                         "retried", "moved to")
 
     def _set_aside(self, entry: Path, reason: str) -> None:
+        self._move_aside(entry, reason, None, spool.UNTRUSTED,
+                         f"NOT POSTED spooled upload {entry.name}: {reason}, so it may not be this user's upload",
+                         "set aside in")
+
+    def _move_aside(self, entry: Path, reason: str, status: int | None, folder: str, headline: str,
+                    verb: str) -> None:
+        """Move a spooled upload out of the queue (refused or untrusted): said on stderr, counted as refused."""
         try:
-            where = f"set aside in {spool.reject(entry, reason, None, spool.UNTRUSTED)}"
+            where = f"{verb} {spool.reject(entry, reason, status, folder)}"
         except OSError as exc:
             where = f"could not be moved aside ({exc.strerror or exc}), it stays at {entry}"
-        print(f"error: NOT POSTED spooled upload {entry.name}: {reason}, so it may not be this user's upload; "
-              f"{where}", file=sys.stderr)
+        print(f"error: {headline}, {where}", file=sys.stderr)
         self.tally.refused.append(entry.name)
 
     def _keep(self, entry: Path, answer: Answer) -> None:

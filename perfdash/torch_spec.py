@@ -86,6 +86,15 @@ def _day(digits: str) -> date:
         raise TorchSpecError(f"{digits!r} is not a date") from None
 
 
+def torchvision_for(release: str) -> str:
+    """The torchvision release paired with a torch release: minor + 15 (torch 2.14.1 pairs with torchvision 0.29.1).
+    docker/install-torch.sh states the same in bash (tests/contract/test_torch_spec.py compares them)."""
+    major, minor, patch = release.split(".")
+    if major != "2":
+        raise TorchSpecError(f"no torchvision pairing known for torch {release}")
+    return f"0.{int(minor) + 15}.{patch}"
+
+
 def mismatch(spec: TorchSpec, version: str | None, git_version: str | None) -> str | None:
     """Why the torch (``version``, ``git_version``) is not the one ``spec`` asks for; None when it is."""
     got = f"torch {version or 'unknown'} (git {(git_version or 'unknown')[:12]})"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -119,3 +120,16 @@ def test_check_command_against_this_environments_torch() -> None:
     other = subprocess.run([sys.executable, "-m", "perfdash.torch_spec", "check", "2.13.0"], capture_output=True,
                            text=True, cwd=REPO)
     assert other.returncode == 1 and "asked for torch 2.13.0" in other.stderr and version in other.stderr
+
+
+@pytest.mark.parametrize("release", ["2.13.0", "2.14.1", "2.9.0"])
+def test_install_torch_pairs_torchvision_as_the_contract_does(release: str, tmp_path: Path) -> None:
+    log = tmp_path / "pip.log"
+    pip = tmp_path / "pip"
+    pip.write_text(f'#!/usr/bin/env bash\necho "$*" >> {log}\n')
+    pip.chmod(0o755)
+    subprocess.run(["bash", str(REPO / "docker" / "install-torch.sh"), release, "cpu"], check=True, timeout=60,
+                   env={**os.environ, "PIP": str(pip), "INSTALL_TORCH_VERIFY": "0"})
+    assert f"torchvision=={torch_spec.torchvision_for(release)}" in log.read_text().split()
+    with pytest.raises(TorchSpecError):
+        torch_spec.torchvision_for("3.0.0")
