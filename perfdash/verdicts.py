@@ -38,6 +38,7 @@ class Verdict:
     heading: str  # a section of items: "New failures"
     tag: str = ""  # the model tables' filter key ("" for none)
     report_section: str = ""  # the report's list (ReportContext field) a finding of this category goes to
+    hint: str = ""  # what it means, where a page explains it
 
     @property
     def css(self) -> str:
@@ -50,11 +51,11 @@ NEW_FAILURE = Verdict("new_failure", Severity.WORSE, "new failure", "New failure
 REGRESSION = Verdict("regression", Severity.WORSE, "regression", "Regressions", "regressed", "regressions")
 FIXED = Verdict("fixed", Severity.BETTER, "fixed", "Fixed", "fixed", "fixed")
 IMPROVEMENT = Verdict("improvement", Severity.BETTER, "improvement", "Improvements", "improved", "improvements")
-WITHIN_NOISE = Verdict("within_noise", Severity.NEUTRAL, "within noise",
-                       "Within noise (the 95 % confidence intervals overlap)", "noise")
+WITHIN_NOISE = Verdict("within_noise", Severity.NEUTRAL, "within noise", "Within noise", "noise",
+                       hint="the 95 % confidence intervals overlap")
 STILL_FAILING = Verdict("still_failing", Severity.NEUTRAL, "still failing", "Still failing")
-ADDED = Verdict("added", Severity.NEUTRAL, "new model", "New models", "new")
-REMOVED = Verdict("removed", Severity.NEUTRAL, "missing", "Missing")
+ADDED = Verdict("added", Severity.NEUTRAL, "added", "New models", "new")
+REMOVED = Verdict("removed", Severity.NEUTRAL, "removed", "Missing")
 UNCHANGED = Verdict("unchanged", Severity.NEUTRAL, "unchanged", "Unchanged")
 
 MODEL_VERDICTS: tuple[Verdict, ...] = (NEW_FAILURE, REGRESSION, FIXED, IMPROVEMENT, WITHIN_NOISE, STILL_FAILING, ADDED,
