@@ -74,7 +74,15 @@ MODELS_DROPPED = Verdict("models_dropped", Severity.WORSE, "models dropped", "Mi
 
 FINDING_CATEGORIES: tuple[Verdict, ...] = (REGRESSION, NEW_FAILURE, IMPROVEMENT, FIXED, ENVIRONMENT, MODELS_DROPPED)
 
+FindingCategoryName = StrEnum("FindingCategoryName",  # type: ignore[misc]
+                               {v.name: v.name for v in FINDING_CATEGORIES})
+
 _BY_NAME: dict[str, Verdict] = {v.name: v for v in (*MODEL_VERDICTS, *FINDING_CATEGORIES)}
+
+
+def severity_of_direction(direction: int) -> Severity:
+    """A metric's move as perfdash.judgement.direction gives it (+1 better, -1 worse, 0 within its minimum effect)."""
+    return Severity.BETTER if direction > 0 else Severity.WORSE if direction < 0 else Severity.NEUTRAL
 
 
 class UnknownVerdict(KeyError):

@@ -26,7 +26,7 @@ from perfdash import judgement
 from perfdash.contract import display_status
 from perfdash.judgement import EVERY_METRIC, Judgement, Side
 from perfdash.metric_registry import RESULT_METRICS, Better, ResultMetric
-from perfdash.verdicts import MODEL_VERDICTS, UNCHANGED, ModelVerdictName, Severity
+from perfdash.verdicts import MODEL_VERDICTS, UNCHANGED, ModelVerdictName, Severity, severity_of_direction
 from service.models import Configuration, Result, Run
 from service.queries import torch_versions
 from service.queries.filters import ConfigFilter
@@ -124,6 +124,11 @@ def judge(paired: Paired) -> Judgement:
                            Side(paired.passed[1], new_numbers, (new_low, new_high)), EVERY_METRIC)
 
 
+def _direction_word(direction: int) -> str:
+    severity = severity_of_direction(direction)
+    return "same" if severity is Severity.NEUTRAL else severity.value
+
+
 def model_change(paired: Paired, judged: Judgement, i: int) -> ModelChange:
     metrics = {}
     for rule in METRICS:
@@ -132,7 +137,7 @@ def model_change(paired: Paired, judged: Judgement, i: int) -> ModelChange:
             base, new = paired.numbers[rule.name]
             metrics[rule.name] = MetricChange(
                 base=float(base[i]), new=float(new[i]), change=float(relative),
-                direction=("worse", "same", "better")[int(judged.direction[rule.name][i]) + 1])
+                direction=_direction_word(int(judged.direction[rule.name][i])))
     base_passed, new_passed = (None if np.isnan(p[i]) else bool(p[i]) for p in paired.passed)
     return ModelChange(configuration_id=int(paired.configuration_id[i]), series_id=paired.series_id[i],
                        name=paired.name[i], verdict=judged.verdict_of(i).name,

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from perfdash.judgement import direction
 from perfdash.metric_registry import Better, SummaryMetric, relative_change
 from perfdash.metrics import SuiteSummary
-from perfdash.verdicts import Severity
+from perfdash.verdicts import Severity, severity_of_direction
 
 
 def change_class(base: float | None, new: float | None, better: Better, threshold: float) -> str:
@@ -22,7 +22,8 @@ def change_class(base: float | None, new: float | None, better: Better, threshol
     change = relative_change(base, new)
     if change is None:
         return ""
-    return {-1: Severity.WORSE.value, 1: Severity.BETTER.value}.get(int(direction(change, better, threshold)), "")
+    severity = severity_of_direction(int(direction(change, better, threshold)))
+    return "" if severity is Severity.NEUTRAL else severity.value
 
 
 @dataclass(frozen=True, slots=True)

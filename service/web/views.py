@@ -265,7 +265,8 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
             status_changes.append({"night": p.night.isoformat(),
                                    "from": display_status(previous.accuracy, previous.passed),
                                    "to": display_status(p.accuracy, p.passed), "passed": p.passed,
-                                   "label": (FIXED if p.passed else NEW_FAILURE).label})
+                                   "label": (FIXED if p.passed else NEW_FAILURE).label,
+                                   "severity": (FIXED if p.passed else NEW_FAILURE).severity.value})
         previous = p
     return {
         "nights": [p.night.isoformat() for p in points],
