@@ -23,9 +23,10 @@ from sqlalchemy.orm import Session
 from perfdash.axes import run_command, stored_axes
 from perfdash.verdicts import REGRESSION, category
 from service.detection.confirmation import CONFIRMED, NONE
-from service.detection.models import BisectionRequest, Finding, GithubPost
+from service.detection.models import BisectionRequest, Finding
 from service.github import safe
 from service.github.client import GitHubClient, GitHubError
+from service.github.models import GithubPost
 
 logger = logging.getLogger(__name__)
 
