@@ -93,3 +93,10 @@ def test_the_change_vocabulary_and_judgement_sit_in_the_contract_layer() -> None
     assert {package for package, _ in imported_packages(REPO / "perfdash" / "judgement.py")} <= {
         "__future__", "collections", "dataclasses", "typing", "numpy", "perfdash"}
     assert "perfdash.verdicts" in _modules(REPO / "perfdash", "perfdash")  # under the checks above
+
+
+def test_the_database_and_the_reads_import_no_web_framework() -> None:
+    # service/db.py serves the CLI and `perfdash nightly` as much as the app (a request's session: service/api/deps.py)
+    paths = [REPO / "service" / "db.py", *sorted((REPO / "service" / "queries").rglob("*.py"))]
+    assert [f"{p.relative_to(REPO)}:{line}" for p in paths for package, line in sorted(imported_packages(p))
+            if package in {"fastapi", "starlette"}] == []

@@ -153,8 +153,8 @@ def app_client(migrated_url: str, session: Session, github, tmp_path: Path) -> I
     """The app with the default post-ingest hooks (detection), GitHub pointed at the stand-in, on the test session."""
     from fastapi.testclient import TestClient
 
+    from service.api.deps import get_session
     from service.app import create_app
-    from service.db import get_session
     from service.settings import Settings
 
     settings = Settings(database_url=migrated_url, ingest_tokens=TOKEN, github_token="ghp_apiSECRET",

@@ -86,8 +86,8 @@ def hook_calls() -> list[int]:
 
 @pytest.fixture
 def client(settings, session: Session, hook_calls: list[int]) -> Iterator[TestClient]:
+    from service.api.deps import get_session
     from service.app import create_app
-    from service.db import get_session
 
     def record(_session: Session, run_id: int) -> None:
         hook_calls.append(run_id)
