@@ -31,17 +31,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from perfdash.contract import display_status
-from perfdash.judgement import Side, change_verdict, judge
+from perfdash.judgement import Side, change_verdict, direction, judge
 from perfdash.metric_registry import (
     DETECTED_METRICS,
     GEOMEAN,
     PASSRATE,
     PASSRATE_ALERT_DROP,
-    Better,
     better_of,
     min_effect_of,
 )
@@ -197,9 +197,9 @@ def _environment_finding(session: Session, run: Run, previous: Run) -> Finding |
 def _release_summary(metric: str, moves: list[float]) -> str:
     """``speedup median +4.1% over 3 models (2 better, 0 worse beyond 5%)``: how one metric moved between releases."""
     minimum = min_effect_of(metric)
-    effect = math.log1p(minimum)
-    up, down = sum(m > effect for m in moves), sum(m < -effect for m in moves)
-    better, worse = (up, down) if better_of(metric) is Better.HIGHER else (down, up)
+    # the relative change of each model, judged as every comparison judges it (perfdash.judgement.direction)
+    directions = direction(np.expm1(moves), better_of(metric), minimum)
+    better, worse = int(np.sum(directions > 0)), int(np.sum(directions < 0))
     return (f"{metric} median {100.0 * math.expm1(statistics.median(moves)):+.1f}% over {len(moves)} models "
             f"({better} better, {worse} worse beyond {100 * minimum:g}%)")
 
