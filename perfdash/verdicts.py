@@ -66,6 +66,16 @@ COUNTED: tuple[Verdict, ...] = (NEW_FAILURE, REGRESSION, FIXED, IMPROVEMENT, WIT
 # The model verdicts as a string enum: the API's field type (its OpenAPI enum), values the names above.
 ModelVerdictName = StrEnum("ModelVerdictName", {v.name: v.name for v in MODEL_VERDICTS})  # type: ignore[misc]
 
+class FindingKind(StrEnum):
+    """What a finding is about (stored in ``findings.kind``): its category says how it changed."""
+
+    STATUS = "status"  # a model's pass/fail against the previous run
+    PERFORMANCE = "performance"  # a change point of one model's metric
+    SUMMARY = "summary"  # the suite: passrate, the geomean's change point
+    ENVIRONMENT = "environment"  # what surrounds the compiler (machine software, the torch release)
+    MISSING = "missing"  # models missing against the previous run
+
+
 # What detection files besides (a finding's category is a model verdict or one of these).
 ENVIRONMENT = Verdict("environment", Severity.NOTE, "environment change", "Environment changes",
                       report_section="environment")

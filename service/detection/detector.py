@@ -52,6 +52,7 @@ from perfdash.verdicts import (
     MODELS_DROPPED,
     NEW_FAILURE,
     REGRESSION,
+    FindingKind,
     UnknownVerdict,
     Verdict,
     category,
@@ -76,7 +77,6 @@ logger = logging.getLogger(__name__)
 
 SUITE_METRIC = GEOMEAN.key  # change points of the suite's clipped geomean speedup; series_id NULL
 MODELS_DROP = 0.2  # relative: a fifth of the suite's models missing against the previous run
-ENVIRONMENT_KIND = "environment"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +101,7 @@ def _baselines(session: Session, configuration_id: int) -> dict[tuple[int | None
     """(series_id, metric) -> run ids where a change point is stored, and the runs of environment changes (which
     reset every series of the configuration)."""
     resets = set(session.scalars(sa.select(Finding.run_id).where(Finding.configuration_id == configuration_id,
-                                                                 Finding.kind == ENVIRONMENT_KIND)))
+                                                                 Finding.kind == FindingKind.ENVIRONMENT)))
     out: dict[tuple[int | None, str], set[int]] = defaultdict(lambda: set(resets))
     rows = session.execute(sa.select(ChangePointRow.series_id, ChangePointRow.metric, ChangePointRow.run_id)
                            .where(ChangePointRow.configuration_id == configuration_id))
@@ -188,7 +188,7 @@ def _environment_finding(session: Session, run: Run, previous: Run) -> Finding |
     named = ", ".join(f"{k} {a or '-'} -> {b or '-'}" for k, (a, b) in differences.items())
     what = "torch release change" if release is not None else "environment change"
     return _add_finding(session, Finding(
-        key=f"environment:{run.id}", kind=ENVIRONMENT_KIND, category=ENVIRONMENT.name,
+        key=f"environment:{run.id}", kind=FindingKind.ENVIRONMENT, category=ENVIRONMENT.name,
         configuration_id=run.configuration_id, run_id=run.id, change_pct=lead_pct,
         good_commit=previous.torch_git_commit, bad_commit=run.torch_git_commit,
         summary=f"{what}: {named}; {moved}. Baselines reset, no per-model findings."))
@@ -211,7 +211,7 @@ def models_dropped(d: RunDetection) -> list[Finding | None]:
     if not before or now > (1.0 - MODELS_DROP) * before:
         return []
     return [_add_finding(session, Finding(
-        key=f"models_dropped:{run.id}", kind="missing", category=MODELS_DROPPED.name,
+        key=f"models_dropped:{run.id}", kind=FindingKind.MISSING, category=MODELS_DROPPED.name,
         configuration_id=run.configuration_id, run_id=run.id, metric="models", old_value=float(before),
         new_value=float(now), change_pct=100.0 * (now / before - 1.0),
         summary=f"{run.configuration.suite}: {now} models reported, {before} the run before"))]
@@ -241,7 +241,7 @@ def status_changes(d: RunDetection) -> list[Finding | None]:
         old_status = display_status(old.accuracy, old.passed)
         new_status = display_status(current.accuracy, current.passed)
         found.append(_add_finding(session, Finding(
-            key=f"status:{series_id}:{run.id}", kind="status", category=verdict.name,
+            key=f"status:{series_id}:{run.id}", kind=FindingKind.STATUS, category=verdict.name,
             configuration_id=run.configuration_id, series_id=series_id, run_id=run.id, model=current.name,
             metric="accuracy", old_status=old_status, new_status=new_status,
             old_value=old.gated_speedup, new_value=current.gated_speedup,
@@ -278,7 +278,7 @@ def _store_change_points(session: Session, run: Run, series_id: int | None, mode
         subject = model or "suite geomean speedup"
         label = metric if model else "geomean"
         finding = _add_finding(session, Finding(
-            key=f"cp:{row.id}", kind="performance" if model else "summary",
+            key=f"cp:{row.id}", kind=FindingKind.PERFORMANCE if model else FindingKind.SUMMARY,
             category=change_verdict(cp.change_pct, better_of(metric)).name, configuration_id=run.configuration_id,
             series_id=series_id, run_id=run.id, change_point_id=row.id, model=model, metric=metric,
             old_value=cp.before_mean, new_value=cp.after_mean, change_pct=cp.change_pct, p_value=cp.p_value,
@@ -322,7 +322,7 @@ def passrate_drop(d: RunDetection) -> list[Finding | None]:
     if old_rate - new_rate < PASSRATE_ALERT_DROP:
         return []
     return [_add_finding(session, Finding(
-        key=f"passrate:{run.id}", kind="summary", category=REGRESSION.name,
+        key=f"passrate:{run.id}", kind=FindingKind.SUMMARY, category=REGRESSION.name,
         configuration_id=run.configuration_id, run_id=run.id, metric=PASSRATE.key, old_value=old_rate,
         new_value=new_rate, change_pct=100.0 * (new_rate - old_rate),
         good_commit=previous.torch_git_commit, bad_commit=run.torch_git_commit,

@@ -10,7 +10,18 @@ from typing import Protocol
 from perfdash.contract import SUITES, display_status, gated_speedup
 from perfdash.metric_registry import DASHBOARD_METRICS, RESULT_METRICS, ResultMetric, SummaryMetric, shown_metrics
 from perfdash.metrics import SuiteSummary
-from perfdash.verdicts import ADDED, COUNTED, FIXED, NEW_FAILURE, REMOVED, Severity, Verdict, category, verdict
+from perfdash.verdicts import (
+    ADDED,
+    COUNTED,
+    FIXED,
+    NEW_FAILURE,
+    REMOVED,
+    FindingKind,
+    Severity,
+    Verdict,
+    category,
+    verdict,
+)
 from service.detection.models import Finding
 from service.models import Configuration, RunSummary
 from service.queries.compare import RunComparison
@@ -343,9 +354,11 @@ def model_table(rows: Sequence[RunModelRow]) -> tuple[list[ResultMetric], list[t
 
 def finding_mark(finding: Finding) -> dict[str, object]:
     """A detection finding as a chart mark: on its metric's chart (status findings on every chart)."""
-    return {"night": finding.run.night.isoformat(), "metric": finding.metric if finding.kind == "performance" else None,
-            "text": finding.summary, "category": finding.category, "label": category(finding.category).label,
-            "severity": category(finding.category).severity.value}
+    on_one_chart = finding.kind == FindingKind.PERFORMANCE
+    judged = category(finding.category)
+    return {"night": finding.run.night.isoformat(), "metric": finding.metric if on_one_chart else None,
+            "text": finding.summary, "category": finding.category, "label": judged.label,
+            "severity": judged.severity.value}
 
 
 def run_slots(points: Iterable[tuple[int, date, int]]) -> tuple[list[str], dict[int, int]]:
