@@ -90,10 +90,10 @@ class Side:
         """From result rows (ORM or API objects; None: not in that run)."""
 
         def column(name: str) -> np.ndarray:
-            return np.array([np.nan if r is None or getattr(r, name, None) is None else getattr(r, name)
-                             for r in results], dtype=float)
+            # None -> NaN by numpy's float conversion; an absent row has no value either
+            return np.array([None if r is None else getattr(r, name, None) for r in results], dtype=float)
 
-        passed = np.array([np.nan if r is None else float(bool(r.passed)) for r in results], dtype=float)
+        passed = np.array([None if r is None else bool(r.passed) for r in results], dtype=float)
         return cls(passed=passed, values={m: column(m) for m in metrics},
                    interval=(column("speedup_ci_low"), column("speedup_ci_high")))
 

@@ -8,7 +8,8 @@ perfdash.verdicts'.
 
 from __future__ import annotations
 
-import numpy as np
+import math
+
 import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
@@ -60,12 +61,13 @@ def _deltas(names: list[str], before: dict[str, ResultOut], after: dict[str, Res
     base = [before.get(n) for n in names]
     new = [after.get(n) for n in names]
     judged = judge(Side.of(base, metrics), Side.of(new, metrics), speedup_only(threshold))
+    columns = {m: judged.change[m].tolist() for m in metrics}  # plain floats: one conversion, not one per cell
     out = []
     for i, name in enumerate(names):
         b, n = base[i], new[i]
         changes: dict[str, float | None] = {}
         if b is not None and n is not None and b.passed and n.passed:
-            changes = {m: None if np.isnan(c := judged.change[m][i]) else float(c) for m in metrics}
+            changes = {m: None if math.isnan(c := columns[m][i]) else c for m in metrics}
         out.append(ModelDelta(name=name, base=b, new=n, verdict=judged.verdict_of(i).name,
                               status_changed=b is not None and n is not None and b.accuracy != n.accuracy,
                               speedup_change=changes.get(SPEEDUP.name),
