@@ -111,6 +111,26 @@ def fresh_postgres(postgres_url: str) -> Iterator[str]:
         admin.dispose()
 
 
+@pytest.fixture(scope="session")
+def result_csv():
+    """result_csv(kind, rows) -> a PyTorch-format CSV ("performance" or "accuracy") as bytes, written with the
+    contract's header and row types (what the runner writes)."""
+    import csv
+    import io
+
+    from perfdash.contract import header_for
+
+    def write(kind: str, rows: list) -> bytes:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(header_for(kind))
+        for row in rows:
+            writer.writerow(row.to_csv_fields(with_stats=True))
+        return out.getvalue().encode()
+
+    return write
+
+
 @pytest.fixture
 def github() -> Iterator:
     """The GitHub stand-in server (tests/github/standin.py)."""

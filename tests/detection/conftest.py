@@ -3,8 +3,6 @@ migrated Postgres (`session`, `engine`, `fresh_postgres`) and the GitHub stand-i
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -16,22 +14,11 @@ TOKEN = "ingest-token"  # PERFDASH_INGEST_TOKENS (scope ingest)
 OPERATOR = "operator-token-0123456789"  # PERFDASH_TOKENS: every scope, for the write tests (`auth`)
 
 
-def _csv(kind: str, rows: list) -> bytes:
-    from perfdash.contract import header_for
-
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header_for(kind))
-    for row in rows:
-        writer.writerow(row.to_csv_fields(with_stats=True))
-    return out.getvalue().encode()
-
-
 RunFiles = Callable[..., dict[str, bytes]]
 
 
 @pytest.fixture
-def run_files() -> RunFiles:
+def run_files(result_csv) -> RunFiles:
     """run_files(night_index, {model: speedup | None}, statuses={model: status}, **config) -> {file name: bytes}.
 
     The run's CSVs and manifest, written with the contract's own types (what the runner writes). Latency is
@@ -60,7 +47,8 @@ def run_files() -> RunFiles:
             acc.append(AccuracyRow(dev="cpu", name=name, batch_size=8,
                                    accuracy=statuses.get(name, "pass" if speedup is not None else "fail_to_run")))
         stem = manifest.config.key().stem
-        return {f"{stem}_performance.csv": _csv("performance", perf), f"{stem}_accuracy.csv": _csv("accuracy", acc),
+        return {f"{stem}_performance.csv": result_csv("performance", perf),
+                f"{stem}_accuracy.csv": result_csv("accuracy", acc),
                 f"{stem}_manifest.json": manifest.model_dump_json().encode()}
 
     return make

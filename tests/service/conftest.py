@@ -61,22 +61,8 @@ def auth() -> dict[str, str]:
     return {"Authorization": f"Bearer {OPERATOR}"}
 
 
-def _csv(kind: str, rows: list) -> bytes:
-    import csv
-    import io
-
-    from perfdash.contract import header_for
-
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header_for(kind))
-    for row in rows:
-        writer.writerow(row.to_csv_fields(with_stats=True))
-    return out.getvalue().encode()
-
-
 @pytest.fixture
-def run_files():
+def run_files(result_csv):
     """make(speedups={model: speedup or None for a failure}, statuses={model: status}, stem=..., manifest=...)
     -> {file name: bytes}, written with the contract's own row types (what the runner writes)."""
     from perfdash.contract import AccuracyRow, PerformanceRow
@@ -94,7 +80,8 @@ def run_files():
                 compression_ratio=ratio, eager_peak_mem=0.2, dynamo_peak_mem=0.2 / ratio))
             acc.append(AccuracyRow(dev="cpu", name=name, batch_size=8,
                                    accuracy=statuses.get(name, "pass" if speedup is not None else "fail_to_run")))
-        files = {f"{stem}_performance.csv": _csv("performance", perf), f"{stem}_accuracy.csv": _csv("accuracy", acc)}
+        files = {f"{stem}_performance.csv": result_csv("performance", perf),
+                 f"{stem}_accuracy.csv": result_csv("accuracy", acc)}
         if manifest is not None:
             files[f"{stem}_manifest.json"] = manifest.model_dump_json().encode()
         return files
