@@ -66,6 +66,7 @@ COUNTED: tuple[Verdict, ...] = (NEW_FAILURE, REGRESSION, FIXED, IMPROVEMENT, WIT
 # The model verdicts as a string enum: the API's field type (its OpenAPI enum), values the names above.
 ModelVerdictName = StrEnum("ModelVerdictName", {v.name: v.name for v in MODEL_VERDICTS})  # type: ignore[misc]
 
+
 class FindingKind(StrEnum):
     """What a finding is about (stored in ``findings.kind``): its category says how it changed."""
 
@@ -113,10 +114,6 @@ def category(name: str) -> Verdict:
     if found not in FINDING_CATEGORIES:
         raise UnknownVerdict(f"{name!r} is a model verdict, not a finding category")
     return found
-
-
-def severity(name: str) -> Severity:
-    return verdict(name).severity
 
 
 def model_verdict_index() -> dict[str, int]:
