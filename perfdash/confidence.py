@@ -9,7 +9,7 @@ the tied, discrete values of small timing samples (scipy then returns NaN); the 
 any sample. A fixed seed makes the interval a function of the samples, so the same run always shows the same
 interval. Coverage on simulated paired timings is measured by bench/speedup_ci.py.
 
-Two intervals that overlap cannot tell a change from noise: :func:`within_noise`.
+Two intervals that overlap cannot tell a change from noise: perfdash.judgement applies that to every comparison.
 """
 
 from __future__ import annotations
@@ -34,9 +34,6 @@ class Interval:
     def __post_init__(self) -> None:
         if not (np.isfinite(self.low) and np.isfinite(self.high)) or self.low > self.high:
             raise ValueError(f"not an interval: [{self.low}, {self.high}]")
-
-    def overlaps(self, other: Interval) -> bool:
-        return self.low <= other.high and other.low <= self.high
 
     @property
     def text(self) -> str:
@@ -64,8 +61,3 @@ def speedup_interval(eager_ms: Sequence[float], compiled_ms: Sequence[float], *,
         return None
     return Interval(low, high)
 
-
-def within_noise(before: Interval | None, after: Interval | None) -> bool:
-    """A change whose two intervals overlap is within the noise of the measurement; without both intervals the
-    question cannot be answered (False: the caller falls back to its threshold)."""
-    return before is not None and after is not None and before.overlaps(after)

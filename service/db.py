@@ -1,14 +1,13 @@
-"""Engine and sessions. Built by create_app()'s lifespan or a CLI handler from Settings — never at import."""
+"""Engine and sessions. Built by create_app()'s lifespan or a CLI handler from Settings — never at import. No FastAPI
+here: a request's session and settings are service/api/deps.py's (SessionDep, SettingsDep)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
 
 import sqlalchemy as sa
-from fastapi import Depends, Request
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.settings import Settings
@@ -81,16 +80,3 @@ def unavailable_message(exc: BaseException, settings: Settings) -> str | None:
     return f"the database {where} cannot be reached ({type(origin).__name__}: {reason}); start it or check " \
            "DATABASE_URL, then run this again"
 
-
-def get_settings(request: Request) -> Settings:
-    return request.app.state.settings
-
-
-def get_session(request: Request) -> Iterator[Session]:
-    """One session per request; routers commit explicitly, anything uncommitted is rolled back on close."""
-    with request.app.state.session_factory() as session:
-        yield session
-
-
-SessionDep = Annotated[Session, Depends(get_session)]
-SettingsDep = Annotated[Settings, Depends(get_settings)]

@@ -204,15 +204,6 @@ def _call(argv: Sequence[str], settings: Settings) -> int:
         return exc.code if isinstance(exc.code, int) else 1
 
 
-def _registered() -> set[str]:
-    from perfdash.cli import build_parser
-
-    for action in build_parser()._actions:  # argparse keeps subcommands only on this private action
-        if isinstance(action, argparse._SubParsersAction):
-            return set(action.choices)
-    return set()
-
-
 def ingest_files(results_dir: Path) -> tuple[list[str], list[str]]:
     """The result files to ingest, and the runs left out: a suite stopped before its first model leaves a manifest
     without CSVs, which the ingest would refuse, and with it the whole night."""
@@ -232,17 +223,12 @@ def run_nightly(config: NightlyConfig, settings: Settings) -> int:
     from rich.table import Table
 
     console = Console()
-    registered = _registered()
     steps = plan(config)
     outcomes: list[tuple[str, str, float]] = []
     failed = False
     console.rule(f"perfdash nightly -> {settings.database_url}")
     for number, step in enumerate(steps, 1):
         console.print(f"[bold][{number}/{len(steps)}] {step.title}[/bold]  [dim]perfdash {' '.join(step.argv)}[/dim]")
-        if step.argv[0] not in registered:
-            console.print(f"  [yellow]skipped: `perfdash {step.argv[0]}` is not available in this build[/yellow]")
-            outcomes.append((step.title, "skipped (not available)", 0.0))
-            continue
         argv = step.argv
         if argv[0] == "ingest" and config.results_dir.is_dir():
             files, empty = ingest_files(config.results_dir)

@@ -24,15 +24,20 @@ def pytest_configure(config: pytest.Config) -> None:
                        "GIT_COMMITTER_NAME": "perfdash tests", "GIT_COMMITTER_EMAIL": "tests@perfdash.invalid"})
 
 
-def _load_pgcluster():
-    """tests/pgcluster.py by path (tests are not a package; the helper is test-only, not part of perfdash)."""
-    name = "perfdash_tests_pgcluster"
+def _load(name: str, path: Path):
+    """A test-only module by path (tests are not a package; these helpers are not part of perfdash), once: dataclasses
+    look their module up in sys.modules."""
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("pgcluster.py"))
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
     return sys.modules[name]
+
+
+def _load_pgcluster():
+    return _load("perfdash_tests_pgcluster", Path(__file__).with_name("pgcluster.py"))
 
 
 @pytest.fixture(scope="session")
@@ -50,6 +55,88 @@ def postgres_url(temporary_postgres) -> Iterator[str]:
         return
     with temporary_postgres() as started:
         yield started
+
+
+@pytest.fixture(scope="session")
+def migrated_url(postgres_url: str) -> str:
+    """The session's Postgres with the schema made by `alembic upgrade head`."""
+    from service.migrate import upgrade
+
+    upgrade(postgres_url)
+    return postgres_url
+
+
+@pytest.fixture(scope="session")
+def engine(migrated_url: str):  # -> sa.Engine; SQLAlchemy is imported only by the tests that use it
+    from service.db import make_engine
+
+    engine = make_engine(migrated_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def session(engine):
+    """Each test in a transaction that is rolled back (the session commits to savepoints inside it)."""
+    from sqlalchemy.orm import Session
+
+    connection = engine.connect()
+    transaction = connection.begin()
+    session = Session(bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False)
+    try:
+        yield session
+    finally:
+        session.close()
+        transaction.rollback()
+        connection.close()
+
+
+@pytest.fixture
+def fresh_postgres(postgres_url: str) -> Iterator[str]:
+    """An empty database on the session's server, dropped afterwards (migration tests, CLI tests that commit)."""
+    import uuid
+
+    import sqlalchemy as sa
+
+    name = f"fresh_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = sa.make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def result_csv():
+    """result_csv(kind, rows) -> a PyTorch-format CSV ("performance" or "accuracy") as bytes, written with the
+    contract's header and row types (what the runner writes)."""
+    import csv
+    import io
+
+    from perfdash.contract import header_for
+
+    def write(kind: str, rows: list) -> bytes:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(header_for(kind))
+        for row in rows:
+            writer.writerow(row.to_csv_fields(with_stats=True))
+        return out.getvalue().encode()
+
+    return write
+
+
+@pytest.fixture
+def github() -> Iterator:
+    """The GitHub stand-in server (tests/github/standin.py)."""
+    standin = _load("perfdash_tests_github_standin", Path(__file__).parent / "github" / "standin.py")
+    with standin.GitHubStandIn() as server:
+        yield server
 
 
 @pytest.fixture

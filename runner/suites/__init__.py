@@ -9,7 +9,7 @@ from runner.suites.base import ModelSpec, Suite, SuiteError, Tolerance
 
 __all__ = ["ModelSpec", "Suite", "SuiteError", "Tolerance", "available_suites", "get_suite"]
 
-_NOT_SUITES = frozenset({"base", "builders", "inputs"})
+_NOT_SUITES = frozenset({"base", "builders"})
 
 
 def available_suites() -> list[str]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, status
 
 from service.api.auth import AUTH_RESPONSES, AdminScope
-from service.api.deps import IsoDate
-from service.db import SessionDep
+from service.api.deps import IsoDate, SessionDep
 from service.queries.annotations import AnnotationIn, AnnotationOut, add_annotation, list_annotations
 
 router = APIRouter(prefix="/api/v1/annotations", tags=["annotations"])

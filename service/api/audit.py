@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from service.api.deps import IsoDate
-from service.db import SessionDep
+from service.api.deps import IsoDate, SessionDep
 from service.queries.audit import AuditOut, list_audit
 from service.queries.filters import MAX_OFFSET
 

@@ -21,7 +21,7 @@ from fastapi.params import Depends as DependsParam
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
-from service.db import SessionDep, SettingsDep
+from service.api.deps import SessionDep, SettingsDep
 from service.models import AuditEntry
 from service.settings import Scope, Settings, TokenSpec
 

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from perfdash.bisection import BisectionIn, BisectionOut, BisectionResult, BisectionStatus
 from service.api.auth import AUTH_RESPONSES, BisectScope
-from service.db import SessionDep, SettingsDep
+from service.api.deps import SessionDep, SettingsDep
 from service.detection.models import BisectionRequest, Finding
 from service.detection.queries import BisectionError, record_result, request_bisection
 from service.queries.findings import bisection_out, list_bisections

@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 
-from service.api.deps import ConfigFilterDep, json_response
-from service.db import SessionDep
+from service.api.deps import ConfigFilterDep, SessionDep, json_response
 from service.queries.compare import DEFAULT_THRESHOLD, NotComparable, RunComparison, compare_commits, compare_runs
 
 router = APIRouter(prefix="/api/v1/compare", tags=["compare"])

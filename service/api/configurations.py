@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from service.api.deps import ConfigFilterDep
-from service.db import SessionDep
+from service.api.deps import ConfigFilterDep, SessionDep
 from service.queries.runs import list_configurations
 from service.queries.schemas import ConfigurationOut
 

@@ -2,7 +2,7 @@
 
 - :func:`document_errors`: every status the service can answer is in the document, with its body. Any request may
   meet a 400 (a NUL byte in the URL, service/api/errors.py:RejectNulBytes; a body that is not JSON), a 422 (invalid
-  parameters or body: ``{"detail": ...}``, a list of errors or one message, service/app.py's handlers) and a 503
+  parameters or body: ``{"detail": ...}``, a list of errors or one message, service/api/handlers.py) and a 503
   (the database is unavailable, with Retry-After); an operation on one resource (a path parameter) a 404; a write a
   413 (service/api/limits.py).
 - :class:`AllowHeader`: a 405's ``Allow`` lists every method of the path. FastAPI's included routers answer a method
@@ -12,8 +12,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
 from fastapi.routing import iter_route_contexts
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -46,6 +49,21 @@ def _bound_parameter(schema: dict[str, Any]) -> None:
         if option.get("type") == "string" and "pattern" not in option and "format" not in option \
                 and "enum" not in option and "const" not in option:
             option["pattern"] = NO_NUL
+
+
+def install_openapi(app: FastAPI, components: Mapping[str, Any]) -> None:
+    """The app's OpenAPI document, built once on first request: FastAPI's, with ``components`` (schemas that routes
+    reading their body by hand refer to) and every error documented (:func:`document_errors`)."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description,
+                                 routes=app.routes)
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(components)
+            app.openapi_schema = document_errors(schema)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def document_errors(schema: dict[str, Any]) -> dict[str, Any]:

@@ -1,18 +1,35 @@
-"""Dependencies shared by routers and pages: the one filter model every endpoint and page reads from its query string
-(ConfigFilter, RunFilter). Who may write is service/api/auth.py."""
+"""Dependencies shared by routers and pages: a request's database session and settings (SessionDep, SettingsDep), and
+the one filter model every endpoint and page reads from its query string (ConfigFilter, RunFilter). Who may write is
+service/api/auth.py."""
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Annotated, Literal
 
-from fastapi import Depends, Query, Response
+from fastapi import Depends, Query, Request, Response
 from pydantic import BaseModel
+from sqlalchemy.orm import Session
 
 from service.queries.filters import ConfigFilter, IsoDate, RunFilter
+from service.settings import Settings
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """One session per request; routers commit explicitly, anything uncommitted is rolled back on close."""
+    with request.app.state.session_factory() as session:
+        yield session
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
 def json_response(content: BaseModel | list[BaseModel], status_code: int = 200) -> Response:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Query, status
 
 from service.api.auth import AUTH_RESPONSES, AdminScope
-from service.api.deps import IsoDate
-from service.db import SessionDep
+from service.api.deps import IsoDate, SessionDep
 from service.queries.filters import MAX_OFFSET
 from service.queries.findings import AcknowledgeIn, FindingOut, get_finding, list_findings
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Response, status
 
-from service.api.deps import ConfigFilterDep, IsoDate, json_response
-from service.db import SessionDep
+from service.api.deps import ConfigFilterDep, IsoDate, SessionDep, json_response
 from service.queries.history import ModelHistory, SeriesOut, SuiteHistory, find_series, model_history, suite_history
 
 router = APIRouter(prefix="/api/v1", tags=["history"])

@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 
-from service.api.deps import ConfigFilterDep, json_response
-from service.db import SessionDep
+from service.api.deps import ConfigFilterDep, SessionDep, json_response
 from service.queries.releases import DEFAULT_LIMIT, LATEST, ReleaseComparison, compare_versions, versions
 
 router = APIRouter(prefix="/api/v1/releases", tags=["releases"])

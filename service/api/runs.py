@@ -12,8 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from service.api.auth import AUTH_RESPONSES, AdminScope, IngestScope, audit_detail
-from service.api.deps import RunFilterDep, json_response
-from service.db import SessionDep
+from service.api.deps import RunFilterDep, SessionDep, json_response
 from service.ingest import IngestDefaults, RunBundle, RunPayload, bundle_from_payload, bundles_from_files, ingest
 from service.models import Run
 from service.queries.filters import MAX_OFFSET

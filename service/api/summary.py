@@ -7,8 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 
-from service.api.deps import ConfigFilterDep, IsoDate, json_response
-from service.db import SessionDep
+from service.api.deps import ConfigFilterDep, IsoDate, SessionDep, json_response
 from service.queries.summary import NightSummary, night_summary, run_summary
 
 router = APIRouter(prefix="/api/v1/summary", tags=["summary"])

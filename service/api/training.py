@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from service.api.deps import ConfigFilterDep, json_response
-from service.db import SessionDep
+from service.api.deps import ConfigFilterDep, SessionDep, json_response
 from service.queries.training import TrainingView, training_view
 
 router = APIRouter(prefix="/api/v1/training", tags=["training"])

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from perfdash.metric_registry import SPEEDUP, Better, min_effect_of
+from perfdash.metric_registry import SPEEDUP, min_effect_of
 
 # A level needs at least this many points before a change.
 _MIN_LEVEL = 3
@@ -126,13 +126,6 @@ class ChangePoint:
     p_value: float
     n_before: int
     n_after: int
-
-    @property
-    def relative_change(self) -> float:
-        return self.change_pct / 100.0
-
-    def is_regression(self, better: Better) -> bool:
-        return better.is_regression(self.change_pct)
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from perfdash.bisection import BisectionIn, BisectionResult
+from perfdash.verdicts import REGRESSION, FindingKind
 from service.detection.models import BisectionRequest, ChangePointRow, Finding
 from service.detection.queries import BisectionError, request_bisection
 from service.queries.detection import has_later_run, series_commits
@@ -57,8 +58,8 @@ CONFIRM_MARGIN = 2  # nights the A/B's range reaches beyond the change point's o
 
 def needs_confirmation(finding: Finding) -> bool:
     """A model's performance regression: the kind of finding noise makes, and an A/B can check."""
-    return (finding.kind == "performance" and finding.category == "regression" and finding.series_id is not None
-            and finding.change_point_id is not None)
+    return (finding.kind == FindingKind.PERFORMANCE and finding.category == REGRESSION.name
+            and finding.series_id is not None and finding.change_point_id is not None)
 
 
 def _sibling_key(finding: Finding) -> tuple[int | None, int | None]:

@@ -1,9 +1,12 @@
 """Detection over stored history: what changed when a run arrived, stored as findings.
 
-Three checks per run, all idempotent (a finding's ``key`` is unique; running detection twice stores nothing new):
+The checks are the declared rules of :data:`RULES` (one entry each: name, the categories of perfdash.verdicts it may
+file, its function), run in order by :func:`detect_run`; all idempotent (a finding's ``key`` is unique; running
+detection twice stores nothing new):
 
 - status changes against the previous run of the configuration (service.queries.order), at once: a model that
-  passed and now fails (fail_accuracy, fail_to_run, timeout, OOM, ...) is a new failure; the reverse is fixed;
+  passed and now fails (fail_accuracy, fail_to_run, timeout, OOM, ...) is a new failure; the reverse is fixed
+  (perfdash.judgement's status verdicts);
 - performance: change points of each series and metric that perfdash.metric_registry marks ``detected`` (speedup,
   abs_latency, compilation_latency, compression_ratio) over the passing runs, starting at the series' last stored
   change point;
@@ -24,21 +27,35 @@ import logging
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from perfdash.contract import display_status
+from perfdash.judgement import Side, change_verdict, direction, judge
 from perfdash.metric_registry import (
     DETECTED_METRICS,
     GEOMEAN,
     PASSRATE,
     PASSRATE_ALERT_DROP,
-    Better,
     better_of,
     min_effect_of,
+)
+from perfdash.verdicts import (
+    ENVIRONMENT,
+    FIXED,
+    IMPROVEMENT,
+    MODELS_DROPPED,
+    NEW_FAILURE,
+    REGRESSION,
+    FindingKind,
+    UnknownVerdict,
+    Verdict,
+    category,
 )
 from service.detection.changepoint import DetectionConfig, detect_change_points
 from service.detection.confirmation import queue_confirmations
@@ -60,7 +77,6 @@ logger = logging.getLogger(__name__)
 
 SUITE_METRIC = GEOMEAN.key  # change points of the suite's clipped geomean speedup; series_id NULL
 MODELS_DROP = 0.2  # relative: a fifth of the suite's models missing against the previous run
-ENVIRONMENT_KIND = "environment"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +101,7 @@ def _baselines(session: Session, configuration_id: int) -> dict[tuple[int | None
     """(series_id, metric) -> run ids where a change point is stored, and the runs of environment changes (which
     reset every series of the configuration)."""
     resets = set(session.scalars(sa.select(Finding.run_id).where(Finding.configuration_id == configuration_id,
-                                                                 Finding.kind == ENVIRONMENT_KIND)))
+                                                                 Finding.kind == FindingKind.ENVIRONMENT)))
     out: dict[tuple[int | None, str], set[int]] = defaultdict(lambda: set(resets))
     rows = session.execute(sa.select(ChangePointRow.series_id, ChangePointRow.metric, ChangePointRow.run_id)
                            .where(ChangePointRow.configuration_id == configuration_id))
@@ -172,7 +188,7 @@ def _environment_finding(session: Session, run: Run, previous: Run) -> Finding |
     named = ", ".join(f"{k} {a or '-'} -> {b or '-'}" for k, (a, b) in differences.items())
     what = "torch release change" if release is not None else "environment change"
     return _add_finding(session, Finding(
-        key=f"environment:{run.id}", kind=ENVIRONMENT_KIND, category="environment",
+        key=f"environment:{run.id}", kind=FindingKind.ENVIRONMENT, category=ENVIRONMENT.name,
         configuration_id=run.configuration_id, run_id=run.id, change_pct=lead_pct,
         good_commit=previous.torch_git_commit, bad_commit=run.torch_git_commit,
         summary=f"{what}: {named}; {moved}. Baselines reset, no per-model findings."))
@@ -181,22 +197,24 @@ def _environment_finding(session: Session, run: Run, previous: Run) -> Finding |
 def _release_summary(metric: str, moves: list[float]) -> str:
     """``speedup median +4.1% over 3 models (2 better, 0 worse beyond 5%)``: how one metric moved between releases."""
     minimum = min_effect_of(metric)
-    effect = math.log1p(minimum)
-    up, down = sum(m > effect for m in moves), sum(m < -effect for m in moves)
-    better, worse = (up, down) if better_of(metric) is Better.HIGHER else (down, up)
+    # the relative change of each model, judged as every comparison judges it (perfdash.judgement.direction)
+    directions = direction(np.expm1(moves), better_of(metric), minimum)
+    better, worse = int(np.sum(directions > 0)), int(np.sum(directions < 0))
     return (f"{metric} median {100.0 * math.expm1(statistics.median(moves)):+.1f}% over {len(moves)} models "
             f"({better} better, {worse} worse beyond {100 * minimum:g}%)")
 
 
-def _models_dropped_finding(session: Session, run: Run, previous: Run) -> Finding | None:
+def models_dropped(d: RunDetection) -> list[Finding | None]:
+    """A suite whose model count dropped by MODELS_DROP or more against the previous run."""
+    session, run, previous = d.session, d.run, d.previous_run
     now, before = result_count(session, run.id), result_count(session, previous.id)
     if not before or now > (1.0 - MODELS_DROP) * before:
-        return None
-    return _add_finding(session, Finding(
-        key=f"models_dropped:{run.id}", kind="missing", category="models_dropped",
+        return []
+    return [_add_finding(session, Finding(
+        key=f"models_dropped:{run.id}", kind=FindingKind.MISSING, category=MODELS_DROPPED.name,
         configuration_id=run.configuration_id, run_id=run.id, metric="models", old_value=float(before),
         new_value=float(now), change_pct=100.0 * (now / before - 1.0),
-        summary=f"{run.configuration.suite}: {now} models reported, {before} the run before"))
+        summary=f"{run.configuration.suite}: {now} models reported, {before} the run before"))]
 
 
 def _add_finding(session: Session, finding: Finding) -> Finding | None:
@@ -207,25 +225,28 @@ def _add_finding(session: Session, finding: Finding) -> Finding | None:
     return finding
 
 
-def _status_findings(session: Session, run: Run, previous: Run) -> list[Finding]:
+def status_changes(d: RunDetection) -> list[Finding | None]:
+    """A model that passed in the previous run and fails now is a new failure, the reverse is fixed
+    (perfdash.judgement's status verdicts)."""
+    session, run, previous = d.session, d.run, d.previous_run
     now, before = results_by_series(session, run.id), results_by_series(session, previous.id)
+    series = [s for s in now if s in before]
+    judged = judge(Side.of([before[s] for s in series]), Side.of([now[s] for s in series]), ())
     found = []
-    for series_id, current in now.items():
-        old = before.get(series_id)
-        if old is None or old.passed == current.passed:
+    for i, series_id in enumerate(series):
+        verdict = judged.verdict_of(i)
+        if verdict not in (NEW_FAILURE, FIXED):
             continue
-        category = "fixed" if current.passed else "new_failure"
+        current, old = now[series_id], before[series_id]
         old_status = display_status(old.accuracy, old.passed)
         new_status = display_status(current.accuracy, current.passed)
-        finding = _add_finding(session, Finding(
-            key=f"status:{series_id}:{run.id}", kind="status", category=category,
+        found.append(_add_finding(session, Finding(
+            key=f"status:{series_id}:{run.id}", kind=FindingKind.STATUS, category=verdict.name,
             configuration_id=run.configuration_id, series_id=series_id, run_id=run.id, model=current.name,
             metric="accuracy", old_status=old_status, new_status=new_status,
             old_value=old.gated_speedup, new_value=current.gated_speedup,
             good_commit=previous.torch_git_commit, bad_commit=run.torch_git_commit,
-            summary=f"{current.name}: {old_status} -> {new_status}"))
-        if finding is not None:
-            found.append(finding)
+            summary=f"{current.name}: {old_status} -> {new_status}")))
     return found
 
 
@@ -249,15 +270,16 @@ def _store_change_points(session: Session, run: Run, series_id: int | None, mode
             configuration_id=run.configuration_id, series_id=series_id, metric=metric, run_id=first.run_id,
             previous_run_id=last_old.run_id, good_commit=last_old.commit, bad_commit=first.commit,
             before_mean=cp.before_mean, after_mean=cp.after_mean, change_pct=cp.change_pct, p_value=cp.p_value,
-            n_before=cp.n_before, n_after=cp.n_after, regression=cp.is_regression(better_of(metric)))
+            n_before=cp.n_before, n_after=cp.n_after,
+            regression=change_verdict(cp.change_pct, better_of(metric)) is REGRESSION)
         session.add(row)
         session.flush()
         stored.add(first.run_id)
         subject = model or "suite geomean speedup"
         label = metric if model else "geomean"
         finding = _add_finding(session, Finding(
-            key=f"cp:{row.id}", kind="performance" if model else "summary",
-            category="regression" if row.regression else "improvement", configuration_id=run.configuration_id,
+            key=f"cp:{row.id}", kind=FindingKind.PERFORMANCE if model else FindingKind.SUMMARY,
+            category=change_verdict(cp.change_pct, better_of(metric)).name, configuration_id=run.configuration_id,
             series_id=series_id, run_id=run.id, change_point_id=row.id, model=model, metric=metric,
             old_value=cp.before_mean, new_value=cp.after_mean, change_pct=cp.change_pct, p_value=cp.p_value,
             good_commit=last_old.commit, bad_commit=first.commit,
@@ -268,7 +290,9 @@ def _store_change_points(session: Session, run: Run, series_id: int | None, mode
     return found
 
 
-def _performance_findings(session: Session, run: Run, incremental: bool) -> list[Finding]:
+def performance_change_points(d: RunDetection) -> list[Finding | None]:
+    """Change points of each series and metric the registry marks ``detected``, over the passing runs."""
+    session, run, incremental = d.session, d.run, d.incremental
     series_in_run = passing_series(session, run.id)
     if not series_in_run:
         return []
@@ -288,29 +312,93 @@ def _performance_findings(session: Session, run: Run, incremental: bool) -> list
     return found
 
 
-def _suite_findings(session: Session, run: Run, previous: Run | None, incremental: bool) -> list[Finding]:
-    found = []
-    summary = session.get(RunSummary, run.id)
-    if summary is None:
-        return found
-    before = session.get(RunSummary, previous.id) if previous is not None else None
-    if before is not None and before.total and summary.total:
-        old_rate, new_rate = before.passed / before.total, summary.passed / summary.total
-        if old_rate - new_rate >= PASSRATE_ALERT_DROP:
-            finding = _add_finding(session, Finding(
-                key=f"passrate:{run.id}", kind="summary", category="regression",
-                configuration_id=run.configuration_id, run_id=run.id, metric=PASSRATE.key, old_value=old_rate,
-                new_value=new_rate, change_pct=100.0 * (new_rate - old_rate),
-                good_commit=previous.torch_git_commit if previous else None, bad_commit=run.torch_git_commit,
-                summary=f"passrate {100 * old_rate:.0f}% ({before.passed}/{before.total}) -> "
-                        f"{100 * new_rate:.0f}% ({summary.passed}/{summary.total})"))
-            if finding is not None:
-                found.append(finding)
+def passrate_drop(d: RunDetection) -> list[Finding | None]:
+    """The suite's passrate dropping by PASSRATE_ALERT_DROP or more against the previous run."""
+    session, run, previous = d.session, d.run, d.previous_run
+    summary, before = session.get(RunSummary, run.id), session.get(RunSummary, previous.id)
+    if summary is None or before is None or not (before.total and summary.total):
+        return []
+    old_rate, new_rate = before.passed / before.total, summary.passed / summary.total
+    if old_rate - new_rate < PASSRATE_ALERT_DROP:
+        return []
+    return [_add_finding(session, Finding(
+        key=f"passrate:{run.id}", kind=FindingKind.SUMMARY, category=REGRESSION.name,
+        configuration_id=run.configuration_id, run_id=run.id, metric=PASSRATE.key, old_value=old_rate,
+        new_value=new_rate, change_pct=100.0 * (new_rate - old_rate),
+        good_commit=previous.torch_git_commit, bad_commit=run.torch_git_commit,
+        summary=f"passrate {100 * old_rate:.0f}% ({before.passed}/{before.total}) -> "
+                f"{100 * new_rate:.0f}% ({summary.passed}/{summary.total})"))]
+
+
+def suite_geomean_change_points(d: RunDetection) -> list[Finding | None]:
+    """Change points of the suite's (clipped) geomean speedup."""
+    session, run = d.session, d.run
+    if session.get(RunSummary, run.id) is None:
+        return []
     points = [Point(r, n, c, float(g)) for r, n, c, g in suite_geomean_history(session, run) if g is not None and g > 0]
-    if points and points[-1].run_id == run.id:
-        stored = _baselines(session, run.configuration_id)[(None, SUITE_METRIC)]
-        found += _store_change_points(session, run, None, None, SUITE_METRIC, points, stored,
-                                      DetectionConfig.for_metric(SUITE_METRIC), incremental)
+    if not points or points[-1].run_id != run.id:
+        return []
+    stored = _baselines(session, run.configuration_id)[(None, SUITE_METRIC)]
+    return list(_store_change_points(session, run, None, None, SUITE_METRIC, points, stored,
+                                     DetectionConfig.for_metric(SUITE_METRIC), d.incremental))
+
+
+def environment_change(d: RunDetection) -> list[Finding | None]:
+    """When the manifest differs from the previous run's and most series moved together (or the torch release
+    changed): one finding, resetting the configuration's baselines (service.detection.environment)."""
+    return [_environment_finding(d.session, d.run, d.previous_run)]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The rules, in the order they run: an environment change is stored before the change points, whose baselines it
+# resets. A new rule is one entry here, its function and a test (docs/architecture.md, "a detection rule").
+
+
+@dataclass(frozen=True, slots=True)
+class RunDetection:
+    """What a rule sees: the run that arrived, the previous run of its configuration, and how far back to search."""
+
+    session: Session
+    run: Run
+    previous: Run | None
+    incremental: bool
+
+    @property
+    def previous_run(self) -> Run:
+        assert self.previous is not None, "a rule that compares with the previous run says needs_previous"
+        return self.previous
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    name: str
+    categories: tuple[Verdict, ...]  # what it may file (perfdash.verdicts); anything else is an error
+    check: Callable[[RunDetection], list[Finding | None]]  # None: already stored (detection is idempotent)
+    needs_previous: bool = True  # skipped for a configuration's first run
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("status", (NEW_FAILURE, FIXED), status_changes),
+    Rule("environment", (ENVIRONMENT,), environment_change),
+    Rule("models_dropped", (MODELS_DROPPED,), models_dropped),
+    Rule("performance", (REGRESSION, IMPROVEMENT), performance_change_points, needs_previous=False),
+    Rule("passrate", (REGRESSION,), passrate_drop),
+    Rule("suite_geomean", (REGRESSION, IMPROVEMENT), suite_geomean_change_points, needs_previous=False),
+)
+
+
+def run_rules(detection: RunDetection, rules: Sequence[Rule] = RULES) -> list[Finding]:
+    found = []
+    for rule in rules:
+        if rule.needs_previous and detection.previous is None:
+            continue
+        for finding in rule.check(detection):
+            if finding is None:
+                continue
+            if category(finding.category) not in rule.categories:
+                raise UnknownVerdict(f"rule {rule.name} filed {finding.category!r}, not one of its categories "
+                                     f"{[c.name for c in rule.categories]}")
+            found.append(finding)
     return found
 
 
@@ -324,14 +412,7 @@ def detect_run(session: Session, run_id: int, *, incremental: bool = False) -> D
     run = session.get(Run, run_id)
     if run is None:
         raise LookupError(f"no run {run_id}")
-    previous = previous_run(session, run)
-    found = []
-    if previous is not None:
-        found += _status_findings(session, run, previous)
-        found += [f for f in (_environment_finding(session, run, previous),
-                              _models_dropped_finding(session, run, previous)) if f is not None]
-    found += _performance_findings(session, run, incremental)
-    found += _suite_findings(session, run, previous, incremental)
+    found = run_rules(RunDetection(session, run, previous_run(session, run), incremental))
     queue_confirmations(session, found)
     logger.info("run %s: %d new findings", run_id, len(found))
     return DetectionReport(run_id=run_id, new_findings=tuple(f.id for f in found))

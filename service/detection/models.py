@@ -1,11 +1,10 @@
-"""Tables of detection, GitHub reporting and bisection requests (migration 0002), on service.models' Base.
+"""Tables of detection and bisection requests (migration 0002), on service.models' Base (the GitHub ledger of
+migration 0002 is service.github.models).
 
 - ``ChangePoint``: a stored level change of one metric of one series (or of a configuration's suite geomean when
   ``series_id`` is NULL); the newest one is the baseline later detection starts from.
 - ``Finding``: what a person should look at — a status change, a performance change point, or a suite-level drop —
   found when a given run arrived. ``key`` makes detection idempotent (running it twice stores nothing new).
-- ``GithubPost``: the ledger of what was posted where: one row per (kind, key); ``status`` pending/failed rows are
-  retried on the next `perfdash report --post`, posted rows are never posted again.
 - ``BisectionRequest``: the agreed bisection contract (perfdash.bisection; one per finding and purpose: ``confirm``
   re-measures a candidate's last good and first bad builds side by side, ``bisect`` finds the culprit), with its
   result once the bisect job reports. Migration 0005 added ``purpose`` and the findings' ``confirmation`` state;
@@ -89,29 +88,6 @@ class Finding(Base):
     @property
     def acknowledged(self) -> bool:
         return self.acknowledged_at is not None
-
-
-class GithubPost(Base):
-    __tablename__ = "github_posts"
-    __table_args__ = (sa.UniqueConstraint("kind", "key", "repository", name="uq_github_posts_identity"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    kind: Mapped[str] = mapped_column(sa.String(16))  # report | issue | culprit
-    key: Mapped[str] = mapped_column(sa.String(200))  # report:<night>:<scope key> | finding:<id> | bisection:<id>
-    repository: Mapped[str] = mapped_column(sa.String(200))
-    issue_number: Mapped[int | None]  # where the comment went, or the issue created
-    comment_id: Mapped[int | None] = mapped_column(sa.BigInteger)
-    html_url: Mapped[str | None] = mapped_column(sa.String(500))
-    title: Mapped[str | None] = mapped_column(sa.String(300))
-    body: Mapped[str] = mapped_column(sa.Text)  # kept so a failed post is retried with exactly what was meant
-    body_sha256: Mapped[str] = mapped_column(sa.String(64))
-    posted_sha256: Mapped[str | None] = mapped_column(sa.String(64))  # the body GitHub has
-    status: Mapped[str] = mapped_column(sa.String(16))  # pending | posted | failed
-    attempts: Mapped[int] = mapped_column(default=0)
-    last_error: Mapped[str | None] = mapped_column(sa.Text)
-    finding_id: Mapped[int | None] = mapped_column(sa.ForeignKey("findings.id", ondelete="SET NULL"))
-    created_at: Mapped[datetime] = mapped_column(server_default=sa.func.now())
-    posted_at: Mapped[datetime | None]
 
 
 class BisectionRequest(Base):

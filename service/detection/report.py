@@ -20,6 +20,8 @@ from sqlalchemy.orm import Session
 
 from perfdash.metric_registry import RESULT_METRICS, SUMMARY_METRICS, ResultMetric, shown_metrics
 from perfdash.metrics import SuiteSummary
+from perfdash.verdicts import REGRESSION, category
+from service.detection.confirmation import ERROR, NOT_REPRODUCED, PENDING
 from service.detection.models import Finding
 from service.github import safe
 from service.models import Configuration, Run, RunSummary
@@ -216,14 +218,15 @@ def build_report(session: Session, run_id: int, dashboard_url: str | None = None
 
 
 def _place(context: ReportContext, finding: Finding) -> None:
-    if finding.category == "regression" and finding.confirmation in ("pending", "error"):
+    """File a finding in its category's section (perfdash.verdicts; an unknown category raises UnknownVerdict); a
+    regression still awaiting or failing its A/B is suspected, one its A/B did not reproduce is listed apart."""
+    section = category(finding.category)
+    if section is REGRESSION and finding.confirmation in (PENDING, ERROR):
         context.suspected.append(finding)
-    elif finding.category == "regression" and finding.confirmation == "not_reproduced":
+    elif section is REGRESSION and finding.confirmation == NOT_REPRODUCED:
         context.not_reproduced.append(finding)
     else:
-        {"regression": context.regressions, "improvement": context.improvements,
-         "new_failure": context.new_failures, "fixed": context.fixed, "environment": context.environment,
-         "models_dropped": context.models_dropped}.get(finding.category, context.regressions).append(finding)
+        getattr(context, section.report_section).append(finding)
 
 
 def _data(value: object) -> Markup:

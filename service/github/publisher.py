@@ -21,9 +21,12 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from perfdash.axes import run_command, stored_axes
-from service.detection.models import BisectionRequest, Finding, GithubPost
+from perfdash.verdicts import REGRESSION, category
+from service.detection.confirmation import CONFIRMED, NONE
+from service.detection.models import BisectionRequest, Finding
 from service.github import safe
 from service.github.client import GitHubClient, GitHubError
+from service.github.models import GithubPost
 
 logger = logging.getLogger(__name__)
 
@@ -134,10 +137,10 @@ def issue_body(finding: Finding, dashboard_url: str | None) -> str:
     ab = finding.confirmation_result or {}
     md = safe.inline
     confirmed = []
-    if finding.confirmation == "confirmed":
+    if finding.confirmation == CONFIRMED:
         confirmed = [f"| A/B re-measurement | {md(_ab_text(ab))} |"]
     lines = [
-        f"perfdash found a regression of **{md(finding.metric)}** on **{md(c.suite)} / "
+        f"perfdash found a {category(finding.category).label} of **{md(finding.metric)}** on **{md(c.suite)} / "
         f"{md(finding.model or '(suite)')}**.",
         "",
         "| | |",
@@ -196,7 +199,7 @@ def issue_finding_ids(session: Session, run_ids: list[int] | None = None,
     memory are their own regressions.
     """
     query = (sa.select(Finding).join(Finding.change_point)
-             .where(Finding.category == "regression", Finding.acknowledged_at.is_(None)).order_by(Finding.id))
+             .where(Finding.category == REGRESSION.name, Finding.acknowledged_at.is_(None)).order_by(Finding.id))
     if run_ids is not None:
         query = query.where(Finding.run_id.in_(run_ids))
     if finding_ids is not None:
@@ -206,7 +209,7 @@ def issue_finding_ids(session: Session, run_ids: list[int] | None = None,
     model_nights = {(c, r) for c, s, r, _m in nights if s is not None}
     chosen = []
     for f in findings:
-        if f.confirmation not in ("none", "confirmed"):
+        if f.confirmation not in (NONE, CONFIRMED):
             continue  # a candidate still counts above: its suite's geomean moved with it, and is not filed either
         cp_run = f.change_point.run_id if f.change_point else None
         if f.metric == "abs_latency" and (f.configuration_id, f.series_id, cp_run, "speedup") in nights:

@@ -1,30 +1,28 @@
 """Compare two runs of one configuration (or two commits across configurations): per-model deltas and verdicts.
 
-Verdicts per model, in order: ``new_failure`` (passed before, not now), ``fixed`` (the reverse), ``still_failing``,
-``added`` / ``removed`` (in one run only), ``regression`` / ``improvement`` (both passed and the speedup changed by
-more than ``threshold``, relative), ``within_noise`` (such a change, but the two speedups' confidence intervals
-overlap: perfdash.confidence.within_noise), else ``unchanged``. Speedups compared are the measured ones of passing
-models.
+Verdicts per model by perfdash.judgement with :func:`perfdash.judgement.speedup_only`: a "regression" here is the
+measured speedup of a model passing in both runs dropping by more than ``threshold`` (relative) outside the two
+confidence intervals; the Releases view (service.queries.releases) judges every metric instead. The words are
+perfdash.verdicts'.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import math
 
 import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from perfdash.confidence import Interval, within_noise
-from perfdash.metric_registry import COMPILATION_LATENCY, COMPRESSION_RATIO, RESULT_METRICS, SPEEDUP, relative_change
+from perfdash.judgement import Side, judge, speedup_only
+from perfdash.metric_registry import COMPILATION_LATENCY, COMPRESSION_RATIO, RESULT_METRICS, SPEEDUP
+from perfdash.verdicts import FIXED, IMPROVEMENT, NEW_FAILURE, REGRESSION, WITHIN_NOISE, ModelVerdictName, Verdict
 from service.models import Run
 from service.queries.filters import ConfigFilter, RunFilter
 from service.queries.order import run_order
 from service.queries.runs import results_of
 from service.queries.schemas import ResultOut, RunOut
 
-ModelChange = Literal["new_failure", "fixed", "still_failing", "added", "removed", "regression", "improvement",
-                  "within_noise", "unchanged"]
 DEFAULT_THRESHOLD = SPEEDUP.min_effect  # the verdicts are the speedup's
 
 
@@ -32,7 +30,7 @@ class ModelDelta(BaseModel):
     name: str
     base: ResultOut | None
     new: ResultOut | None
-    verdict: ModelChange
+    verdict: ModelVerdictName  # judged on the speedup alone (perfdash.judgement.speedup_only)
     status_changed: bool
     speedup_change: float | None  # new / base - 1, both passing
     compile_time_change: float | None
@@ -57,39 +55,25 @@ class NotComparable(ValueError):
     """The two runs belong to different configurations."""
 
 
-def _delta(name: str, base: ResultOut | None, new: ResultOut | None, threshold: float) -> ModelDelta:
-    changes: dict[str, float | None] = {}
-    if base is None or new is None:
-        verdict: ModelChange = "added" if base is None else "removed"
-    elif base.passed and not new.passed:
-        verdict = "new_failure"
-    elif new.passed and not base.passed:
-        verdict = "fixed"
-    elif not new.passed:
-        verdict = "still_failing"
-    else:
-        changes = {m.name: relative_change(getattr(base, m.name), getattr(new, m.name)) for m in RESULT_METRICS}
-        speedup = changes[SPEEDUP.name]
-        if speedup is not None and abs(speedup) > threshold and within_noise(interval(base), interval(new)):
-            verdict = "within_noise"
-        elif speedup is not None and speedup < -threshold:
-            verdict = "regression"
-        elif speedup is not None and speedup > threshold:
-            verdict = "improvement"
-        else:
-            verdict = "unchanged"
-    changed = base is not None and new is not None and base.accuracy != new.accuracy
-    return ModelDelta(name=name, base=base, new=new, verdict=verdict, status_changed=changed,
-                      speedup_change=changes.get(SPEEDUP.name),
-                      compile_time_change=changes.get(COMPILATION_LATENCY.name),
-                      memory_ratio_change=changes.get(COMPRESSION_RATIO.name), changes=changes)
-
-
-def interval(result: ResultOut) -> Interval | None:
-    """The stored confidence interval of a result's speedup (None for runs without raw samples)."""
-    if result.speedup_ci_low is None or result.speedup_ci_high is None:
-        return None
-    return Interval(result.speedup_ci_low, result.speedup_ci_high)
+def _deltas(names: list[str], before: dict[str, ResultOut], after: dict[str, ResultOut],
+            threshold: float) -> list[ModelDelta]:
+    metrics = [m.name for m in RESULT_METRICS]
+    base = [before.get(n) for n in names]
+    new = [after.get(n) for n in names]
+    judged = judge(Side.of(base, metrics), Side.of(new, metrics), speedup_only(threshold))
+    columns = {m: judged.change[m].tolist() for m in metrics}  # plain floats: one conversion, not one per cell
+    out = []
+    for i, name in enumerate(names):
+        b, n = base[i], new[i]
+        changes: dict[str, float | None] = {}
+        if b is not None and n is not None and b.passed and n.passed:
+            changes = {m: None if math.isnan(c := columns[m][i]) else c for m in metrics}
+        out.append(ModelDelta(name=name, base=b, new=n, verdict=judged.verdict_of(i).name,
+                              status_changed=b is not None and n is not None and b.accuracy != n.accuracy,
+                              speedup_change=changes.get(SPEEDUP.name),
+                              compile_time_change=changes.get(COMPILATION_LATENCY.name),
+                              memory_ratio_change=changes.get(COMPRESSION_RATIO.name), changes=changes))
+    return out
 
 
 def _results(session: Session, run_id: int) -> dict[str, ResultOut]:
@@ -107,14 +91,14 @@ def compare_runs(session: Session, base_run_id: int, new_run_id: int,
                             f"({base.configuration_id} and {new.configuration_id})")
     before, after = _results(session, base.id), _results(session, new.id)
     names = sorted(set(before) | set(after))
-    models = [_delta(n, before.get(n), after.get(n), threshold) for n in names]
+    models = _deltas(names, before, after, threshold)
 
-    def named(verdict: str) -> list[str]:
-        return [m.name for m in models if m.verdict == verdict]
+    def named(verdict: Verdict) -> list[str]:
+        return [m.name for m in models if m.verdict == verdict.name]
 
     return RunComparison(base=RunOut.from_row(base), new=RunOut.from_row(new), threshold=threshold, models=models,
-                         new_failures=named("new_failure"), fixed=named("fixed"), regressions=named("regression"),
-                         improvements=named("improvement"), within_noise=named("within_noise"))
+                         new_failures=named(NEW_FAILURE), fixed=named(FIXED), regressions=named(REGRESSION),
+                         improvements=named(IMPROVEMENT), within_noise=named(WITHIN_NOISE))
 
 
 def _latest_by_configuration(session: Session, commit: str, filters: ConfigFilter) -> dict[int, int]:

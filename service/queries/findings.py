@@ -11,6 +11,8 @@ from sqlalchemy.orm import Session
 
 from perfdash.axes import AXIS
 from perfdash.bisection import REQUEST_AXES, BisectionOut, BisectionResult
+from perfdash.verdicts import FindingCategoryName, Severity
+from perfdash.verdicts import category as category_of
 from service.detection.models import BisectionRequest, Finding
 from service.models import Run
 from service.queries.filters import night_range
@@ -20,7 +22,8 @@ from service.queries.order import run_order
 class FindingOut(BaseModel):
     id: int
     kind: str
-    category: str
+    category: FindingCategoryName
+    severity: Severity  # the category's (perfdash.verdicts)
     configuration_id: int
     series_id: int | None
     run_id: int
@@ -50,7 +53,8 @@ class FindingOut(BaseModel):
     @classmethod
     def from_row(cls, row: Finding) -> FindingOut:
         return cls(
-            id=row.id, kind=row.kind, category=row.category, configuration_id=row.configuration_id,
+            id=row.id, kind=row.kind, category=row.category, severity=category_of(row.category).severity,
+            configuration_id=row.configuration_id,
             series_id=row.series_id, run_id=row.run_id, night=row.run.night, suite=row.configuration.suite,
             backend=row.configuration.backend_variant, model=row.model, metric=row.metric, old_status=row.old_status,
             new_status=row.new_status, old_value=row.old_value, new_value=row.new_value, change_pct=row.change_pct,

@@ -1,12 +1,10 @@
 """What changed between two torch versions, across every configuration: the Releases view and its JSON API.
 
 For each configuration with runs at both versions, the **last run** (latest night, then latest id) of each version
-is compared model by model. Statuses follow :mod:`service.queries.compare` (new failure, fixed, still failing,
-added, removed; a speedup change whose confidence intervals overlap is within noise). Between two passing results
-every metric of :data:`METRICS` is compared: a change larger than the metric's minimum effect is ``better`` or
-``worse`` by the metric's direction. A model with any worse metric is a regression, else one with a better metric an
-improvement. A model's impact is the largest relative change in its verdict's direction; rows are sorted with status
-changes first, then by impact.
+is compared model by model by perfdash.judgement with :data:`perfdash.judgement.EVERY_METRIC`: a "regression" here is
+any registry metric worse by more than its own minimum effect (Compare's is the speedup's alone). A model's impact is
+the largest relative change in its verdict's direction; rows are sorted by verdict (perfdash.verdicts' order), then
+by impact.
 
 ``new="latest"`` compares with each configuration's latest run, whatever its version (a release against the latest
 nightly).
@@ -24,8 +22,11 @@ from pydantic import BaseModel
 from sqlalchemy import orm
 from sqlalchemy.orm import Session
 
+from perfdash import judgement
 from perfdash.contract import display_status
-from perfdash.metric_registry import RESULT_METRICS, SPEEDUP, Better, ResultMetric
+from perfdash.judgement import EVERY_METRIC, Judgement, Side
+from perfdash.metric_registry import RESULT_METRICS, Better, ResultMetric
+from perfdash.verdicts import MODEL_VERDICTS, UNCHANGED, ModelVerdictName, Severity, severity_of_direction
 from service.models import Configuration, Result, Run
 from service.queries import torch_versions
 from service.queries.filters import ConfigFilter
@@ -38,10 +39,7 @@ DEFAULT_LIMIT = 100  # model rows returned (counts always cover every model; the
 # Every result metric of the registry is judged, by its own direction and minimum effect.
 METRICS: tuple[ResultMetric, ...] = RESULT_METRICS
 
-ReleaseVerdict = Literal["new_failure", "regression", "fixed", "improvement", "within_noise", "still_failing",
-                         "added", "removed", "unchanged"]
-VERDICT_ORDER: tuple[ReleaseVerdict, ...] = ("new_failure", "regression", "fixed", "improvement", "within_noise",
-                                             "still_failing", "added", "removed", "unchanged")
+VERDICT_ORDER: tuple[str, ...] = tuple(v.name for v in MODEL_VERDICTS)  # perfdash.verdicts' order
 
 
 class MetricRuleOut(BaseModel):
@@ -69,7 +67,7 @@ class ModelChange(BaseModel):
     configuration_id: int
     series_id: int
     name: str
-    verdict: ReleaseVerdict
+    verdict: ModelVerdictName
     base_status: str | None  # the accuracy status ("pass" when only performance ran), None: not in that run
     new_status: str | None
     impact: float  # the largest relative change in the verdict's direction (status changes: 1.0)
@@ -98,7 +96,6 @@ class ReleaseComparison(BaseModel):
 # The columns paired per model: status, the speedup's interval, then each metric (base and new side of each).
 _STATUS = ("series_id", "name", "accuracy", "passed")
 _NUMBERS = ("speedup_ci_low", "speedup_ci_high", *(m.name for m in METRICS))
-_VERDICT_INDEX = {v: i for i, v in enumerate(VERDICT_ORDER)}
 
 
 def status_of(accuracy: str | None, passed: bool | None) -> str | None:
@@ -118,57 +115,18 @@ class Paired:
     numbers: dict[str, tuple[np.ndarray, np.ndarray]]
 
 
-@dataclass(frozen=True, slots=True)
-class Judgement:
-    verdict: np.ndarray  # index into VERDICT_ORDER
-    impact: np.ndarray
-    change: dict[str, np.ndarray]  # metric key -> new / base - 1 (NaN: not both measured, or not both passing)
-    direction: dict[str, np.ndarray]  # -1 worse, 0 same, +1 better beyond the metric's minimum effect
-
-
 def judge(paired: Paired) -> Judgement:
-    """Every model's verdict at once (thousands per request: vectorised). Status first, as compare.py orders it:
-    in one run only (added / removed), pass -> fail, fail -> pass, failing in both; between two passing results
-    every metric, a speedup change inside both confidence intervals not counting (compare.py's within noise)."""
-    (base_passed, new_passed), size = paired.passed, len(paired.name)
-    in_base, in_new = ~np.isnan(base_passed), ~np.isnan(new_passed)
-    both = in_base & in_new
-    passing = both & (base_passed == 1.0) & (new_passed == 1.0)
-    change: dict[str, np.ndarray] = {}
-    direction: dict[str, np.ndarray] = {}
-    with np.errstate(invalid="ignore", divide="ignore"):
-        for rule in METRICS:
-            base, new = paired.numbers[rule.name]
-            measured = passing & (base > 0) & (new > 0)  # a failure row's zeros are not a measurement
-            relative = np.where(measured, new / np.where(measured, base, 1.0) - 1.0, np.nan)
-            moved = measured & (np.abs(relative) > rule.min_effect)
-            sign = np.where((relative > 0) == (rule.better is Better.HIGHER), 1, -1)
-            change[rule.name], direction[rule.name] = relative, np.where(moved, sign, 0)
-        (base_low, new_low), (base_high, new_high) = (paired.numbers["speedup_ci_low"],
-                                                      paired.numbers["speedup_ci_high"])
-        overlap = (base_low <= new_high) & (new_low <= base_high)  # False where an interval is missing (NaN)
-    noise = (direction[SPEEDUP.name] != 0) & overlap
-    counted = {k: np.where(noise, 0, d) if k == SPEEDUP.name else d for k, d in direction.items()}
-    worse_impact = np.zeros(size)
-    better_impact = np.zeros(size)
-    for key, d in counted.items():
-        magnitude = np.nan_to_num(np.abs(change[key]))
-        worse_impact = np.maximum(worse_impact, np.where(d < 0, magnitude, 0.0))
-        better_impact = np.maximum(better_impact, np.where(d > 0, magnitude, 0.0))
-    worse = np.zeros(size, dtype=bool)
-    better = np.zeros(size, dtype=bool)
-    for d in counted.values():
-        worse |= d < 0
-        better |= d > 0
-    index = _VERDICT_INDEX
-    verdict = np.select(
-        [~in_base, ~in_new, (base_passed == 1.0) & (new_passed == 0.0), (base_passed == 0.0) & (new_passed == 1.0),
-         ~passing, worse, better, noise],
-        [index["added"], index["removed"], index["new_failure"], index["fixed"], index["still_failing"],
-         index["regression"], index["improvement"], index["within_noise"]], default=index["unchanged"])
-    impact = np.select([worse & passing, better & passing, verdict == index["new_failure"], verdict == index["fixed"]],
-                       [worse_impact, better_impact, 1.0, 1.0], default=0.0)
-    return Judgement(verdict=verdict, impact=impact, change=change, direction=direction)
+    """Every model's verdict at once (perfdash.judgement, every registry metric by its own minimum effect)."""
+    base_numbers = {m.name: paired.numbers[m.name][0] for m in METRICS}
+    new_numbers = {m.name: paired.numbers[m.name][1] for m in METRICS}
+    (base_low, new_low), (base_high, new_high) = paired.numbers["speedup_ci_low"], paired.numbers["speedup_ci_high"]
+    return judgement.judge(Side(paired.passed[0], base_numbers, (base_low, base_high)),
+                           Side(paired.passed[1], new_numbers, (new_low, new_high)), EVERY_METRIC)
+
+
+def _direction_word(direction: int) -> str:
+    severity = severity_of_direction(direction)
+    return "same" if severity is Severity.NEUTRAL else severity.value
 
 
 def model_change(paired: Paired, judged: Judgement, i: int) -> ModelChange:
@@ -179,10 +137,10 @@ def model_change(paired: Paired, judged: Judgement, i: int) -> ModelChange:
             base, new = paired.numbers[rule.name]
             metrics[rule.name] = MetricChange(
                 base=float(base[i]), new=float(new[i]), change=float(relative),
-                direction=("worse", "same", "better")[int(judged.direction[rule.name][i]) + 1])
+                direction=_direction_word(int(judged.direction[rule.name][i])))
     base_passed, new_passed = (None if np.isnan(p[i]) else bool(p[i]) for p in paired.passed)
     return ModelChange(configuration_id=int(paired.configuration_id[i]), series_id=paired.series_id[i],
-                       name=paired.name[i], verdict=VERDICT_ORDER[int(judged.verdict[i])],
+                       name=paired.name[i], verdict=judged.verdict_of(i).name,
                        base_status=status_of(paired.accuracy[0][i], base_passed),
                        new_status=status_of(paired.accuracy[1][i], new_passed), impact=float(judged.impact[i]),
                        metrics=metrics)
@@ -259,10 +217,10 @@ def compare_versions(session: Session, base: str, new: str, filters: ConfigFilte
         configuration=ConfigurationOut.from_row(after[c].configuration), base_run=_ref(before[c]),
         new_run=_ref(after[c]), counts={v: int(n) for v, n in zip(VERDICT_ORDER, counts[c], strict=True)})
         for c in both]
-    configurations.sort(key=lambda c: (-(c.counts["new_failure"] + c.counts["regression"]),
+    configurations.sort(key=lambda c: (-sum(c.counts[v.name] for v in MODEL_VERDICTS if v.severity is Severity.WORSE),
                                        c.configuration.suite, c.configuration.id))
     totals = np.bincount(judged.verdict, minlength=len(VERDICT_ORDER))
-    shown = np.flatnonzero(judged.verdict != _VERDICT_INDEX["unchanged"]) if not include_unchanged \
+    shown = np.flatnonzero(judged.verdict != VERDICT_ORDER.index(UNCHANGED.name)) if not include_unchanged \
         else np.arange(len(paired.name))
     # status changes and regressions first, then by impact, name, configuration
     names = np.array(paired.name, dtype=str)

@@ -22,8 +22,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from perfdash.contract import accuracy_gate, display_status
 from perfdash.metrics import NEVER_RAN_STATUSES, GatedResult, SuiteSummary, summarize
-from service.api.deps import ConfigFilterDep
-from service.db import SessionDep
+from service.api.deps import ConfigFilterDep, SessionDep
 from service.models import Configuration, Result
 from service.queries.runs import LatestResults, configurations_with_runs, latest_results
 

@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
 
 from perfdash.ab import AbRecord
-from service.db import SessionDep
+from service.api.deps import SessionDep
 from service.detection.models import BisectionRequest
 from service.queries.findings import bisection_out
 

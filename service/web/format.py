@@ -1,8 +1,9 @@
 """How numbers look on the pages and which colour a cell gets. Pure functions: the templates call them as filters.
 
 Colours follow PyTorch's HUD compilers dashboard: green/red when a metric is better/worse than its base by more
-than its minimum effect (5 %), yellow when it is below its absolute target (passrate 90 %, geomean 0.95x, memory
-0.9x). Directions, minimum effects and targets live in perfdash.metric_registry; this module only applies them.
+than its minimum effect (5 %; perfdash.judgement.direction, the rule every comparison uses), yellow when it is below
+its absolute target (passrate 90 %, geomean 0.95x, memory 0.9x). Directions, minimum effects and targets live in
+perfdash.metric_registry; this module only applies them.
 """
 
 from __future__ import annotations
@@ -10,17 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from perfdash.judgement import direction
 from perfdash.metric_registry import Better, SummaryMetric, relative_change
 from perfdash.metrics import SuiteSummary
+from perfdash.verdicts import Severity, severity_of_direction
 
 
 def change_class(base: float | None, new: float | None, better: Better, threshold: float) -> str:
-    """``better`` / ``worse`` when the change exceeds the threshold, else ``""``."""
+    """``better`` / ``worse`` when the change exceeds the threshold (perfdash.judgement.direction), else ``""``."""
     change = relative_change(base, new)
-    # The epsilon keeps an exact 5 % (1.05 / 1.0 - 1 = 0.05000000000000004 in floating point) uncoloured.
-    if change is None or abs(change) <= threshold + 1e-9:
+    if change is None:
         return ""
-    return "worse" if better.is_regression(change) else "better"
+    severity = severity_of_direction(int(direction(change, better, threshold)))
+    return "" if severity is Severity.NEUTRAL else severity.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +46,7 @@ class SummaryCell:
             notes.append(f"{change:+.1%} vs previous night")
         if metric.target is not None and new_value is not None and new_value < metric.target:
             notes.append(f"below target {metric.target:g}")
-            if css != "worse":  # a regression is the more urgent news; the title still names the target
+            if css != Severity.WORSE:  # a regression is the more urgent news; the title still names the target
                 css = "below-target"
         return cls(new_text=new.text_of(metric), base_text=base.text_of(metric) if base is not None else None, css=css,
                    title="; ".join(notes))

@@ -13,8 +13,7 @@ from starlette.templating import Jinja2Templates
 
 from perfdash.axes import run_command, stored_axes
 from perfdash.metric_registry import shown_metrics
-from service.api.deps import ConfigFilterDep
-from service.db import SessionDep
+from service.api.deps import ConfigFilterDep, SessionDep
 from service.models import Configuration, Run, Series
 from service.queries import findings, history, order, runs
 from service.queries.annotations import list_annotations

@@ -10,8 +10,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from service.api.deps import ConfigFilterDep
-from service.db import SessionDep
+from service.api.deps import ConfigFilterDep, SessionDep
 from service.queries import torch_versions
 from service.queries.filters import ConfigFilter
 from service.queries.releases import DEFAULT_LIMIT, LATEST, compare_versions, versions

@@ -1,5 +1,5 @@
 """The Jinja2 environment of the pages: autoescaping on for everything, the formatting filters, the nav list, the metric
-registry and the display status."""
+registry, the display status and the change vocabulary (perfdash.verdicts)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import jinja2
 from starlette.templating import Jinja2Templates
 
+from perfdash import verdicts
 from perfdash.contract import display_status
 from perfdash.metric_registry import DASHBOARD_METRICS, SUMMARY_METRICS
 from service.web import format as fmt
@@ -29,7 +30,8 @@ def build_templates(directory: Path = TEMPLATES_DIR) -> Jinja2Templates:
     )
     env.filters.update(times=fmt.times, number=fmt.number, percent=fmt.percent, short_commit=fmt.short_commit,
                        web_url=fmt.web_url)
-    # The metric registry and the status rule, so that templates name no metric, threshold or status by hand.
+    # The metric registry, the status rule and the change vocabulary, so that templates name no metric, threshold,
+    # status or verdict by hand.
     env.globals.update(nav=NAV, dashboard_metrics=DASHBOARD_METRICS, summary_metrics=SUMMARY_METRICS,
-                       display_status=display_status, model_table=model_table)
+                       display_status=display_status, model_table=model_table, verdicts=verdicts)
     return Jinja2Templates(env=env)

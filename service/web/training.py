@@ -11,8 +11,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from service.api.deps import ConfigFilterDep
-from service.db import SessionDep
+from service.api.deps import ConfigFilterDep, SessionDep
 from service.queries.runs import distinct_values
 from service.queries.training import ScalingExperiment, ThroughputByVersion, training_view
 from service.web.releases import filter_params, label

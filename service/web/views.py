@@ -10,6 +10,18 @@ from typing import Protocol
 from perfdash.contract import SUITES, display_status, gated_speedup
 from perfdash.metric_registry import DASHBOARD_METRICS, RESULT_METRICS, ResultMetric, SummaryMetric, shown_metrics
 from perfdash.metrics import SuiteSummary
+from perfdash.verdicts import (
+    ADDED,
+    COUNTED,
+    FIXED,
+    NEW_FAILURE,
+    REMOVED,
+    FindingKind,
+    Severity,
+    Verdict,
+    category,
+    verdict,
+)
 from service.detection.models import Finding
 from service.models import Configuration, RunSummary
 from service.queries.compare import RunComparison
@@ -193,11 +205,6 @@ def _gated(result: ResultLike | None) -> float | None:
     return (gated_speedup(result.speedup, result.passed) or None) if result is not None else None
 
 
-# service.queries.compare's verdicts -> the filter tags of the model table
-_VERDICT_TAGS = {"regression": "regressed", "improvement": "improved", "new_failure": "newfail", "fixed": "fixed",
-                 "added": "new", "within_noise": "noise"}
-
-
 def model_rows(results: Sequence[ResultLike], comparison: RunComparison | None,
                warnings: Sequence[dict[str, str]]) -> list[RunModelRow]:
     """A run's models, tagged with the verdicts of service.queries.compare against the base run (when there is one).
@@ -217,17 +224,18 @@ def model_rows(results: Sequence[ResultLike], comparison: RunComparison | None,
             tags.append("fail")
         if reasons.get(r.name) and r.passed:
             tags.append("warn")
-        if delta is not None and delta.verdict in _VERDICT_TAGS:
-            tags.append(_VERDICT_TAGS[delta.verdict])
+        judged = verdict(delta.verdict) if delta is not None else None
+        if judged is not None and judged.tag:
+            tags.append(judged.tag)
         change = delta.speedup_change if delta is not None else None
-        change_css = "" if change is None else ("worse" if "regressed" in tags else
-                                                "better" if "improved" in tags else "")
+        # coloured as judged: a move inside the confidence intervals stays uncoloured
+        change_css = "" if change is None or judged is None else judged.css
         rows.append(RunModelRow(
             name=r.name, series_id=r.series_id, batch_size=r.batch_size, status=display_status(r.accuracy, r.passed),
             passed=r.passed,
             speedup=_gated(r), values={m.name: getattr(r, m.name) if r.passed else None for m in RESULT_METRICS},
             graph_breaks=r.graph_breaks,
-            warnings=tuple(reasons.get(r.name, ())), error=r.error, is_new="new" in tags,
+            warnings=tuple(reasons.get(r.name, ())), error=r.error, is_new=judged is ADDED,
             base_status=display_status(base.accuracy, base.passed) if base is not None else None,
             base_speedup=_gated(base), delta=change,
             delta_class=change_css, tags=tuple(tags),
@@ -238,25 +246,21 @@ def model_rows(results: Sequence[ResultLike], comparison: RunComparison | None,
 
 @dataclass(frozen=True, slots=True)
 class ComparisonSections:
-    regressions: list[RunModelRow]
-    improvements: list[RunModelRow]
-    new_failures: list[RunModelRow]
-    fixed: list[RunModelRow]
+    counted: list[tuple[Verdict, list[RunModelRow]]]  # perfdash.verdicts.COUNTED, in its order: counts and tables
     new_models: list[RunModelRow]
-    within_noise: list[RunModelRow]  # moved by more than the threshold, but the confidence intervals overlap
     missing: list[str]  # in the base run, not in the new one
+    threshold: float  # Compare's regression is the speedup's alone, beyond this (perfdash.judgement.speedup_only)
 
 
 def comparison_sections(rows: Sequence[RunModelRow], comparison: RunComparison) -> ComparisonSections:
-    return ComparisonSections(
-        regressions=sorted((r for r in rows if "regressed" in r.tags), key=lambda r: r.delta or 0.0),
-        improvements=sorted((r for r in rows if "improved" in r.tags), key=lambda r: -(r.delta or 0.0)),
-        new_failures=[r for r in rows if "newfail" in r.tags],
-        fixed=[r for r in rows if "fixed" in r.tags],
-        new_models=[r for r in rows if "new" in r.tags],
-        within_noise=sorted((r for r in rows if "noise" in r.tags), key=lambda r: r.delta or 0.0),
-        missing=sorted(m.name for m in comparison.models if m.verdict == "removed"),
-    )
+    def tagged(v: Verdict) -> list[RunModelRow]:
+        # the worst first: the largest drop of a bad change, the largest gain of a good one
+        sign = -1.0 if v.severity is Severity.BETTER else 1.0
+        return sorted((r for r in rows if v.tag in r.tags), key=lambda r: sign * (r.delta or 0.0))
+
+    return ComparisonSections(counted=[(v, tagged(v)) for v in COUNTED], new_models=tagged(ADDED),
+                              missing=sorted(m.name for m in comparison.models if m.verdict == REMOVED.name),
+                              threshold=comparison.threshold)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -271,7 +275,9 @@ def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[st
         if previous is not None and previous.passed != p.passed:
             status_changes.append({"night": p.night.isoformat(),
                                    "from": display_status(previous.accuracy, previous.passed),
-                                   "to": display_status(p.accuracy, p.passed), "passed": p.passed})
+                                   "to": display_status(p.accuracy, p.passed), "passed": p.passed,
+                                   "label": (FIXED if p.passed else NEW_FAILURE).label,
+                                   "severity": (FIXED if p.passed else NEW_FAILURE).severity.value})
         previous = p
     return {
         "nights": [p.night.isoformat() for p in points],
@@ -348,8 +354,11 @@ def model_table(rows: Sequence[RunModelRow]) -> tuple[list[ResultMetric], list[t
 
 def finding_mark(finding: Finding) -> dict[str, object]:
     """A detection finding as a chart mark: on its metric's chart (status findings on every chart)."""
-    return {"night": finding.run.night.isoformat(), "metric": finding.metric if finding.kind == "performance" else None,
-            "text": finding.summary, "category": finding.category}
+    on_one_chart = finding.kind == FindingKind.PERFORMANCE
+    judged = category(finding.category)
+    return {"night": finding.run.night.isoformat(), "metric": finding.metric if on_one_chart else None,
+            "text": finding.summary, "category": finding.category, "label": judged.label,
+            "severity": judged.severity.value}
 
 
 def run_slots(points: Iterable[tuple[int, date, int]]) -> tuple[list[str], dict[int, int]]:

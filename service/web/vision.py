@@ -21,8 +21,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from perfdash.contract import display_status
 from perfdash.vision import parse_row_name, publication_rows
-from service.api.deps import ConfigFilterDep
-from service.db import SessionDep
+from service.api.deps import ConfigFilterDep, SessionDep
 from service.models import Configuration, Result
 from service.queries.history import LatencyPoint, latency_history
 from service.queries.runs import configurations_with_runs, latest_results

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfdash.confidence import Interval, speedup_interval, within_noise
+from perfdash.confidence import Interval, speedup_interval
 
 
 def _samples(noise: float, n: int = 40, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -46,8 +46,3 @@ def test_no_interval_from_too_few_or_unpaired_samples(eager, compiled) -> None:
 def test_constant_samples_give_a_point() -> None:
     assert speedup_interval([2.0] * 10, [1.0] * 10) == Interval(2.0, 2.0)
 
-
-def test_within_noise_is_overlap() -> None:
-    assert within_noise(Interval(1.0, 1.2), Interval(1.15, 1.4))
-    assert not within_noise(Interval(1.0, 1.1), Interval(1.15, 1.4))
-    assert not within_noise(None, Interval(1.0, 1.1))

@@ -82,3 +82,21 @@ def test_the_service_loads_no_runner_and_no_torch() -> None:
     loaded = _loaded_after_importing(["service.app", "service.cli", "service.nightly", "service.detection.cli",
                                       *_modules(REPO / "service" / "queries", "service.queries")])
     assert loaded & LAYERS["service"][1] == set()
+
+
+def test_the_change_vocabulary_and_judgement_sit_in_the_contract_layer() -> None:
+    # perfdash/verdicts.py (the words) and perfdash/judgement.py (the one judgement) are read by the service, its
+    # pages, the report and the GitHub publisher: they live below all of them, the vocabulary on the standard
+    # library alone.
+    vocabulary = REPO / "perfdash" / "verdicts.py"
+    assert {package for package, _ in imported_packages(vocabulary)} <= {"__future__", "dataclasses", "enum"}
+    assert {package for package, _ in imported_packages(REPO / "perfdash" / "judgement.py")} <= {
+        "__future__", "collections", "dataclasses", "typing", "numpy", "perfdash"}
+    assert "perfdash.verdicts" in _modules(REPO / "perfdash", "perfdash")  # under the checks above
+
+
+def test_the_database_and_the_reads_import_no_web_framework() -> None:
+    # service/db.py serves the CLI and `perfdash nightly` as much as the app (a request's session: service/api/deps.py)
+    paths = [REPO / "service" / "db.py", *sorted((REPO / "service" / "queries").rglob("*.py"))]
+    assert [f"{p.relative_to(REPO)}:{line}" for p in paths for package, line in sorted(imported_packages(p))
+            if package in {"fastapi", "starlette"}] == []

@@ -1,70 +1,24 @@
-"""Detection fixtures: the migrated real Postgres with each test in a rolled-back transaction (as tests/service),
-runs stored through the service's own ingest path, and the GitHub stand-in server."""
+"""Detection fixtures: runs stored through the service's own ingest path, an app wired to the test's session. The
+migrated Postgres (`session`, `engine`, `fresh_postgres`) and the GitHub stand-in (`github`) are tests/conftest.py's."""
 
 from __future__ import annotations
 
-import csv
-import importlib.util
-import io
-import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 TOKEN = "ingest-token"  # PERFDASH_INGEST_TOKENS (scope ingest)
 OPERATOR = "operator-token-0123456789"  # PERFDASH_TOKENS: every scope, for the write tests (`auth`)
 
 
-@pytest.fixture(scope="session")
-def migrated_url(postgres_url: str) -> str:
-    from service.migrate import upgrade
-
-    upgrade(postgres_url)
-    return postgres_url
-
-
-@pytest.fixture(scope="session")
-def engine(migrated_url: str) -> Iterator[sa.Engine]:
-    from service.db import make_engine
-
-    engine = make_engine(migrated_url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def session(engine: sa.Engine) -> Iterator[Session]:
-    connection = engine.connect()
-    transaction = connection.begin()
-    session = Session(bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False)
-    try:
-        yield session
-    finally:
-        session.close()
-        transaction.rollback()
-        connection.close()
-
-
-def _csv(kind: str, rows: list) -> bytes:
-    from perfdash.contract import header_for
-
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header_for(kind))
-    for row in rows:
-        writer.writerow(row.to_csv_fields(with_stats=True))
-    return out.getvalue().encode()
-
-
 RunFiles = Callable[..., dict[str, bytes]]
 
 
 @pytest.fixture
-def run_files() -> RunFiles:
+def run_files(result_csv) -> RunFiles:
     """run_files(night_index, {model: speedup | None}, statuses={model: status}, **config) -> {file name: bytes}.
 
     The run's CSVs and manifest, written with the contract's own types (what the runner writes). Latency is
@@ -93,7 +47,8 @@ def run_files() -> RunFiles:
             acc.append(AccuracyRow(dev="cpu", name=name, batch_size=8,
                                    accuracy=statuses.get(name, "pass" if speedup is not None else "fail_to_run")))
         stem = manifest.config.key().stem
-        return {f"{stem}_performance.csv": _csv("performance", perf), f"{stem}_accuracy.csv": _csv("accuracy", acc),
+        return {f"{stem}_performance.csv": result_csv("performance", perf),
+                f"{stem}_accuracy.csv": result_csv("accuracy", acc),
                 f"{stem}_manifest.json": manifest.model_dump_json().encode()}
 
     return make
@@ -125,24 +80,6 @@ def series_values() -> Callable[..., list[float]]:
     return noisy
 
 
-def load_standin():
-    name = "perfdash_tests_github_standin"
-    if name not in sys.modules:
-        path = Path(__file__).parent.parent / "github" / "standin.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-@pytest.fixture
-def github() -> Iterator:
-    with load_standin().GitHubStandIn() as server:
-        yield server
-
-
 @pytest.fixture
 def today() -> date:
     return date(2026, 1, 1)
@@ -153,8 +90,8 @@ def app_client(migrated_url: str, session: Session, github, tmp_path: Path) -> I
     """The app with the default post-ingest hooks (detection), GitHub pointed at the stand-in, on the test session."""
     from fastapi.testclient import TestClient
 
+    from service.api.deps import get_session
     from service.app import create_app
-    from service.db import get_session
     from service.settings import Settings
 
     settings = Settings(database_url=migrated_url, ingest_tokens=TOKEN, github_token="ghp_apiSECRET",
@@ -170,21 +107,3 @@ def app_client(migrated_url: str, session: Session, github, tmp_path: Path) -> I
 @pytest.fixture
 def auth() -> dict[str, str]:
     return {"Authorization": f"Bearer {OPERATOR}"}
-
-
-@pytest.fixture
-def fresh_postgres(postgres_url: str) -> Iterator[str]:
-    """An empty database on the session's server, dropped afterwards (for CLI tests, which commit)."""
-    import uuid
-
-    name = f"detect_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = sa.make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
-    try:
-        yield url
-    finally:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-        admin.dispose()

@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from perfdash.judgement import change_verdict
 from perfdash.metric_registry import Better, min_effect_of
+from perfdash.verdicts import IMPROVEMENT, REGRESSION
 from service.detection.changepoint import (
     ChangePoint,
     DetectionConfig,
@@ -50,8 +52,8 @@ def test_change_point_numbers_describe_the_step() -> None:
     assert cp.before_mean == pytest.approx(values[: cp.index].mean(), rel=0.02)
     assert cp.after_mean == pytest.approx(values[cp.index :].mean(), rel=0.02)
     assert -13 < cp.change_pct < -7  # a 10 % drop under 2 % noise
-    assert cp.is_regression(Better.HIGHER)
-    assert not cp.is_regression(Better.LOWER)
+    assert change_verdict(cp.change_pct, Better.HIGHER) is REGRESSION  # what detection files
+    assert change_verdict(cp.change_pct, Better.LOWER) is IMPROVEMENT
     assert cp.p_value < 1e-6
 
 

@@ -3,6 +3,8 @@ releases and how the models moved, never per-model regressions; nightlies of one
 
 from __future__ import annotations
 
+import math
+
 import sqlalchemy as sa
 
 from service.detection.detector import detect_run
@@ -41,3 +43,11 @@ def test_nightlies_and_builds_of_one_release_are_not_a_release_change(session, s
     for run in (first, same, nightly):
         detect_run(session, run)
     assert not [f for run in (same, nightly) for f in _findings(session, run) if f.category == "environment"]
+
+
+def test_the_release_summary_counts_as_every_comparison_does() -> None:
+    # A 4.8 % drop is not beyond 5 % (log moves once counted it: log(0.952) < -log(1.05)); a 6 % gain is.
+    from service.detection.detector import _release_summary
+
+    summary = _release_summary("speedup", [math.log(0.952), math.log(1.06), math.log(0.90)])
+    assert "(1 better, 1 worse beyond 5%)" in summary

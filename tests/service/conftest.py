@@ -1,14 +1,12 @@
-"""Service fixtures: the schema made by `alembic upgrade head` on the real Postgres, each test in a transaction that
-is rolled back (the session commits to savepoints inside it), and an app wired to that session."""
+"""Service fixtures: settings with every kind of token and an app wired to the test's session (the migrated
+Postgres and the rolled-back `session` are tests/conftest.py's)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
@@ -22,52 +20,6 @@ OPERATOR = "operator-token-0123456789"
 def scoped_tokens() -> list[dict]:
     return [*({"name": f"test-{scope}", "scopes": [scope], "token": token} for scope, token in SCOPED.items()),
             {"name": "test-operator", "scopes": ["ingest", "bisect", "admin"], "token": OPERATOR}]
-
-
-@pytest.fixture(scope="session")
-def migrated_url(postgres_url: str) -> str:
-    from service.migrate import upgrade
-
-    upgrade(postgres_url)
-    return postgres_url
-
-
-@pytest.fixture
-def fresh_postgres(postgres_url: str) -> Iterator[str]:
-    """An empty database on the session's server, dropped afterwards."""
-    name = f"migrations_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = sa.make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
-    try:
-        yield url
-    finally:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
-@pytest.fixture(scope="session")
-def engine(migrated_url: str) -> Iterator[sa.Engine]:
-    from service.db import make_engine
-
-    engine = make_engine(migrated_url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def session(engine: sa.Engine) -> Iterator[Session]:
-    connection = engine.connect()
-    transaction = connection.begin()
-    session = Session(bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False)
-    try:
-        yield session
-    finally:
-        session.close()
-        transaction.rollback()
-        connection.close()
 
 
 @pytest.fixture
@@ -86,8 +38,8 @@ def hook_calls() -> list[int]:
 
 @pytest.fixture
 def client(settings, session: Session, hook_calls: list[int]) -> Iterator[TestClient]:
+    from service.api.deps import get_session
     from service.app import create_app
-    from service.db import get_session
 
     def record(_session: Session, run_id: int) -> None:
         hook_calls.append(run_id)
@@ -109,22 +61,8 @@ def auth() -> dict[str, str]:
     return {"Authorization": f"Bearer {OPERATOR}"}
 
 
-def _csv(kind: str, rows: list) -> bytes:
-    import csv
-    import io
-
-    from perfdash.contract import header_for
-
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header_for(kind))
-    for row in rows:
-        writer.writerow(row.to_csv_fields(with_stats=True))
-    return out.getvalue().encode()
-
-
 @pytest.fixture
-def run_files():
+def run_files(result_csv):
     """make(speedups={model: speedup or None for a failure}, statuses={model: status}, stem=..., manifest=...)
     -> {file name: bytes}, written with the contract's own row types (what the runner writes)."""
     from perfdash.contract import AccuracyRow, PerformanceRow
@@ -142,7 +80,8 @@ def run_files():
                 compression_ratio=ratio, eager_peak_mem=0.2, dynamo_peak_mem=0.2 / ratio))
             acc.append(AccuracyRow(dev="cpu", name=name, batch_size=8,
                                    accuracy=statuses.get(name, "pass" if speedup is not None else "fail_to_run")))
-        files = {f"{stem}_performance.csv": _csv("performance", perf), f"{stem}_accuracy.csv": _csv("accuracy", acc)}
+        files = {f"{stem}_performance.csv": result_csv("performance", perf),
+                 f"{stem}_accuracy.csv": result_csv("accuracy", acc)}
         if manifest is not None:
             files[f"{stem}_manifest.json"] = manifest.model_dump_json().encode()
         return files

@@ -275,8 +275,8 @@ def test_manifest_for_another_configuration_is_rejected(upload, session, run_fil
 def test_failing_hook_is_reported_and_the_run_stays(settings, session, run_files, auth):
     from fastapi.testclient import TestClient
 
+    from service.api.deps import get_session
     from service.app import create_app
-    from service.db import get_session
 
     def broken(_session, run_id):
         raise RuntimeError(f"detector down for {run_id}")

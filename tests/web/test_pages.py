@@ -172,9 +172,12 @@ def test_stored_strings_are_text_never_markup(populated, lookup, page: Page) -> 
 
 def test_model_page_charts_history_and_repro_command(populated, lookup, page: Page) -> None:
     series = lookup.series_id("huggingface", "inductor", "T5Small")
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(f"{populated.url}/model/{series}")
     expect(page.locator("h1")).to_contain_text("T5Small")
     expect(page.locator(".chart canvas")).to_have_count(4)  # ECharts drew all four series charts
+    assert errors == []  # charts.js drew the marks from the severities and labels the page carries
     latest = speedups("night2", "inductor", "huggingface")["T5Small"]
     expect(page.locator("#latest-speedup")).to_have_text(f"{latest:.2f}x")
     expect(page.locator("table.events")).to_contain_text("status fail_to_run → pass")
@@ -183,7 +186,9 @@ def test_model_page_charts_history_and_repro_command(populated, lookup, page: Pa
     expect(finding).to_contain_text("T5Small")
     expect(finding).to_have_class(re.compile(r"\bbetter\b"))
     marks = page.evaluate("JSON.parse(document.getElementById('chart-data').textContent).findings")
-    assert [(m["night"], m["category"]) for m in marks] == [(NIGHT2, "fixed")]
+    # the chart's colour and label come with the data (perfdash/verdicts.py), not from a rule in the JavaScript
+    assert [(m["night"], m["category"], m["severity"], m["label"]) for m in marks] == [(NIGHT2, "fixed", "better",
+                                                                                         "fixed")]
     note = page.locator("table.events tr.annotation")
     expect(note).to_contain_text("<b>transformers</b> pin moved")  # stored text, shown as text
     expect(note).to_contain_text("perf-oncall")
@@ -267,6 +272,9 @@ def test_compare_by_runs_and_by_commits(populated, lookup, page: Page) -> None:
     expect(counts).to_contain_text("1 new failures")
     expect(counts).to_contain_text("1 fixed")
     expect(counts).to_contain_text("1 new models")
+    # which "regression" this page means (the Releases view means another): the speedup's, beyond 5 %
+    expect(page.locator("#compare-meaning")).to_contain_text("speedup")
+    expect(page.locator("#compare-meaning")).to_contain_text("5 %")
     expect(page.locator("#section-regressions tbody tr")).to_have_attribute("data-name", "mobilenetv3_large_100")
     expect(page.locator("select[name=base]")).to_have_value(str(lookup.run_id("timm_models", "inductor", NIGHT1)))
     expect(page.locator("select[name=new]")).to_have_value(str(lookup.run_id("timm_models", "inductor", NIGHT2)))

@@ -35,6 +35,8 @@
     };
   }
 
+  const SEVERITY_COLORS = { worse: "#bc4c00", better: "#1a7f37", note: "#8250df", neutral: "#57606a" };
+
   function drawModel(data) {
     const lines = [];
     // A flaky model can change status every few nights; past MAX_STATUS_LINES the lines would hide the data
@@ -43,7 +45,7 @@
     (data.statusChanges.length <= MAX_STATUS_LINES ? data.statusChanges : []).forEach(function (c) {
       lines.push({ xAxis: c.night, name: c.from + " → " + c.to,
         lineStyle: { color: c.passed ? "#1a7f37" : "#cf222e", type: "solid", width: 2 },
-        label: { formatter: c.passed ? "fixed" : "fail", color: c.passed ? "#1a7f37" : "#cf222e" } });
+        label: { formatter: c.label, color: c.passed ? "#1a7f37" : "#cf222e" } });
     });
     data.annotations.forEach(function (a) {
       if (!a.night) return;
@@ -57,9 +59,10 @@
       const marks = lines.slice();
       data.findings.forEach(function (f) {
         if (f.metric && f.metric !== metric) return; // a change point belongs to one metric's chart
-        const color = f.category === "regression" || f.category === "new_failure" ? "#bc4c00" : "#1a7f37";
+        // the finding's severity and label come with the page's data (perfdash/verdicts.py)
+        const color = SEVERITY_COLORS[f.severity] || SEVERITY_COLORS.neutral;
         marks.push({ xAxis: f.night, name: f.text, lineStyle: { color: color, type: "dotted", width: 2 },
-          label: { formatter: f.category.replace("_", " "), color: color, position: "insideEndTop" } });
+          label: { formatter: f.label, color: color, position: "insideEndTop" } });
       });
       const chart = echarts.init(node, null, { renderer: "canvas" });
       const option = baseOption(node.dataset.title, data.nights);
