@@ -22,9 +22,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    model_validator,
+)
 
 SCHEMA_VERSION = 1
 
@@ -680,6 +689,41 @@ def parse_samples(data: bytes, file: str) -> list[ModelSamples]:
 
 # --------------------------------------------------------------------------------------------------------------------
 # Manifest
+#
+# The manifest's JSON is read as its schema says (the service's OpenAPI document publishes it): integers and booleans
+# strict (pydantic's lax mode took ``false`` for 0, ``"3"`` for 3 and ``1`` for true), date-times as RFC 3339 text
+# with their offset (lax mode took ``0`` and ``"1700000000"`` for Unix times). Unknown fields are ignored, as the
+# schema allows (fields have been added without a new schema_version; older readers skip them), and the content hash
+# (service/ingest.py) is taken over the fields the model keeps, so an ignored field never changes a run's identity.
+
+# RFC 3339's date-time (JSON Schema's ``format: date-time``): date, ``T``, time, and an offset or ``Z``.
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+_WITHOUT_OFFSET = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?")
+
+
+def parse_date_time(value: str, *, naive_is_utc: bool = False) -> datetime:
+    """An RFC 3339 date-time (with its offset) as an aware datetime; ValueError for anything else. ``naive_is_utc``:
+    a time without an offset is UTC (the upload form's timestamp, which older clients sent without one)."""
+    if naive_is_utc and _WITHOUT_OFFSET.fullmatch(value):
+        value += "+00:00"
+    if not _RFC3339.fullmatch(value):
+        raise ValueError(f"{value[:40]!r} is not an RFC 3339 date-time with an offset (2026-01-02T01:00:00+00:00)")
+    try:
+        return datetime.fromisoformat(value.replace("z", "Z").replace("t", "T"))
+    except ValueError as exc:  # the right shape, an impossible date (2026-02-30)
+        raise ValueError(f"{value[:40]!r} is not a date-time: {exc}") from None
+
+
+def _date_time_input(value: object) -> object:
+    """A manifest's date-time: a datetime (Python callers) or RFC 3339 text; never a number, never bare digits."""
+    if value is None or isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        return parse_date_time(value)
+    raise ValueError(f"expected an RFC 3339 date-time string, got {type(value).__name__}")
+
+
+DateTime = Annotated[datetime, BeforeValidator(_date_time_input)]
 
 
 class JenkinsInfo(BaseModel):
@@ -698,7 +742,7 @@ class MachineInfo(BaseModel):
     host: str = Field("unknown", max_length=MAX_NAME_LENGTH)
     device: Literal["cpu", "cuda"] | str = "cpu"
     cpu_model: str = Field("unknown", max_length=MAX_NAME_LENGTH)
-    cpu_count: int | None = Field(None, ge=1, le=INT32_MAX)
+    cpu_count: StrictInt | None = Field(None, ge=1, le=INT32_MAX)
     gpu_name: str | None = Field(None, max_length=MAX_NAME_LENGTH)
     gpu_driver: str | None = Field(None, max_length=64)
     cuda_version: str | None = Field(None, max_length=64)
@@ -730,19 +774,19 @@ class RunConfig(BaseModel):
     dtype: str = Field("float32", json_schema_extra={"enum": list(DTYPES)})
     mode: str = Field("inference", json_schema_extra={"enum": list(MODES)})
     device: str = Field("cpu", json_schema_extra={"enum": list(DEVICES)})
-    threads: int | None = Field(None, ge=1, le=1_000_000)  # None: all cores of the socket; 1: single-core
-    dynamic_shapes: bool = False
-    cold_start: bool = False
-    batch_size: int | None = Field(None, ge=0, le=INT32_MAX)  # an override; None: the suite's own batch sizes
-    repeat: int | None = Field(None, ge=0, le=INT32_MAX)
+    threads: StrictInt | None = Field(None, ge=1, le=1_000_000)  # None: all cores of the socket; 1: single-core
+    dynamic_shapes: StrictBool = False
+    cold_start: StrictBool = False
+    batch_size: StrictInt | None = Field(None, ge=0, le=INT32_MAX)  # an override; None: the suite's own batch sizes
+    repeat: StrictInt | None = Field(None, ge=0, le=INT32_MAX)
     # warm-up iterations per side (compile latency and peak memory are taken over them)
-    warmup: int | None = Field(None, ge=0, le=INT32_MAX)
-    total_partitions: int = Field(1, ge=1, le=INT32_MAX)
-    partition_id: int = Field(0, ge=0, le=INT32_MAX)
+    warmup: StrictInt | None = Field(None, ge=0, le=INT32_MAX)
+    total_partitions: StrictInt = Field(1, ge=1, le=INT32_MAX)
+    partition_id: StrictInt = Field(0, ge=0, le=INT32_MAX)
     env: dict[str, str] = Field(default_factory=dict)  # settings such as TORCHINDUCTOR_FREEZING
     # DistributedDataParallel: processes (devices or CPU slices) of the run and their process-group backend;
     # 1 and None: a single process, no torch.distributed
-    world_size: int = Field(1, ge=1, le=65536)
+    world_size: StrictInt = Field(1, ge=1, le=65536)
     distributed_backend: Literal["gloo", "nccl"] | None = None
 
     @property
@@ -794,7 +838,7 @@ class Manifest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: StrictInt = SCHEMA_VERSION
     source: Literal["perfdash", "pytorch"] = "perfdash"
     config: RunConfig
     machine: MachineInfo = Field(default_factory=MachineInfo)
@@ -806,8 +850,8 @@ class Manifest(BaseModel):
     suite_versions: dict[str, str] = Field(default_factory=dict)
     jenkins: JenkinsInfo = Field(default_factory=JenkinsInfo)
     command: str | None = None
-    start_time: datetime | None = None
-    end_time: datetime | None = None
+    start_time: DateTime | None = None
+    end_time: DateTime | None = None
     # model name -> why it could not be loaded or run (the CSV only holds the status)
     model_errors: dict[str, str] = Field(default_factory=dict)
     # The machine's software beyond the configuration and the fingerprint (kernel, CPU microcode, perfdash version,
@@ -840,8 +884,12 @@ class Manifest(BaseModel):
             data = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ContractError(f"unreadable manifest: {exc}", file=path) from None
-        version = data.get("schema_version", SCHEMA_VERSION) if isinstance(data, dict) else None
-        if not isinstance(version, int) or version > SCHEMA_VERSION:
+        if not isinstance(data, dict):
+            raise ContractError(f"a manifest is a JSON object, not {type(data).__name__}", file=path)
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if isinstance(version, bool) or not isinstance(version, int):  # bool is an int to Python, not to JSON
+            raise ContractError(f"manifest schema_version must be an integer, got {json.dumps(version)}", file=path)
+        if version > SCHEMA_VERSION:
             raise ContractError(f"manifest schema_version {version!r} is newer than this reader ({SCHEMA_VERSION})",
                                 file=path)
         try:

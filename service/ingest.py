@@ -327,8 +327,9 @@ class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
     """One model of a JSON upload: the columns of both CSVs, and optionally the raw samples with perfdash's own
     metrics (SAMPLE_METRICS)."""
 
-    # bundle_from_payload refuses a result with neither a speedup nor an accuracy status: the schema says so too
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
+    # bundle_from_payload refuses a result with neither a speedup nor an accuracy status: the schema says so too.
+    # Strict: a number is a JSON number and a count a JSON integer, as the schema says (lax mode took true for 1.0).
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"anyOf": [
         {"required": ["speedup"], "properties": {"speedup": {"type": "number"}}},
         {"required": ["accuracy"], "properties": {"accuracy": {"type": "string", "minLength": 1}}}]})
 

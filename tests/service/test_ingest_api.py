@@ -357,5 +357,7 @@ def test_two_files_of_one_name_in_one_upload_are_refused(client, auth, run_files
     parts = [*_parts(files), ("files", (name, data.replace(b"resnet18", b"alexnet"), "text/csv"))]
     response = client.post("/api/v1/runs", files=parts, data={"machine": "Test Xeon"}, headers=auth)
     assert response.status_code == 422
-    assert f"two files named '{name}' in one upload" in response.json()["detail"]
+    # a fault of the upload's files, named as every file fault is (file, line, column)
+    assert f"two files named '{name}' in one upload" in response.json()["detail"]["message"]
+    assert response.json()["detail"]["file"] == name
     assert session.query(Run).count() == 0
