@@ -29,8 +29,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    Strict,
     StrictBool,
-    StrictInt,
     ValidationError,
     model_validator,
 )
@@ -690,8 +690,9 @@ def parse_samples(data: bytes, file: str) -> list[ModelSamples]:
 # --------------------------------------------------------------------------------------------------------------------
 # Manifest
 #
-# The manifest's JSON is read as its schema says (the service's OpenAPI document publishes it): integers and booleans
-# strict (pydantic's lax mode took ``false`` for 0, ``"3"`` for 3 and ``1`` for true), date-times as RFC 3339 text
+# The manifest's JSON is read as its schema says (the service's OpenAPI document publishes it): integers are JSON
+# integers (pydantic's lax mode took ``false`` for 0 and ``"3"`` for 3; ``3.0`` is an integer to JSON Schema and
+# stays one), booleans are ``true`` and ``false`` (lax mode took ``1`` and ``"yes"``), date-times are RFC 3339 text
 # with their offset (lax mode took ``0`` and ``"1700000000"`` for Unix times). Unknown fields are ignored, as the
 # schema allows (fields have been added without a new schema_version; older readers skip them), and the content hash
 # (service/ingest.py) is taken over the fields the model keeps, so an ignored field never changes a run's identity.
@@ -726,6 +727,18 @@ def _date_time_input(value: object) -> object:
 DateTime = Annotated[datetime, BeforeValidator(_date_time_input)]
 
 
+def _json_integer_input(value: object) -> object:
+    # bool is an int to Python, not to JSON; text is never a number (pydantic's lax int parses "3")
+    if isinstance(value, bool | str):
+        raise ValueError(f"expected an integer, got {json.dumps(value)[:40]}")
+    return value
+
+
+# An integer as JSON Schema says one: a number without a fraction (3 and 3.0), never true/false or text. Not strict
+# (a model configured strict would refuse 3.0, which the schema allows).
+JsonInt = Annotated[int, BeforeValidator(_json_integer_input), Strict(False)]
+
+
 class JenkinsInfo(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -742,7 +755,7 @@ class MachineInfo(BaseModel):
     host: str = Field("unknown", max_length=MAX_NAME_LENGTH)
     device: Literal["cpu", "cuda"] | str = "cpu"
     cpu_model: str = Field("unknown", max_length=MAX_NAME_LENGTH)
-    cpu_count: StrictInt | None = Field(None, ge=1, le=INT32_MAX)
+    cpu_count: JsonInt | None = Field(None, ge=1, le=INT32_MAX)
     gpu_name: str | None = Field(None, max_length=MAX_NAME_LENGTH)
     gpu_driver: str | None = Field(None, max_length=64)
     cuda_version: str | None = Field(None, max_length=64)
@@ -774,19 +787,19 @@ class RunConfig(BaseModel):
     dtype: str = Field("float32", json_schema_extra={"enum": list(DTYPES)})
     mode: str = Field("inference", json_schema_extra={"enum": list(MODES)})
     device: str = Field("cpu", json_schema_extra={"enum": list(DEVICES)})
-    threads: StrictInt | None = Field(None, ge=1, le=1_000_000)  # None: all cores of the socket; 1: single-core
+    threads: JsonInt | None = Field(None, ge=1, le=1_000_000)  # None: all cores of the socket; 1: single-core
     dynamic_shapes: StrictBool = False
     cold_start: StrictBool = False
-    batch_size: StrictInt | None = Field(None, ge=0, le=INT32_MAX)  # an override; None: the suite's own batch sizes
-    repeat: StrictInt | None = Field(None, ge=0, le=INT32_MAX)
+    batch_size: JsonInt | None = Field(None, ge=0, le=INT32_MAX)  # an override; None: the suite's own batch sizes
+    repeat: JsonInt | None = Field(None, ge=0, le=INT32_MAX)
     # warm-up iterations per side (compile latency and peak memory are taken over them)
-    warmup: StrictInt | None = Field(None, ge=0, le=INT32_MAX)
-    total_partitions: StrictInt = Field(1, ge=1, le=INT32_MAX)
-    partition_id: StrictInt = Field(0, ge=0, le=INT32_MAX)
+    warmup: JsonInt | None = Field(None, ge=0, le=INT32_MAX)
+    total_partitions: JsonInt = Field(1, ge=1, le=INT32_MAX)
+    partition_id: JsonInt = Field(0, ge=0, le=INT32_MAX)
     env: dict[str, str] = Field(default_factory=dict)  # settings such as TORCHINDUCTOR_FREEZING
     # DistributedDataParallel: processes (devices or CPU slices) of the run and their process-group backend;
     # 1 and None: a single process, no torch.distributed
-    world_size: StrictInt = Field(1, ge=1, le=65536)
+    world_size: JsonInt = Field(1, ge=1, le=65536)
     distributed_backend: Literal["gloo", "nccl"] | None = None
 
     @property
@@ -838,7 +851,7 @@ class Manifest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    schema_version: StrictInt = SCHEMA_VERSION
+    schema_version: JsonInt = SCHEMA_VERSION
     source: Literal["perfdash", "pytorch"] = "perfdash"
     config: RunConfig
     machine: MachineInfo = Field(default_factory=MachineInfo)
@@ -887,8 +900,9 @@ class Manifest(BaseModel):
         if not isinstance(data, dict):
             raise ContractError(f"a manifest is a JSON object, not {type(data).__name__}", file=path)
         version = data.get("schema_version", SCHEMA_VERSION)
-        if isinstance(version, bool) or not isinstance(version, int):  # bool is an int to Python, not to JSON
-            raise ContractError(f"manifest schema_version must be an integer, got {json.dumps(version)}", file=path)
+        if isinstance(version, bool) or not isinstance(version, int | float):  # bool is an int to Python, not JSON
+            raise ContractError(f"manifest schema_version must be an integer, got {json.dumps(version)[:40]}",
+                                file=path)
         if version > SCHEMA_VERSION:
             raise ContractError(f"manifest schema_version {version!r} is newer than this reader ({SCHEMA_VERSION})",
                                 file=path)

@@ -35,6 +35,7 @@ from perfdash.contract import (
     AccuracyRow,
     ContractError,
     GraphStats,
+    JsonInt,
     MachineInfo,
     Manifest,
     ModelResult,
@@ -328,13 +329,14 @@ class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
     metrics (SAMPLE_METRICS)."""
 
     # bundle_from_payload refuses a result with neither a speedup nor an accuracy status: the schema says so too.
-    # Strict: a number is a JSON number and a count a JSON integer, as the schema says (lax mode took true for 1.0).
+    # Strict: a number is a JSON number, never true/false or text, as the schema says (lax mode took true for 1.0);
+    # counts are JsonInt (3.0 is an integer to JSON Schema).
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"anyOf": [
         {"required": ["speedup"], "properties": {"speedup": {"type": "number"}}},
         {"required": ["accuracy"], "properties": {"accuracy": {"type": "string", "minLength": 1}}}]})
 
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
-    batch_size: int = Field(0, ge=0, le=INT32_MAX)
+    batch_size: JsonInt = Field(0, ge=0, le=INT32_MAX)
     # the contract's status shape (perfdash.contract), said in the schema too
     accuracy: str | None = Field(None, max_length=MAX_STATUS_LENGTH,
                                  json_schema_extra={"pattern": "^[A-Za-z][A-Za-z0-9_]*$"})
@@ -345,10 +347,10 @@ class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
     compression_ratio: float | None = None
     eager_peak_mem: float | None = None
     dynamo_peak_mem: float | None = None
-    calls_captured: int | None = Field(None, ge=0, le=INT32_MAX)
-    unique_graphs: int | None = Field(None, ge=0, le=INT32_MAX)
-    graph_breaks: int | None = Field(None, ge=0, le=INT32_MAX)
-    unique_graph_breaks: int | None = Field(None, ge=0, le=INT32_MAX)
+    calls_captured: JsonInt | None = Field(None, ge=0, le=INT32_MAX)
+    unique_graphs: JsonInt | None = Field(None, ge=0, le=INT32_MAX)
+    graph_breaks: JsonInt | None = Field(None, ge=0, le=INT32_MAX)
+    unique_graph_breaks: JsonInt | None = Field(None, ge=0, le=INT32_MAX)
     eager_ms: list[float] | None = None
     compiled_ms: list[float] | None = None
     eager_activation_peak_mem: float | None = None  # perfdash's own, kept with the samples

@@ -67,7 +67,7 @@ def _body(manifest, **changes) -> dict:
 
 
 @pytest.mark.parametrize(("field", "value"), [
-    ("schema_version", False), ("schema_version", True), ("schema_version", "1"), ("schema_version", 1.0),
+    ("schema_version", False), ("schema_version", True), ("schema_version", "1"), ("schema_version", 1.5),
     ("end_time", 0), ("end_time", 1700000000), ("end_time", "1700000000"), ("end_time", "0"),
     ("end_time", "2026-01-02"), ("end_time", "2026-01-02T02:00:00"), ("start_time", True),
     ("start_time", "2026-02-30T01:00:00Z"),
@@ -81,7 +81,7 @@ def test_a_mistyped_manifest_field_is_refused_by_name(client, auth, session, man
 
 
 @pytest.mark.parametrize(("where", "value"), [
-    ("threads", True), ("threads", "4"), ("world_size", 2.0), ("dynamic_shapes", 1), ("dynamic_shapes", "true"),
+    ("threads", True), ("threads", "4"), ("world_size", 2.5), ("dynamic_shapes", 1), ("dynamic_shapes", "true"),
 ])
 def test_mistyped_configuration_fields_are_refused(client, auth, session, manifest, where, value) -> None:
     body = _body(manifest)
@@ -92,7 +92,7 @@ def test_mistyped_configuration_fields_are_refused(client, auth, session, manife
     assert _stored(session) == (0, 0, 0)
 
 
-@pytest.mark.parametrize(("field", "value"), [("speedup", True), ("speedup", "1.5"), ("batch_size", 8.0),
+@pytest.mark.parametrize(("field", "value"), [("speedup", True), ("speedup", "1.5"), ("batch_size", 8.5),
                                               ("batch_size", False), ("eager_ms", [True])])
 def test_a_mistyped_result_field_is_refused(client, auth, session, manifest, field, value) -> None:
     body = _body(manifest)
@@ -176,3 +176,27 @@ def test_a_file_that_is_no_result_is_refused_by_name_when_nothing_else_came(clie
                            data={"machine": "Xeon"}, headers=auth)
     assert response.status_code == 201, response.text
     assert any("files.png" in notice for notice in response.json()["notices"])
+
+
+def test_body_schemas_say_no_nul_where_the_service_refuses_one(client, auth, session, manifest) -> None:
+    from service.api.contract import NO_NUL
+
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    assert schemas["ResultPayload"]["properties"]["name"]["pattern"] == NO_NUL
+    assert schemas["MachineInfo"]["properties"]["host"]["pattern"] == NO_NUL
+    assert schemas["RunConfig"]["properties"]["env"]["propertyNames"] == {"pattern": NO_NUL}
+    assert schemas["RunConfig"]["properties"]["variant"]["pattern"] != NO_NUL  # its own pattern stays
+    assert schemas["BisectionIn"]["properties"]["suite"]["anyOf"][0]["pattern"] == NO_NUL
+    body = _body(manifest)
+    body["results"][0]["name"] = "res\x00net"
+    assert client.post("/api/v1/runs", json=body, headers=auth).status_code == 422
+    assert _stored(session) == (0, 0, 0)
+
+
+def test_an_integer_with_a_zero_fraction_is_an_integer_as_json_schema_says(client, auth, session, manifest) -> None:
+    body = _body(manifest)
+    body["manifest"]["config"]["threads"] = 2.0
+    body["results"][0]["batch_size"] = 8.0
+    response = client.post("/api/v1/runs", json=body, headers=auth)
+    assert response.status_code == 201, response.text
+    assert _stored(session)[:2] == (1, 1)
