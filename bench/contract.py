@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -93,8 +94,9 @@ def _schemathesis(url: str, token: str, seconds: int, seed: int, work: Path, nam
     done = subprocess.run(command, capture_output=True, text=True, timeout=seconds * 3 + 300, cwd=work, env=env)
     (work / f"schemathesis-{name}.log").write_text(done.stdout + done.stderr)
     lines = [line.strip() for line in (done.stdout + done.stderr).splitlines() if line.strip()]
-    shown = [line for line in lines if line.startswith(("Test cases:", "API Operations:", "Test Phases:"))
-             or (("passed" in line or "failed" in line) and len(line) < 200)][-6:]
+    # the summary's figures: cases and unique failures, each failure kind, the last line (failures, warnings, time)
+    shown = [line for line in lines if re.match(r"^\d+ generated", line) or line.startswith(("❌ ST", "⚠️"))
+             or (line.startswith("=") and ("passed" in line or "failure" in line or " in " in line))]
     printable = " ".join(command).replace(token, "<token>")
     return f"{printable}\n  exit {done.returncode}: " + " | ".join(shown), done.returncode
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -739,6 +739,13 @@ def _json_integer_input(value: object) -> object:
 JsonInt = Annotated[int, BeforeValidator(_json_integer_input), Strict(False)]
 
 
+def json_int(ge: int, le: int) -> Any:
+    """JsonInt between ``ge`` and ``le``. The bounds come before the validator: after it (a Field's ge/le on the
+    field), pydantic's JSON schema said them as unknown ``ge``/``le`` keys, not ``minimum``/``maximum``, and the
+    document then allowed what the model refuses."""
+    return Annotated[int, Field(ge=ge, le=le), BeforeValidator(_json_integer_input), Strict(False)]
+
+
 class JenkinsInfo(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -755,7 +762,7 @@ class MachineInfo(BaseModel):
     host: str = Field("unknown", max_length=MAX_NAME_LENGTH)
     device: Literal["cpu", "cuda"] | str = "cpu"
     cpu_model: str = Field("unknown", max_length=MAX_NAME_LENGTH)
-    cpu_count: JsonInt | None = Field(None, ge=1, le=INT32_MAX)
+    cpu_count: json_int(1, INT32_MAX) | None = None
     gpu_name: str | None = Field(None, max_length=MAX_NAME_LENGTH)
     gpu_driver: str | None = Field(None, max_length=64)
     cuda_version: str | None = Field(None, max_length=64)
@@ -787,19 +794,19 @@ class RunConfig(BaseModel):
     dtype: str = Field("float32", json_schema_extra={"enum": list(DTYPES)})
     mode: str = Field("inference", json_schema_extra={"enum": list(MODES)})
     device: str = Field("cpu", json_schema_extra={"enum": list(DEVICES)})
-    threads: JsonInt | None = Field(None, ge=1, le=1_000_000)  # None: all cores of the socket; 1: single-core
+    threads: json_int(1, 1_000_000) | None = None  # None: all cores of the socket; 1: single-core
     dynamic_shapes: StrictBool = False
     cold_start: StrictBool = False
-    batch_size: JsonInt | None = Field(None, ge=0, le=INT32_MAX)  # an override; None: the suite's own batch sizes
-    repeat: JsonInt | None = Field(None, ge=0, le=INT32_MAX)
+    batch_size: json_int(0, INT32_MAX) | None = None  # an override; None: the suite's own batch sizes
+    repeat: json_int(0, INT32_MAX) | None = None
     # warm-up iterations per side (compile latency and peak memory are taken over them)
-    warmup: JsonInt | None = Field(None, ge=0, le=INT32_MAX)
-    total_partitions: JsonInt = Field(1, ge=1, le=INT32_MAX)
-    partition_id: JsonInt = Field(0, ge=0, le=INT32_MAX)
+    warmup: json_int(0, INT32_MAX) | None = None
+    total_partitions: json_int(1, INT32_MAX) = 1
+    partition_id: json_int(0, INT32_MAX) = 0
     env: dict[str, str] = Field(default_factory=dict)  # settings such as TORCHINDUCTOR_FREEZING
     # DistributedDataParallel: processes (devices or CPU slices) of the run and their process-group backend;
     # 1 and None: a single process, no torch.distributed
-    world_size: JsonInt = Field(1, ge=1, le=65536)
+    world_size: json_int(1, 65536) = 1
     distributed_backend: Literal["gloo", "nccl"] | None = None
 
     @property

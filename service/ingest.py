@@ -35,7 +35,6 @@ from perfdash.contract import (
     AccuracyRow,
     ContractError,
     GraphStats,
-    JsonInt,
     MachineInfo,
     Manifest,
     ModelResult,
@@ -46,6 +45,7 @@ from perfdash.contract import (
     RunKey,
     find_unstorable_text,
     join_results,
+    json_int,
     parse_accuracy_csv,
     parse_performance_csv,
     parse_samples,
@@ -330,13 +330,13 @@ class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
 
     # bundle_from_payload refuses a result with neither a speedup nor an accuracy status: the schema says so too.
     # Strict: a number is a JSON number, never true/false or text, as the schema says (lax mode took true for 1.0);
-    # counts are JsonInt (3.0 is an integer to JSON Schema).
+    # counts are json_int (3.0 is an integer to JSON Schema).
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"anyOf": [
         {"required": ["speedup"], "properties": {"speedup": {"type": "number"}}},
         {"required": ["accuracy"], "properties": {"accuracy": {"type": "string", "minLength": 1}}}]})
 
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
-    batch_size: JsonInt = Field(0, ge=0, le=INT32_MAX)
+    batch_size: json_int(0, INT32_MAX) = 0
     # the contract's status shape (perfdash.contract), said in the schema too
     accuracy: str | None = Field(None, max_length=MAX_STATUS_LENGTH,
                                  json_schema_extra={"pattern": "^[A-Za-z][A-Za-z0-9_]*$"})
@@ -347,10 +347,10 @@ class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
     compression_ratio: float | None = None
     eager_peak_mem: float | None = None
     dynamo_peak_mem: float | None = None
-    calls_captured: JsonInt | None = Field(None, ge=0, le=INT32_MAX)
-    unique_graphs: JsonInt | None = Field(None, ge=0, le=INT32_MAX)
-    graph_breaks: JsonInt | None = Field(None, ge=0, le=INT32_MAX)
-    unique_graph_breaks: JsonInt | None = Field(None, ge=0, le=INT32_MAX)
+    calls_captured: json_int(0, INT32_MAX) | None = None
+    unique_graphs: json_int(0, INT32_MAX) | None = None
+    graph_breaks: json_int(0, INT32_MAX) | None = None
+    unique_graph_breaks: json_int(0, INT32_MAX) | None = None
     eager_ms: list[float] | None = None
     compiled_ms: list[float] | None = None
     eager_activation_peak_mem: float | None = None  # perfdash's own, kept with the samples

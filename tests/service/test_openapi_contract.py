@@ -200,3 +200,12 @@ def test_an_integer_with_a_zero_fraction_is_an_integer_as_json_schema_says(clien
     response = client.post("/api/v1/runs", json=body, headers=auth)
     assert response.status_code == 201, response.text
     assert _stored(session)[:2] == (1, 1)
+    # and the bounds the models check are the document's minimum and maximum
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    assert {"type": "integer", "minimum": 1, "maximum": 1_000_000} in schemas["RunConfig"]["properties"]["threads"][
+        "anyOf"]
+    assert schemas["ResultPayload"]["properties"]["batch_size"]["minimum"] == 0
+    for name in ("MachineInfo", "RunConfig", "ResultPayload"):
+        for field, spec in schemas[name]["properties"].items():
+            for option in spec.get("anyOf", [spec]):
+                assert not {"ge", "le", "gt", "lt"} & option.keys(), (name, field)
