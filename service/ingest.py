@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
@@ -341,20 +341,22 @@ class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
     accuracy: str | None = Field(None, max_length=MAX_STATUS_LENGTH,
                                  json_schema_extra={"pattern": "^[A-Za-z][A-Za-z0-9_]*$"})
     dev: str = Field("cpu", max_length=64)
-    speedup: float | None = None
-    abs_latency: float | None = None
-    compilation_latency: float | None = None
-    compression_ratio: float | None = None
-    eager_peak_mem: float | None = None
-    dynamo_peak_mem: float | None = None
+    # non-negative, as the contract's rows check (PerformanceRow): said here so the document says it too
+    speedup: float | None = Field(None, ge=0)
+    abs_latency: float | None = Field(None, ge=0)
+    compilation_latency: float | None = Field(None, ge=0)
+    compression_ratio: float | None = Field(None, ge=0)
+    eager_peak_mem: float | None = Field(None, ge=0)
+    dynamo_peak_mem: float | None = Field(None, ge=0)
     calls_captured: json_int(0, INT32_MAX) | None = None
     unique_graphs: json_int(0, INT32_MAX) | None = None
     graph_breaks: json_int(0, INT32_MAX) | None = None
     unique_graph_breaks: json_int(0, INT32_MAX) | None = None
-    eager_ms: list[float] | None = None
-    compiled_ms: list[float] | None = None
-    eager_activation_peak_mem: float | None = None  # perfdash's own, kept with the samples
-    dynamo_activation_peak_mem: float | None = None
+    # timings are positive and peaks non-negative (ModelSamples)
+    eager_ms: list[Annotated[float, Field(gt=0)]] | None = None
+    compiled_ms: list[Annotated[float, Field(gt=0)]] | None = None
+    eager_activation_peak_mem: float | None = Field(None, ge=0)  # perfdash's own, kept with the samples
+    dynamo_activation_peak_mem: float | None = Field(None, ge=0)
 
     @model_validator(mode="after")
     def _no_nul_bytes(self) -> ResultPayload:

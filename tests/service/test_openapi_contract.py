@@ -209,3 +209,19 @@ def test_an_integer_with_a_zero_fraction_is_an_integer_as_json_schema_says(clien
         for field, spec in schemas[name]["properties"].items():
             for option in spec.get("anyOf", [spec]):
                 assert not {"ge", "le", "gt", "lt"} & option.keys(), (name, field)
+
+
+@pytest.mark.parametrize(("field", "value"), [("speedup", -1.0), ("abs_latency", -1e-5), ("eager_peak_mem", -2.0),
+                                              ("eager_ms", [1.0, 0.0]), ("eager_activation_peak_mem", -1.0)])
+def test_a_negative_measurement_is_refused_where_the_schema_says_so(client, auth, session, manifest, field,
+                                                                    value) -> None:
+    body = _body(manifest)
+    body["results"][0].update({field: value, "compiled_ms": [1.0, 1.0]} if field == "eager_ms" else {field: value})
+    response = client.post("/api/v1/runs", json=body, headers=auth)
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"][0]["loc"][:3] == ["results", 0, field]
+    properties = client.get("/openapi.json").json()["components"]["schemas"]["ResultPayload"]["properties"]
+    option = properties[field]["anyOf"][0]
+    assert option.get("minimum") == 0 or option.get("items", {}).get("exclusiveMinimum") == 0
+    assert _stored(session) == (0, 0, 0)
+
