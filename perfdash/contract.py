@@ -734,15 +734,11 @@ def _json_integer_input(value: object) -> object:
     return value
 
 
-# An integer as JSON Schema says one: a number without a fraction (3 and 3.0), never true/false or text. Not strict
-# (a model configured strict would refuse 3.0, which the schema allows).
-JsonInt = Annotated[int, BeforeValidator(_json_integer_input), Strict(False)]
-
-
 def json_int(ge: int, le: int) -> Any:
-    """JsonInt between ``ge`` and ``le``. The bounds come before the validator: after it (a Field's ge/le on the
-    field), pydantic's JSON schema said them as unknown ``ge``/``le`` keys, not ``minimum``/``maximum``, and the
-    document then allowed what the model refuses."""
+    """An integer as JSON Schema says one, between ``ge`` and ``le``: a number without a fraction (3 and 3.0), never
+    true/false or text. Not strict (a model configured strict would refuse 3.0, which the schema allows). The bounds
+    come before the validator: after it (a Field's ge/le on the field), pydantic's JSON schema said them as unknown
+    ``ge``/``le`` keys, not ``minimum``/``maximum``, and the document then allowed what the model refuses."""
     return Annotated[int, Field(ge=ge, le=le), BeforeValidator(_json_integer_input), Strict(False)]
 
 
@@ -858,7 +854,8 @@ class Manifest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    schema_version: JsonInt = SCHEMA_VERSION
+    # readers refuse a newer schema (parse, and the schema's maximum says so to a client)
+    schema_version: json_int(1, SCHEMA_VERSION) = SCHEMA_VERSION
     source: Literal["perfdash", "pytorch"] = "perfdash"
     config: RunConfig
     machine: MachineInfo = Field(default_factory=MachineInfo)

@@ -68,6 +68,7 @@ def _body(manifest, **changes) -> dict:
 
 @pytest.mark.parametrize(("field", "value"), [
     ("schema_version", False), ("schema_version", True), ("schema_version", "1"), ("schema_version", 1.5),
+    ("schema_version", 2), ("schema_version", 0),
     ("end_time", 0), ("end_time", 1700000000), ("end_time", "1700000000"), ("end_time", "0"),
     ("end_time", "2026-01-02"), ("end_time", "2026-01-02T02:00:00"), ("start_time", True),
     ("start_time", "2026-02-30T01:00:00Z"),
@@ -204,6 +205,7 @@ def test_an_integer_with_a_zero_fraction_is_an_integer_as_json_schema_says(clien
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     assert {"type": "integer", "minimum": 1, "maximum": 1_000_000} in schemas["RunConfig"]["properties"]["threads"][
         "anyOf"]
+    assert schemas["Manifest"]["properties"]["schema_version"]["maximum"] == 1  # a newer manifest is refused
     assert schemas["ResultPayload"]["properties"]["batch_size"]["minimum"] == 0
     for name in ("MachineInfo", "RunConfig", "ResultPayload"):
         for field, spec in schemas[name]["properties"].items():
