@@ -22,9 +22,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictBool,
+    ValidationError,
+    model_validator,
+)
 
 SCHEMA_VERSION = 1
 
@@ -680,6 +689,57 @@ def parse_samples(data: bytes, file: str) -> list[ModelSamples]:
 
 # --------------------------------------------------------------------------------------------------------------------
 # Manifest
+#
+# The manifest's JSON is read as its schema says (the service's OpenAPI document publishes it): integers are JSON
+# integers (pydantic's lax mode took ``false`` for 0 and ``"3"`` for 3; ``3.0`` is an integer to JSON Schema and
+# stays one), booleans are ``true`` and ``false`` (lax mode took ``1`` and ``"yes"``), date-times are RFC 3339 text
+# with their offset (lax mode took ``0`` and ``"1700000000"`` for Unix times). Unknown fields are ignored, as the
+# schema allows (fields have been added without a new schema_version; older readers skip them), and the content hash
+# (service/ingest.py) is taken over the fields the model keeps, so an ignored field never changes a run's identity.
+
+# RFC 3339's date-time (JSON Schema's ``format: date-time``): date, ``T``, time, and an offset or ``Z``.
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+_WITHOUT_OFFSET = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?")
+
+
+def parse_date_time(value: str, *, naive_is_utc: bool = False) -> datetime:
+    """An RFC 3339 date-time (with its offset) as an aware datetime; ValueError for anything else. ``naive_is_utc``:
+    a time without an offset is UTC (the upload form's timestamp, which older clients sent without one)."""
+    if naive_is_utc and _WITHOUT_OFFSET.fullmatch(value):
+        value += "+00:00"
+    if not _RFC3339.fullmatch(value):
+        raise ValueError(f"{value[:40]!r} is not an RFC 3339 date-time with an offset (2026-01-02T01:00:00+00:00)")
+    try:
+        return datetime.fromisoformat(value.replace("z", "Z").replace("t", "T"))
+    except ValueError as exc:  # the right shape, an impossible date (2026-02-30)
+        raise ValueError(f"{value[:40]!r} is not a date-time: {exc}") from None
+
+
+def _date_time_input(value: object) -> object:
+    """A manifest's date-time: a datetime (Python callers) or RFC 3339 text; never a number, never bare digits."""
+    if value is None or isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        return parse_date_time(value)
+    raise ValueError(f"expected an RFC 3339 date-time string, got {type(value).__name__}")
+
+
+DateTime = Annotated[datetime, BeforeValidator(_date_time_input)]
+
+
+def _json_integer_input(value: object) -> object:
+    # bool is an int to Python, not to JSON; text is never a number (pydantic's lax int parses "3")
+    if isinstance(value, bool | str):
+        raise ValueError(f"expected an integer, got {json.dumps(value)[:40]}")
+    return value
+
+
+def json_int(ge: int, le: int) -> Any:
+    """An integer as JSON Schema says one, between ``ge`` and ``le``: a number without a fraction (3 and 3.0), never
+    true/false or text. Not strict (a model configured strict would refuse 3.0, which the schema allows). The bounds
+    come before the validator: after it (a Field's ge/le on the field), pydantic's JSON schema said them as unknown
+    ``ge``/``le`` keys, not ``minimum``/``maximum``, and the document then allowed what the model refuses."""
+    return Annotated[int, Field(ge=ge, le=le), BeforeValidator(_json_integer_input), Strict(False)]
 
 
 class JenkinsInfo(BaseModel):
@@ -698,7 +758,7 @@ class MachineInfo(BaseModel):
     host: str = Field("unknown", max_length=MAX_NAME_LENGTH)
     device: Literal["cpu", "cuda"] | str = "cpu"
     cpu_model: str = Field("unknown", max_length=MAX_NAME_LENGTH)
-    cpu_count: int | None = Field(None, ge=1, le=INT32_MAX)
+    cpu_count: json_int(1, INT32_MAX) | None = None
     gpu_name: str | None = Field(None, max_length=MAX_NAME_LENGTH)
     gpu_driver: str | None = Field(None, max_length=64)
     cuda_version: str | None = Field(None, max_length=64)
@@ -730,19 +790,19 @@ class RunConfig(BaseModel):
     dtype: str = Field("float32", json_schema_extra={"enum": list(DTYPES)})
     mode: str = Field("inference", json_schema_extra={"enum": list(MODES)})
     device: str = Field("cpu", json_schema_extra={"enum": list(DEVICES)})
-    threads: int | None = Field(None, ge=1, le=1_000_000)  # None: all cores of the socket; 1: single-core
-    dynamic_shapes: bool = False
-    cold_start: bool = False
-    batch_size: int | None = Field(None, ge=0, le=INT32_MAX)  # an override; None: the suite's own batch sizes
-    repeat: int | None = Field(None, ge=0, le=INT32_MAX)
+    threads: json_int(1, 1_000_000) | None = None  # None: all cores of the socket; 1: single-core
+    dynamic_shapes: StrictBool = False
+    cold_start: StrictBool = False
+    batch_size: json_int(0, INT32_MAX) | None = None  # an override; None: the suite's own batch sizes
+    repeat: json_int(0, INT32_MAX) | None = None
     # warm-up iterations per side (compile latency and peak memory are taken over them)
-    warmup: int | None = Field(None, ge=0, le=INT32_MAX)
-    total_partitions: int = Field(1, ge=1, le=INT32_MAX)
-    partition_id: int = Field(0, ge=0, le=INT32_MAX)
+    warmup: json_int(0, INT32_MAX) | None = None
+    total_partitions: json_int(1, INT32_MAX) = 1
+    partition_id: json_int(0, INT32_MAX) = 0
     env: dict[str, str] = Field(default_factory=dict)  # settings such as TORCHINDUCTOR_FREEZING
     # DistributedDataParallel: processes (devices or CPU slices) of the run and their process-group backend;
     # 1 and None: a single process, no torch.distributed
-    world_size: int = Field(1, ge=1, le=65536)
+    world_size: json_int(1, 65536) = 1
     distributed_backend: Literal["gloo", "nccl"] | None = None
 
     @property
@@ -794,7 +854,8 @@ class Manifest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    schema_version: int = SCHEMA_VERSION
+    # readers refuse a newer schema (parse, and the schema's maximum says so to a client)
+    schema_version: json_int(1, SCHEMA_VERSION) = SCHEMA_VERSION
     source: Literal["perfdash", "pytorch"] = "perfdash"
     config: RunConfig
     machine: MachineInfo = Field(default_factory=MachineInfo)
@@ -806,8 +867,8 @@ class Manifest(BaseModel):
     suite_versions: dict[str, str] = Field(default_factory=dict)
     jenkins: JenkinsInfo = Field(default_factory=JenkinsInfo)
     command: str | None = None
-    start_time: datetime | None = None
-    end_time: datetime | None = None
+    start_time: DateTime | None = None
+    end_time: DateTime | None = None
     # model name -> why it could not be loaded or run (the CSV only holds the status)
     model_errors: dict[str, str] = Field(default_factory=dict)
     # The machine's software beyond the configuration and the fingerprint (kernel, CPU microcode, perfdash version,
@@ -840,8 +901,13 @@ class Manifest(BaseModel):
             data = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ContractError(f"unreadable manifest: {exc}", file=path) from None
-        version = data.get("schema_version", SCHEMA_VERSION) if isinstance(data, dict) else None
-        if not isinstance(version, int) or version > SCHEMA_VERSION:
+        if not isinstance(data, dict):
+            raise ContractError(f"a manifest is a JSON object, not {type(data).__name__}", file=path)
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if isinstance(version, bool) or not isinstance(version, int | float):  # bool is an int to Python, not JSON
+            raise ContractError(f"manifest schema_version must be an integer, got {json.dumps(version)[:40]}",
+                                file=path)
+        if version > SCHEMA_VERSION:
             raise ContractError(f"manifest schema_version {version!r} is newer than this reader ({SCHEMA_VERSION})",
                                 file=path)
         try:

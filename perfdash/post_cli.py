@@ -214,6 +214,12 @@ class _Poster:
             self.tally.spooled.append(str(directory))
 
 
+def _utc_text(moment: datetime) -> str:
+    """--timestamp as the service reads it: RFC 3339 with an offset (a time without one is UTC, as a direct ingest
+    takes it)."""
+    return (moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment).isoformat()
+
+
 def post_results(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
     config = PostConfig.from_environ(os.environ if environ is None else environ)
     try:
@@ -234,7 +240,7 @@ def post_results(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     for directory, files in sorted(groups.items()):
         form = {k: v for k, v in {
             "machine": args.machine, "commit": args.commit, "torch_version": args.torch_version,
-            "timestamp": args.timestamp.isoformat() if args.timestamp else None, "made_at": made_at}.items() if v}
+            "timestamp": _utc_text(args.timestamp) if args.timestamp else None, "made_at": made_at}.items() if v}
         poster.post_directory(directory, Upload(files=files, form=form))
     tally = poster.tally
     if len(tally.refused) + len(tally.not_kept) > 1:  # one problem is already one clear line

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
@@ -45,6 +45,7 @@ from perfdash.contract import (
     RunKey,
     find_unstorable_text,
     join_results,
+    json_int,
     parse_accuracy_csv,
     parse_performance_csv,
     parse_samples,
@@ -327,31 +328,35 @@ class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
     """One model of a JSON upload: the columns of both CSVs, and optionally the raw samples with perfdash's own
     metrics (SAMPLE_METRICS)."""
 
-    # bundle_from_payload refuses a result with neither a speedup nor an accuracy status: the schema says so too
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
+    # bundle_from_payload refuses a result with neither a speedup nor an accuracy status: the schema says so too.
+    # Strict: a number is a JSON number, never true/false or text, as the schema says (lax mode took true for 1.0);
+    # counts are json_int (3.0 is an integer to JSON Schema).
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"anyOf": [
         {"required": ["speedup"], "properties": {"speedup": {"type": "number"}}},
         {"required": ["accuracy"], "properties": {"accuracy": {"type": "string", "minLength": 1}}}]})
 
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
-    batch_size: int = Field(0, ge=0, le=INT32_MAX)
+    batch_size: json_int(0, INT32_MAX) = 0
     # the contract's status shape (perfdash.contract), said in the schema too
     accuracy: str | None = Field(None, max_length=MAX_STATUS_LENGTH,
                                  json_schema_extra={"pattern": "^[A-Za-z][A-Za-z0-9_]*$"})
     dev: str = Field("cpu", max_length=64)
-    speedup: float | None = None
-    abs_latency: float | None = None
-    compilation_latency: float | None = None
-    compression_ratio: float | None = None
-    eager_peak_mem: float | None = None
-    dynamo_peak_mem: float | None = None
-    calls_captured: int | None = Field(None, ge=0, le=INT32_MAX)
-    unique_graphs: int | None = Field(None, ge=0, le=INT32_MAX)
-    graph_breaks: int | None = Field(None, ge=0, le=INT32_MAX)
-    unique_graph_breaks: int | None = Field(None, ge=0, le=INT32_MAX)
-    eager_ms: list[float] | None = None
-    compiled_ms: list[float] | None = None
-    eager_activation_peak_mem: float | None = None  # perfdash's own, kept with the samples
-    dynamo_activation_peak_mem: float | None = None
+    # non-negative, as the contract's rows check (PerformanceRow): said here so the document says it too
+    speedup: float | None = Field(None, ge=0)
+    abs_latency: float | None = Field(None, ge=0)
+    compilation_latency: float | None = Field(None, ge=0)
+    compression_ratio: float | None = Field(None, ge=0)
+    eager_peak_mem: float | None = Field(None, ge=0)
+    dynamo_peak_mem: float | None = Field(None, ge=0)
+    calls_captured: json_int(0, INT32_MAX) | None = None
+    unique_graphs: json_int(0, INT32_MAX) | None = None
+    graph_breaks: json_int(0, INT32_MAX) | None = None
+    unique_graph_breaks: json_int(0, INT32_MAX) | None = None
+    # timings are positive and peaks non-negative (ModelSamples)
+    eager_ms: list[Annotated[float, Field(gt=0)]] | None = None
+    compiled_ms: list[Annotated[float, Field(gt=0)]] | None = None
+    eager_activation_peak_mem: float | None = Field(None, ge=0)  # perfdash's own, kept with the samples
+    dynamo_activation_peak_mem: float | None = Field(None, ge=0)
 
     @model_validator(mode="after")
     def _no_nul_bytes(self) -> ResultPayload:

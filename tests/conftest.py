@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,3 +195,26 @@ def page(browser) -> Iterator[object]:  # type: ignore[no-untyped-def]
     yield page
     context.close()
     assert not problems, "\n".join(problems)
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def throwaway_ca(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory with ca.pem, and server.pem/server.key for 127.0.0.1 and localhost signed by it (the openssl
+    command: `cryptography` is not in the venv). The TLS tests of the deployment (tests/deploy/test_tls.py, and the
+    service container's in tests/containers) trust only this CA."""
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command")
+    d = tmp_path_factory.mktemp("ca")
+    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+             "-subj", "/CN=perfdash throwaway test CA", "-keyout", "ca.key", "-out", "ca.pem", cwd=d)
+    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
+             "-keyout", "server.key", "-out", "server.csr", cwd=d)
+    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+    _openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
+             "-extfile", "san.ext", "-out", "server.pem", cwd=d)
+    (d / "server.key").chmod(0o600)
+    return d

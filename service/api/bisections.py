@@ -30,7 +30,9 @@ router = APIRouter(prefix="/api/v1/bisections", tags=["bisections"])
 @router.post("", response_model=BisectionOut, status_code=status.HTTP_201_CREATED, dependencies=[BisectScope],
              summary="Request a bisection (201), or get the finding's existing request (200; scope bisect)",
              responses={**AUTH_RESPONSES, 200: {"description": "the finding's existing request"},
-                        404: {"description": "no such finding, or no stored run of the configuration"}})
+                        404: {"description": "no such finding, or no stored run of the configuration"},
+                        409: {"description": "the finding cannot be bisected: not one model's metric, or no commit "
+                                             "range"}})
 def bisections_create(session: SessionDep, body: BisectionIn, response: Response) -> BisectionOut:
     from pydantic import ValidationError
 
@@ -39,7 +41,9 @@ def bisections_create(session: SessionDep, body: BisectionIn, response: Response
     except LookupError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
     except BisectionError as exc:
-        raise HTTPException(422, str(exc)) from None
+        # A finding that is there but cannot be bisected is its state, not a malformed request: the same body is
+        # right for another finding (409). Explicit fields that cannot make a request are the body's fault (422).
+        raise HTTPException(409 if body.finding_id is not None else 422, str(exc)) from None
     except ValidationError as exc:
         raise HTTPException(422, exc.errors(include_url=False)) from None
     session.commit()

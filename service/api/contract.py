@@ -8,6 +8,7 @@
 - :class:`AllowHeader`: a 405's ``Allow`` lists every method of the path. FastAPI's included routers answer a method
   mismatch from the first route that matched the path, so ``OPTIONS /api/v1/runs/{id}`` said ``Allow: GET`` though
   DELETE is there too.
+- The bounds the database sets: no NUL in a parameter or in any free string or key of a body (NO_NUL).
 """
 
 from __future__ import annotations
@@ -66,10 +67,35 @@ def install_openapi(app: FastAPI, components: Mapping[str, Any]) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
+def _bound_strings(node: object) -> None:
+    """Every free string of a body schema, and every key of a free-keyed object, says NO_NUL: the models refuse a
+    NUL (perfdash.contract.Manifest, service.ingest.ResultPayload) and the database refuses what they let through
+    (service/db.py), so a schema without the pattern called such a body valid."""
+    if isinstance(node, list):
+        for item in node:
+            _bound_strings(item)
+        return
+    if not isinstance(node, dict):
+        return
+    if node.get("type") == "string" and not {"pattern", "format", "enum", "const"} & node.keys():
+        node["pattern"] = NO_NUL
+    if node.get("type") == "object" and isinstance(node.get("additionalProperties"), dict) \
+            and "propertyNames" not in node:
+        node["propertyNames"] = {"pattern": NO_NUL}
+    for key in ("properties", "$defs"):
+        for child in (node.get(key) or {}).values():
+            _bound_strings(child)
+    for key in ("items", "additionalProperties", "anyOf", "oneOf", "allOf", "prefixItems", "not"):
+        _bound_strings(node.get(key))
+
+
 def document_errors(schema: dict[str, Any]) -> dict[str, Any]:
     """Add the error answers every operation can give, each with the Error body (FastAPI's own 422 schema said a
     list of errors only; several routes answer one message), and the bounds the database sets on parameters."""
     schema.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    for name, component in schema["components"]["schemas"].items():
+        if name != "Error":
+            _bound_strings(component)
     for path, item in schema.get("paths", {}).items():
         for method, operation in item.items():
             if method not in {"get", "post", "put", "patch", "delete"}:

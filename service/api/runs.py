@@ -11,7 +11,9 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
+from perfdash.contract import MAX_NAME_LENGTH, ContractError, parse_date_time
 from service.api.auth import AUTH_RESPONSES, AdminScope, IngestScope, audit_detail
+from service.api.contract import NO_NUL
 from service.api.deps import RunFilterDep, SessionDep, json_response
 from service.ingest import IngestDefaults, RunBundle, RunPayload, bundle_from_payload, bundles_from_files, ingest
 from service.models import Run
@@ -81,20 +83,32 @@ _INGEST_BODY = {
                 "schema": {
                     "type": "object",
                     "required": ["files"],
+                    # a part of another name is refused (422 naming it): a misspelt "timestamp" would otherwise
+                    # date the run on arrival without a word
+                    "additionalProperties": False,
                     "properties": {
-                        "files": {"type": "array", "items": {"type": "string", "format": "binary"},
-                                  "description": "PyTorch-named CSVs, optional *_manifest.json and *_samples.jsonl"},
-                        "machine": {"type": "string", "description": "without a manifest: the machine's name"},
-                        "commit": {"type": "string", "description": "without a manifest: torch git commit"},
+                        "files": {"type": "array", "minItems": 1, "maxItems": MAX_FILES,
+                                  "items": {"type": "string", "format": "binary"},
+                                  "description": "PyTorch-named CSVs, optional *_manifest.json and *_samples.jsonl, "
+                                                 "each file name once. What a schema cannot say: a file's name and "
+                                                 "content must follow the result contract (perfdash.contract); "
+                                                 "other files are skipped with a notice, and an upload left "
+                                                 "without a result file, or with a malformed one, is refused "
+                                                 "(422, naming the file, line and column)"},
+                        "machine": {"type": "string", "maxLength": MAX_NAME_LENGTH, "pattern": NO_NUL,
+                                    "description": "without a manifest: the machine's name"},
+                        "commit": {"type": "string", "maxLength": 64, "pattern": NO_NUL,
+                                   "description": "without a manifest: torch git commit"},
                         "timestamp": {"type": "string", "format": "date-time",
                                       "description": "without a manifest: when the run started (default: none; "
-                                                     "the run is then keyed by its content and dated made_at)"},
+                                                     "the run is then keyed by its content and dated made_at); a "
+                                                     "time without an offset, as older clients sent it, is UTC"},
                         "made_at": {"type": "string", "format": "date-time",
                                     "description": "when the upload was made (perfdash ingest sends it and keeps it "
                                                    "in the spool): dates a run without a start, never keys it "
                                                    "(default: on arrival)"},
-                        "torch_version": {"type": "string"},
-                        "host": {"type": "string"},
+                        "torch_version": {"type": "string", "maxLength": 64, "pattern": NO_NUL},
+                        "host": {"type": "string", "maxLength": MAX_NAME_LENGTH, "pattern": NO_NUL},
                     },
                 }
             },
@@ -110,22 +124,31 @@ def openapi_components() -> dict[str, dict]:
     return {**defs, "RunPayload": schema}
 
 
+# The multipart body's parts (the schema above lists the same names and refuses others).
+FORM_PARTS = frozenset({"files", "machine", "commit", "timestamp", "made_at", "torch_version", "host"})
+
+
 async def _bundles_from_multipart(request: Request) -> list[RunBundle]:
     form = await request.form(max_files=MAX_FILES, max_fields=16)
+    unknown = sorted(set(form.keys()) - FORM_PARTS)
+    if unknown:
+        known = ", ".join(sorted(FORM_PARTS))
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
+                            f"unknown part {unknown[0][:64]!r} in the upload; the parts are {known}")
     files: dict[str, bytes] = {}
     for upload in form.getlist("files"):
         if not isinstance(upload, UploadFile) or not upload.filename:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "'files' must be file parts with file names")
         if upload.filename in files:  # the last would silently win: which one did the sender mean?
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
-                                f"two files named {upload.filename!r} in one upload")
+            raise ContractError(f"two files named {upload.filename!r} in one upload", file=upload.filename)
         files[upload.filename] = await upload.read()
+
     def moment(name: str) -> datetime | None:
         value = form.get(name)
         try:
-            return datetime.fromisoformat(value) if isinstance(value, str) and value else None
-        except (ValueError, OverflowError):
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{name} {value!r} is not ISO 8601") from None
+            return parse_date_time(value, naive_is_utc=True) if isinstance(value, str) and value else None
+        except ValueError as exc:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{name}: {exc}") from None
 
     def text(name: str) -> str | None:
         value = form.get(name)

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,28 +18,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "service" / "data" / "pytorch_run"
 TOKEN = "tls-ingest-token"
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
-@pytest.fixture(scope="module")
-def throwaway_ca(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """ca.pem, and server.pem/server.key for 127.0.0.1 and localhost signed by it (openssl CLI: `cryptography` is
-    not in the venv)."""
-    if shutil.which("openssl") is None:
-        pytest.skip("no openssl command")
-    d = tmp_path_factory.mktemp("ca")
-    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-             "-subj", "/CN=perfdash throwaway test CA", "-keyout", "ca.key", "-out", "ca.pem", cwd=d)
-    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
-             "-keyout", "server.key", "-out", "server.csr", cwd=d)
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
-    _openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
-             "-extfile", "san.ext", "-out", "server.pem", cwd=d)
-    (d / "server.key").chmod(0o600)
-    return d
 
 
 def _free_port() -> int:

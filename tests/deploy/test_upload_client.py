@@ -380,3 +380,21 @@ def test_one_ingest_drains_a_shared_spool_and_an_unreadable_entry_is_set_aside(t
     assert f"REJECTED spooled upload {broken.name}" in err and "unreadable spool entry" in err
     assert _runs(database) == 3 and spool.entries(client_env) == []
     assert [p.name for p in (client_env / spool.REJECTED).iterdir()] == [broken.name]
+
+
+def test_a_timestamp_without_an_offset_is_sent_as_utc(tmp_path, client_env, database, serve_in_thread) -> None:
+    """The service reads the form's timestamp as RFC 3339 (issue 29's kept contract); `--timestamp` as the README
+    shows it, without an offset, is UTC as a direct ingest takes it (this client sends the offset; the service takes
+    an upload of an older client, spooled without one, the same way)."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    with serve_in_thread(_service_app(database), port):
+        assert main(["ingest", str(_results(tmp_path, "naive")), "--url", url, "--retries", "1", "--machine", "Xeon",
+                     "--timestamp", "2026-07-09T01:00:00"]) == 0
+    engine = sa.create_engine(database)
+    try:
+        with engine.connect() as connection:
+            started = connection.scalar(sa.text("SELECT started_at FROM runs"))
+    finally:
+        engine.dispose()
+    assert str(started).startswith("2026-07-09 01:00:00")

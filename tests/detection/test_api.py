@@ -120,7 +120,7 @@ def test_bisection_explicit_fields_and_errors(app_client, auth, run_files, serie
     runs = app_client.get("/api/v1/findings?kind=summary").json()
     passrate = next(f for f in runs if f["metric"] == "passrate")
     refused = app_client.post("/api/v1/bisections", json={"finding_id": passrate["id"]}, headers=auth)
-    assert refused.status_code == 422 and "nothing to bisect" in refused.text
+    assert refused.status_code == 409 and "nothing to bisect" in refused.text  # the finding's state (issue 29)
     assert app_client.get("/api/v1/bisections/999999").status_code == 404
 
 
