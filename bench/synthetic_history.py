@@ -24,7 +24,9 @@ import argparse
 import hashlib
 import io
 import json
+import queue
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -357,6 +359,51 @@ def _result_lines(run_id: int, loaded: _Loaded, night_results: Sequence[ModelRes
     return lines
 
 
+class _Loader:
+    """Loads nights in a thread of its own, one transaction a night, at most one night queued; ``close`` waits for
+    the last and raises what the thread raised."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+        self.queue: queue.Queue = queue.Queue(maxsize=1)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def put(self, runs: list[str], summaries: list[str], results: list[str], last_id: int) -> None:
+        if self.error is not None:
+            raise self.error
+        self.queue.put((runs, summaries, results, last_id))
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+    def _run(self) -> None:
+        while (item := self.queue.get()) is not None:
+            if self.error is not None:
+                continue  # drain: the main thread raises at its next put
+            try:
+                self._load(*item)
+            except BaseException as exc:  # noqa: BLE001 -- handed to the main thread
+                self.error = exc
+
+    def _load(self, runs: list[str], summaries: list[str], results: list[str], last_id: int) -> None:
+        with self.engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                _copy(connection, "runs", RUN_COLUMNS, "".join(runs))
+                _copy(connection, "run_summaries", SUMMARY_COLUMNS, "".join(summaries))
+                _copy(connection, "results", RESULT_COLUMNS, "".join(results))
+                connection.execute(sa.text("SELECT setval(pg_get_serial_sequence('runs', 'id'), :i)"),
+                                   {"i": last_id})
+            else:
+                _bulk(connection, "runs", RUN_COLUMNS, [_parse(line) for line in runs])
+                _bulk(connection, "run_summaries", SUMMARY_COLUMNS, [_parse(line) for line in summaries])
+                _bulk(connection, "results", RESULT_COLUMNS, [_parse(line) for line in results])
+
+
 def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_configs: int = len(TODAY),
                   rows: int | None = None, last_night: date | None = None, seed: int = 0,
                   progress: bool = True) -> Filled:
@@ -409,6 +456,8 @@ def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_config
         offsets = [{night: i for i, night in enumerate(one.nights)} for one in loaded]
         with engine.connect() as connection:
             next_id = connection.scalar(sa.text("SELECT coalesce(max(id), 0) + 1 FROM runs"))
+        # Postgres loads a night (COPY, in a thread) while the next one is generated: the two take a core each.
+        loader = _Loader(engine)
         for night_index, night in enumerate(all_nights):
             runs, summaries, results = [], [], []
             for one, offset_of in zip(loaded, offsets, strict=True):
@@ -431,23 +480,14 @@ def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_config
                     s.mean_compression_ratio, json.dumps(warnings)))) + "\n")
             if not runs:
                 continue
-            with engine.begin() as connection:
-                if connection.dialect.name == "postgresql":
-                    _copy(connection, "runs", RUN_COLUMNS, "".join(runs))
-                    _copy(connection, "run_summaries", SUMMARY_COLUMNS, "".join(summaries))
-                    _copy(connection, "results", RESULT_COLUMNS, "".join(results))
-                    connection.execute(sa.text("SELECT setval(pg_get_serial_sequence('runs', 'id'), :i)"),
-                                       {"i": next_id - 1})
-                else:
-                    _bulk(connection, "runs", RUN_COLUMNS, [_parse(line) for line in runs])
-                    _bulk(connection, "run_summaries", SUMMARY_COLUMNS, [_parse(line) for line in summaries])
-                    _bulk(connection, "results", RESULT_COLUMNS, [_parse(line) for line in results])
+            loader.put(runs, summaries, results, next_id - 1)
             total_runs += len(runs)
             total_results += len(results)
             if progress and (night_index % 10 == 0 or night_index == len(all_nights) - 1):
                 elapsed = time.perf_counter() - started
                 print(f"  synthetic history: night {night_index + 1}/{len(all_nights)}, {total_results:,} result "
                       f"rows, {elapsed:.0f} s ({total_results / elapsed:,.0f} rows/s)", file=sys.stderr, flush=True)
+        loader.close()
         if engine.dialect.name == "postgresql":  # fresh statistics, as autovacuum would give a loaded database
             with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
                 connection.execute(sa.text("VACUUM ANALYZE"))
