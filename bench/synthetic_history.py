@@ -1,21 +1,29 @@
 """SYNTHETIC nightly history for benchmarks only — invented numbers, never real results, never shown as such.
 
-Fills a database (``DATABASE_URL``-style SQLAlchemy URL, Postgres or SQLite) with years of nightly runs:
-3 suites x ~150 synthetic models x 6 configurations, one run per configuration per night (~3M result rows for three
-years). Model names say ``synthetic``; the machines are invented; commits are hashes of the night. Torch versions
-follow PyTorch's cadence: a release every ``RELEASE_EVERY`` nights (that night's runs carry the release's version, as
-a release check would), nightly builds (``2.N.0.devYYYYMMDD``) in between. The training configuration carries
-throughput (samples/s), and a DDP scaling experiment (world sizes 1, 2, 4, 8 over nccl; one suite) runs on release
-nights only.
+Fills a database (``DATABASE_URL``-style SQLAlchemy URL, Postgres or SQLite) with nightly runs: 3 suites x
+``n_models`` synthetic models x the first ``n_configs`` configurations of a matrix (``CONFIGS``), one run per
+configuration per night, for ``years`` or for as many nights as hold ``rows`` results. The matrix starts with
+today's six configurations (the default: 3 suites x 150 models x 6 = ~3M result rows for three years) and goes on
+to PyTorch's nightly matrix: devices x dtypes x modes x compiler variants (default, CUDA graphs off, dynamic shapes,
+cpp wrapper, max-autotune, AOT Inductor) on two GPU machines and one CPU machine, 102 configurations a suite;
+``--configs 92 --models 180`` is ~50,000 results a night, PyTorch's size (issue 31). Model names say ``synthetic``;
+the machines are invented; commits are hashes of the night. Torch versions follow PyTorch's cadence: a release
+every ``RELEASE_EVERY`` nights (that night's runs carry the release's version, as a release check would), nightly
+builds (``2.N.0.devYYYYMMDD``) in between. Training configurations carry throughput (samples/s), and a DDP scaling
+experiment (world sizes 1, 2, 4, 8 over nccl; one suite) runs on release nights only. Each series has a base level,
+rare persistent steps, nightly noise and failures (a few models flaky or always failing).
 
 The first night of every configuration goes through the service's own ingest (so machines, configurations, series
-and keys are exactly what ingest makes); the remaining nights are bulk-loaded (COPY on Postgres, executemany on
-SQLite) with summaries computed by perfdash.metrics, the same functions ingest uses.
+and keys are exactly what ingest makes); the remaining nights are bulk-loaded night by night, every configuration of
+a night together as the nightly writes them (COPY on Postgres, in a loader thread while the next night is generated;
+executemany on SQLite), with summaries computed by perfdash.metrics, the same functions ingest uses.
 
     from bench.synthetic_history import fill_database
     fill_database("postgresql+psycopg2://...", years=3)
+    fill_database("postgresql+psycopg2://...", n_configs=92, n_models=180, rows=30_000_000)
 
-or ``python -m bench.synthetic_history URL [--years 3] [--models 150]`` from the repository root.
+or ``python -m bench.synthetic_history URL [--years 3] [--models 150] [--configs 6] [--rows 30e6]`` from the
+repository root.
 """
 
 from __future__ import annotations
