@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from perfdash.metrics import SuiteSummary
 from service.models import Configuration, Result, Run, RunSummary
 from service.queries.filters import ConfigFilter, RunFilter
-from service.queries.order import latest_nights, latest_of_each, run_order
+from service.queries.order import earlier, latest_nights, latest_of_each, run_order
 from service.queries.schemas import RESULT_COLUMNS, ConfigurationOut, ResultOut, RunDetail, RunOut
 
 
@@ -31,9 +31,14 @@ def runs_select(filters: RunFilter, *columns: sa.ColumnElement | type[Run], limi
             .where(*filters.clauses()).order_by(*run_order(newest_first=True)).limit(limit).offset(offset))
 
 
-def list_runs(session: Session, filters: RunFilter = RunFilter(), *, limit: int = 100, offset: int = 0) -> list[RunOut]:
-    """Runs matching ``filters``, newest first; summaries carry warnings_count, not the warnings."""
+def list_runs(session: Session, filters: RunFilter = RunFilter(), *, limit: int = 100, offset: int = 0,
+              after: Run | None = None) -> list[RunOut]:
+    """Runs matching ``filters``, newest first; summaries carry warnings_count, not the warnings. ``after``: only the
+    runs that come after this one in that order (keyset pagination: the last run of a page gives the next page, which
+    costs the same however deep, where an offset reads and drops every row before it)."""
     query = runs_select(filters, limit=limit, offset=offset)
+    if after is not None:
+        query = query.where(earlier(Run, after))
     return [RunOut.from_row(r, with_warnings=False) for r in session.scalars(query).unique()]
 
 
