@@ -54,6 +54,7 @@ from bench.synthetic_history import SeriesModel, configurations, fill_database, 
 TOKEN = "bench-token"
 NIGHT_TARGET_S = 2.0  # today's 18 runs (issue 3)
 MATRIX_NIGHT_TARGET_S = 30.0  # a night of more configurations, up to PyTorch's whole matrix (issue 31)
+DEEP_OFFSET = 10_000  # runs skipped by the deep-page requests (offset, and keyset's after=)
 DETECT_TARGET_S = 60.0  # detection of a whole night of PyTorch's matrix (issue 31)
 QUERY_P95_TARGET_MS = 50.0
 
@@ -307,11 +308,22 @@ def _report(client: httpx.Client, url: str, filled, args: argparse.Namespace, rn
         client.get("/api/v1/runs", params={"device": "cuda", "since": since.isoformat(),
                                            "until": (since + timedelta(days=30)).isoformat()}).raise_for_status()
 
+    deep = min(DEEP_OFFSET, max(0, filled.runs - 200))
+    (deep_run,) = client.get("/api/v1/runs", params={"offset": deep - 1, "limit": 1}).json()
+
+    def runs_deep_offset() -> None:
+        client.get("/api/v1/runs", params={"offset": deep, "limit": 100}).raise_for_status()
+
+    def runs_deep_keyset() -> None:
+        client.get("/api/v1/runs", params={"after": deep_run["id"], "limit": 100}).raise_for_status()
+
     http_cases = [(f"summary of a night ({len(nightly)} rows + previous)", summary),
                   ("summary, latest night", latest_summary),
                   ("model history, all nights", model_history), ("model history, last 90 days", model_history_90d),
                   ("suite summary history, all nights", suite_history), ("compare two runs", compare),
-                  ("runs list, 30 days, filtered", runs_list)]
+                  ("runs list, 30 days, filtered", runs_list),
+                  (f"runs list, 100 after the first {deep:,} (offset)", runs_deep_offset),
+                  (f"runs list, 100 after the first {deep:,} (keyset)", runs_deep_keyset)]
     print()
     print(f"queries over HTTP ({args.requests} requests each after 5 warm-up; ms)")
     print(f"  {'query':42s} {'p50':>7s} {'p95':>7s} {'cpu':>7s}  target p95 < {QUERY_P95_TARGET_MS:.0f} ms "
