@@ -153,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=float, help="result rows of history to generate (e.g. 30e6; sets the nights "
                                                    "instead of --years)")
     parser.add_argument("--no-detection", action="store_true", help="skip timing detection of the new night")
+    parser.add_argument("--detect-sample", type=int, help="detect only every k-th run of the new night, this many "
+                                                          "runs, and scale the time to the whole night")
     parser.add_argument("--requests", type=int, default=100, help="timed requests per query")
     parser.add_argument("--database-url", help="use this Postgres (filled on the first run, reused afterwards; "
                                                "each run adds two nights) instead of a throwaway one")
@@ -245,7 +247,10 @@ def _report(client: httpx.Client, url: str, filled, args: argparse.Namespace, rn
         night_s += elapsed
         created += [r["run_id"] for r in body["runs"] if r["created"]]
     assert len(created) == len(nightly), len(created)
-    detect_s, findings = (None, 0) if args.no_detection else _detect_night(url, created)
+    sample = sorted(created)
+    if args.detect_sample and args.detect_sample < len(sample):
+        sample = sample[::-(-len(sample) // args.detect_sample)]
+    detect_s, findings = (None, 0) if args.no_detection else _detect_night(url, sample)
     for upload in uploads:
         elapsed, body = _post(client, upload)
         again_s += elapsed
@@ -267,9 +272,11 @@ def _report(client: httpx.Client, url: str, filled, args: argparse.Namespace, rn
     print(f"  same uploads again (idempotent) {again_s:6.2f} s")
     print(f"  next night as {runs_posted} uploads (1 run each) {split_s:6.2f} s total")
     if detect_s is not None:
+        night_detect_s = detect_s * len(created) / len(sample)
+        scaled = "" if len(sample) == len(created) else f" (measured on {len(sample)} of them: {detect_s:.2f} s)"
         print(f"  detection of the new night ({len(created)} runs, incremental, as the post-ingest hook) "
-              f"{detect_s:6.2f} s, {findings} findings   target < {DETECT_TARGET_S:.0f} s   "
-              f"{'OK' if detect_s < DETECT_TARGET_S else 'MISSED'}")
+              f"{night_detect_s:6.2f} s{scaled}, {findings} findings   target < {DETECT_TARGET_S:.0f} s   "
+              f"{'OK' if night_detect_s < DETECT_TARGET_S else 'MISSED'}")
 
     # Inputs for the queries, from the API itself.
     configurations_list = client.get("/api/v1/configurations").json()
