@@ -76,7 +76,9 @@ def _free_port() -> int:
 def _night_uploads(night, n_models: int, n_configs: int = 6) -> list[dict[str, bytes]]:
     """A night's files as few uploads as possible: PyTorch's file names do not encode the thread setting or the
     machine, so a configuration whose names another one already uses (single-thread beside all-cores, the second GPU
-    machine) goes in another upload, as its agent would send it."""
+    machine) goes in another upload, as its agent would send it; an upload holds at most the API's MAX_FILES."""
+    from service.api.runs import MAX_FILES
+
     uploads: list[dict[str, bytes]] = []
     for index, sc in enumerate(configurations(n_configs)):
         if sc.releases_only:  # the scaling experiment runs on release nights only
@@ -85,7 +87,7 @@ def _night_uploads(night, n_models: int, n_configs: int = 6) -> list[dict[str, b
         # nightly noise differs because the generator's state does
         model = SeriesModel(n_models, 2, seed=index)
         files = night_files(sc, model.night(0, model_names(sc.suite, n_models), sc.config.device), night)
-        target = next((u for u in uploads if not set(files) & set(u)), None)
+        target = next((u for u in uploads if not set(files) & set(u) and len(u) + len(files) <= MAX_FILES), None)
         if target is None:
             uploads.append(target := {})
         target.update(files)
