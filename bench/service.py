@@ -12,6 +12,16 @@ Targets (issue 3): a night ingests in under 2 s; every query's p95 under 50 ms.
 
     .venv/bin/python -m bench.service [--years 3] [--requests 100]
 
+PyTorch's whole nightly matrix (issue 31; ~50,000 results a night, 276 runs in 14 uploads of at most MAX_FILES
+files; targets: a night ingests in < 30 s and is detected in < 60 s):
+
+    .venv/bin/python -m bench.service --configs 92 --models 180 --rows 30e6 [--detect-sample 28]
+
+prints beside the above the app's CPU per request (the uvicorn process, from /proc), a deep page of the runs list by
+offset and by keyset (``after=``), the database's size per million results, and detection of the new night as the
+post-ingest hook runs it (service.detection.detector.detection_hook, every run; ``--detect-sample`` times every k-th
+run and scales). Figures: bench/README.md, "issue 31".
+
 Last printed (2026-11-23 14:36 UTC, this 2-core VM, load average 2.0-2.2: another job used one core throughout;
 `.venv/bin/python -m bench.service`, SYNTHETIC history of 19,710 runs, 2,956,500 result rows generated in 92 s)::
 
