@@ -321,8 +321,10 @@ def _report(client: httpx.Client, url: str, filled, args: argparse.Namespace, rn
     def suite_history() -> None:
         client.get(f"/api/v1/configurations/{rng.choice(configurations_list)['id']}/history").raise_for_status()
 
+    compared = [c for c in configurations_list if len(runs_by_configuration[c["id"]]) > 1]
+
     def compare() -> None:
-        runs = runs_by_configuration[rng.choice(configurations_list)["id"]]
+        runs = runs_by_configuration[rng.choice(compared)["id"]]
         i = rng.randrange(1, len(runs))
         client.get("/api/v1/compare/runs", params={"base": runs[i], "new": runs[i - 1]}).raise_for_status()
 
@@ -379,7 +381,8 @@ def _in_process(url, filled, configurations_list, runs_by_configuration, series_
             return wrapped
 
         def compare_call() -> object:
-            runs = runs_by_configuration[rng.choice(configurations_list)["id"]]
+            runs = runs_by_configuration[rng.choice([c for c in configurations_list
+                                                     if len(runs_by_configuration[c["id"]]) > 1])["id"]]
             i = rng.randrange(1, len(runs))
             return compare_runs(session, runs[i], runs[i - 1])
 
