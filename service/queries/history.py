@@ -126,14 +126,6 @@ def model_history(session: Session, series_id: int, since: date | None = None,
              # runs from ix_runs_configuration_night instead of hashing all runs (x2-3 faster at 3 years)
              .join(Run, sa.and_(Run.id == r.run_id, Run.configuration_id == series.configuration_id))
              .where(r.series_id == series_id, *night_range(Run.night, since, until)).order_by(*run_order()))
-    if since is not None:
-        # A window of nights: its runs first (ix_runs_configuration_night), then the series' row of each as one
-        # probe of ix_results_series_run per run; otherwise every row of the series is read and the night filter
-        # applied after, and the last 90 days cost as much as the whole history (issue 31).
-        run_ids = session.connection().execute(
-            sa.select(Run.id).where(Run.configuration_id == series.configuration_id,
-                                    *night_range(Run.night, since, until))).scalars().all()
-        query = query.where(r.run_id.in_(sa.bindparam("run_ids", run_ids, expanding=True)))
     # columns only: the session's connection returns plain rows (the ORM's result machinery cost ~1 ms a 3-year
     # history)
     result = session.connection().execute(query)
