@@ -89,9 +89,6 @@ class Run(Base):
         # previous night of a configuration; suite-summary history over a date range
         sa.Index("ix_runs_configuration_night", "configuration_id", "night"),
         sa.Index("ix_runs_torch_version", "torch_version", "configuration_id"),  # the Releases view
-        # a configuration's runs by commit prefix (LIKE 'ab12%': the pattern operator class, whatever the collation)
-        sa.Index("ix_runs_configuration_commit", "configuration_id", "torch_git_commit",
-                 postgresql_ops={"torch_git_commit": "varchar_pattern_ops"}),
         # every ingest looks for runs whose hooks have not run: only those rows are indexed
         sa.Index("ix_runs_hooks_pending", "id", postgresql_where=sa.text("hooks_pending"),
                  sqlite_where=sa.text("hooks_pending")),

@@ -81,7 +81,6 @@ def test_indexes_for_the_queries_exist(migrated_url: str):
     assert ("configuration_id", "night") in run_indexes  # previous night, suite history
     assert ("night",) in run_indexes  # a night's summary
     assert ("torch_version", "configuration_id") in run_indexes  # the Releases view's last run of a version
-    assert ("configuration_id", "torch_git_commit") in run_indexes  # a configuration's runs by commit prefix
     assert ("series_id", "run_id") in result_indexes  # a model's history
     assert ("run_id", "name") in result_uniques  # one run's results
 
