@@ -41,7 +41,8 @@ class IngestResponse(BaseModel):
                                description="skipped companion files and repeated model rows (the last row is kept)")
 
 
-@router.get("", response_model=list[RunOut], summary="List runs, newest first")
+@router.get("", response_model=list[RunOut], summary="List runs, newest first",
+            responses={404: {"description": "no run with the id given as after"}})
 def runs_list(
     session: SessionDep,
     filters: RunFilterDep,
