@@ -13,7 +13,8 @@ the latest run of all pages: bench/README.md).
 
 Run from the repository root as a module (``python bench/pages.py`` would put bench/ first on sys.path, where
 bench/bisect.py shadows the standard library's bisect):
-``.venv/bin/python -m bench.pages [--years 3] [--repeat 40] [--database-url URL]``.
+``.venv/bin/python -m bench.pages [--years 3] [--repeat 40] [--database-url URL]``; PyTorch's whole matrix
+(issue 31): ``--configs 92 --models 180 --rows 30e6`` (bench/synthetic_history.py; figures in bench/README.md).
 
 Last printed (2026-11-23 14:31 UTC, this 2-core VM at load average 2.0-2.9: another job used one core; run right
 after bench/service.py on the database it filled and added two nights to,
@@ -225,11 +226,14 @@ def browser_checks(base_url: str, pages: list[tuple[str, str]], runs: int) -> li
     return times
 
 
-def fill_history(database_url: str, years: float, seed: int) -> None:
-    """Years of SYNTHETIC nights from the service benchmark's generator (bench/synthetic_history.py)."""
+def fill_history(database_url: str, years: float, seed: int, n_models: int = 150, n_configs: int = 6,
+                 rows: int | None = None) -> None:
+    """Years (or ``rows`` results) of SYNTHETIC nights from the service benchmark's generator
+    (bench/synthetic_history.py)."""
     sys.path.insert(0, str(ROOT))
     generator = importlib.import_module("bench.synthetic_history")
-    filled = generator.fill_database(database_url, years=years, seed=seed)
+    filled = generator.fill_database(database_url, years=years, seed=seed, n_models=n_models, n_configs=n_configs,
+                                     rows=rows)
     print(f"SYNTHETIC history: {filled.runs:,} runs, {filled.results:,} result rows, "
           f"nights {filled.first_night} .. {filled.last_night}, generated in {filled.seconds:.0f} s")
 
@@ -239,6 +243,10 @@ def main() -> int:
     parser.add_argument("--database-url", help="an already filled database (default: a temporary Postgres)")
     parser.add_argument("--years", type=float, default=3.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--models", type=int, default=150, help="synthetic models per suite")
+    parser.add_argument("--configs", type=int, default=6, help="configurations per suite (bench.synthetic_history's "
+                                                               "matrix; 92 with --models 180: PyTorch's nightly)")
+    parser.add_argument("--rows", type=float, help="result rows of history (e.g. 30e6) instead of --years")
     parser.add_argument("--repeat", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--browser-runs", type=int, default=7)
@@ -277,7 +285,8 @@ def _database(args: argparse.Namespace) -> Iterator[str]:
     from tests.pgcluster import temporary_postgres
 
     with temporary_postgres() as url:
-        fill_history(url, args.years, args.seed)  # migrates, fills, VACUUM ANALYZE
+        fill_history(url, args.years, args.seed, args.models, args.configs,  # migrates, fills, VACUUM ANALYZE
+                     None if args.rows is None else int(args.rows))
         yield url
 
 

@@ -1,21 +1,29 @@
 """SYNTHETIC nightly history for benchmarks only — invented numbers, never real results, never shown as such.
 
-Fills a database (``DATABASE_URL``-style SQLAlchemy URL, Postgres or SQLite) with years of nightly runs:
-3 suites x ~150 synthetic models x 6 configurations, one run per configuration per night (~3M result rows for three
-years). Model names say ``synthetic``; the machines are invented; commits are hashes of the night. Torch versions
-follow PyTorch's cadence: a release every ``RELEASE_EVERY`` nights (that night's runs carry the release's version, as
-a release check would), nightly builds (``2.N.0.devYYYYMMDD``) in between. The training configuration carries
-throughput (samples/s), and a DDP scaling experiment (world sizes 1, 2, 4, 8 over nccl; one suite) runs on release
-nights only.
+Fills a database (``DATABASE_URL``-style SQLAlchemy URL, Postgres or SQLite) with nightly runs: 3 suites x
+``n_models`` synthetic models x the first ``n_configs`` configurations of a matrix (``CONFIGS``), one run per
+configuration per night, for ``years`` or for as many nights as hold ``rows`` results. The matrix starts with
+today's six configurations (the default: 3 suites x 150 models x 6 = ~3M result rows for three years) and goes on
+to PyTorch's nightly matrix: devices x dtypes x modes x compiler variants (default, CUDA graphs off, dynamic shapes,
+cpp wrapper, max-autotune, AOT Inductor) on two GPU machines and one CPU machine, 102 configurations a suite;
+``--configs 92 --models 180`` is ~50,000 results a night, PyTorch's size (issue 31). Model names say ``synthetic``;
+the machines are invented; commits are hashes of the night. Torch versions follow PyTorch's cadence: a release
+every ``RELEASE_EVERY`` nights (that night's runs carry the release's version, as a release check would), nightly
+builds (``2.N.0.devYYYYMMDD``) in between. Training configurations carry throughput (samples/s), and a DDP scaling
+experiment (world sizes 1, 2, 4, 8 over nccl; one suite) runs on release nights only. Each series has a base level,
+rare persistent steps, nightly noise and failures (a few models flaky or always failing).
 
 The first night of every configuration goes through the service's own ingest (so machines, configurations, series
-and keys are exactly what ingest makes); the remaining nights are bulk-loaded (COPY on Postgres, executemany on
-SQLite) with summaries computed by perfdash.metrics, the same functions ingest uses.
+and keys are exactly what ingest makes); the remaining nights are bulk-loaded night by night, every configuration of
+a night together as the nightly writes them (COPY on Postgres, in a loader thread while the next night is generated;
+executemany on SQLite), with summaries computed by perfdash.metrics, the same functions ingest uses.
 
     from bench.synthetic_history import fill_database
     fill_database("postgresql+psycopg2://...", years=3)
+    fill_database("postgresql+psycopg2://...", n_configs=92, n_models=180, rows=30_000_000)
 
-or ``python -m bench.synthetic_history URL [--years 3] [--models 150]`` from the repository root.
+or ``python -m bench.synthetic_history URL [--years 3] [--models 150] [--configs 6] [--rows 30e6]`` from the
+repository root.
 """
 
 from __future__ import annotations
@@ -24,7 +32,9 @@ import argparse
 import hashlib
 import io
 import json
+import queue
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,15 +58,86 @@ SUITES: tuple[str, ...] = ("torchbench", "huggingface", "timm_models")
 CPU = MachineInfo(host="synthetic-xeon-1", device="cpu", cpu_model="Synthetic Xeon 8488C", cpu_count=48)
 GPU = MachineInfo(host="synthetic-gpu-1", device="cuda", gpu_name="Synthetic A100-SXM4-40GB", gpu_driver="535.104",
                   cuda_version="12.4")
-# (device, dtype, mode, variant, threads, env): six configurations as PyTorch's CPU and GPU dashboards run them
-CONFIGS: tuple[tuple[str, str, str, str, int | None, dict[str, str]], ...] = (
-    ("cpu", "float32", "inference", "", None, {"TORCHINDUCTOR_FREEZING": "1"}),
-    ("cpu", "float32", "inference", "", 1, {"TORCHINDUCTOR_FREEZING": "1"}),
-    ("cpu", "bfloat16", "inference", "", None, {"TORCHINDUCTOR_FREEZING": "1"}),
-    ("cuda", "amp", "training", "", None, {}),
-    ("cuda", "bfloat16", "inference", "", None, {}),
-    ("cuda", "float16", "inference", "no_cudagraphs", None, {}),
+GPU_H100 = MachineInfo(host="synthetic-gpu-2", device="cuda", gpu_name="Synthetic H100-SXM5-80GB",
+                       gpu_driver="550.54", cuda_version="12.4")
+FREEZING = {"TORCHINDUCTOR_FREEZING": "1"}
+
+
+@dataclass(frozen=True, slots=True)
+class MatrixEntry:
+    """One configuration of a suite: the axes of perfdash.axes that the matrix varies, and its machine."""
+
+    device: str
+    dtype: str
+    mode: str
+    variant: str = ""
+    threads: int | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    backend: str = "inductor"
+    compile_mode: str = "default"
+    dynamic_shapes: bool = False
+    machine: MachineInfo | None = None  # None: the device's first machine (CPU or GPU)
+
+    def run_config(self, suite: str) -> RunConfig:
+        return RunConfig(suite=suite, backend=self.backend, variant=self.variant, compile_mode=self.compile_mode,
+                         dtype=self.dtype, mode=self.mode, device=self.device, threads=self.threads,
+                         dynamic_shapes=self.dynamic_shapes, env=dict(self.env))
+
+    def machine_info(self) -> MachineInfo:
+        return self.machine or (CPU if self.device == "cpu" else GPU)
+
+
+# Today's six configurations, as PyTorch's CPU and GPU dashboards run them: the default (`--configs 6`) and the
+# first six of the matrix below, so a history of today's size is the one earlier figures were measured on.
+TODAY: tuple[MatrixEntry, ...] = (
+    MatrixEntry("cpu", "float32", "inference", env=tuple(FREEZING.items())),
+    MatrixEntry("cpu", "float32", "inference", threads=1, env=tuple(FREEZING.items())),
+    MatrixEntry("cpu", "bfloat16", "inference", env=tuple(FREEZING.items())),
+    MatrixEntry("cuda", "amp", "training"),
+    MatrixEntry("cuda", "bfloat16", "inference"),
+    MatrixEntry("cuda", "float16", "inference", "no_cudagraphs"),
 )
+# PyTorch's compiler variants as its nightly GPU workflows name them (pytorch/pytorch
+# .github/workflows/inductor-perf-test-nightly.yml: default/cudagraphs, dynamic, cppwrapper, max-autotune,
+# aotinductor; cudagraphs off): (backend, variant, compile_mode, dynamic_shapes, env)
+GPU_VARIANTS: tuple[tuple[str, str, str, bool, tuple[tuple[str, str], ...]], ...] = (
+    ("inductor", "", "default", False, ()),
+    ("inductor", "no_cudagraphs", "default", False, ()),
+    ("inductor", "dynamic", "default", True, ()),
+    ("inductor", "cpp_wrapper", "default", False, (("TORCHINDUCTOR_CPP_WRAPPER", "1"),)),
+    ("inductor", "max_autotune", "max-autotune", False, ()),
+    ("inductor", "max_autotune_no_cudagraphs", "max-autotune", False, ()),
+    ("aot_inductor", "", "default", False, ()),
+)
+CPU_VARIANTS = tuple(v for v in GPU_VARIANTS if "cudagraphs" not in v[1] and v[2] == "default")
+
+
+def pytorch_matrix() -> tuple[MatrixEntry, ...]:
+    """Today's six, then devices x dtypes x modes x compiler variants on two GPU machines and one CPU machine: 102
+    configurations a suite (AOT Inductor and the CPU runs are inference only; the CPU runs all cores and one thread,
+    with freezing, as PyTorch's CPU dashboard)."""
+    out = list(TODAY)
+    for machine in (GPU, GPU_H100):
+        for mode in ("inference", "training"):
+            for dtype in ("amp", "bfloat16", "float16"):
+                for backend, variant, compile_mode, dynamic, env in GPU_VARIANTS:
+                    if backend == "aot_inductor" and mode == "training":
+                        continue
+                    out.append(MatrixEntry("cuda", dtype, mode, variant, None, env, backend, compile_mode, dynamic,
+                                           machine))
+    for threads in (None, 1):
+        for dtype in ("float32", "bfloat16", "amp"):
+            for backend, variant, compile_mode, dynamic, env in CPU_VARIANTS:
+                out.append(MatrixEntry("cpu", dtype, "inference", variant, threads, (*env, *FREEZING.items()),
+                                       backend, compile_mode, dynamic, CPU))
+    unique: dict[tuple, MatrixEntry] = {}
+    for entry in out:  # today's cuda entries sit on the first GPU machine: the matrix repeats them
+        config = entry.run_config(SUITES[0])
+        unique.setdefault((entry.machine_info().fingerprint(), config.model_dump_json()), entry)
+    return tuple(unique.values())
+
+
+CONFIGS: tuple[MatrixEntry, ...] = pytorch_matrix()
 FAILURES = ("fail_accuracy", "fail_to_run", "timeout", "OOM", "eager_two_runs_differ")
 RELEASE_EVERY = 120  # nights between two releases (PyTorch ships a minor release about every 3-4 months)
 LATEST_MINOR = 14  # the last release of the history is 2.14.0
@@ -72,14 +153,16 @@ class SyntheticConfig:
     releases_only: bool = False  # a scaling experiment: run on release nights, not nightly
 
 
-def configurations(n_configs: int = len(CONFIGS)) -> list[SyntheticConfig]:
+def configurations(n_configs: int = len(TODAY)) -> list[SyntheticConfig]:
+    """The first ``n_configs`` entries of the matrix for each suite (6: today's; up to len(CONFIGS)), and the DDP
+    scaling experiment whenever today's six are all there."""
+    if not 1 <= n_configs <= len(CONFIGS):
+        raise ValueError(f"--configs must be 1..{len(CONFIGS)}")
     out = []
     for suite in SUITES:
-        for device, dtype, mode, variant, threads, env in CONFIGS[:n_configs]:
-            config = RunConfig(suite=suite, backend="inductor", variant=variant, dtype=dtype, mode=mode,
-                               device=device, threads=threads, env=env)
-            out.append(SyntheticConfig(suite, config, CPU if device == "cpu" else GPU))
-    if n_configs == len(CONFIGS):
+        for entry in CONFIGS[:n_configs]:
+            out.append(SyntheticConfig(suite, entry.run_config(suite), entry.machine_info()))
+    if n_configs >= len(TODAY):
         for world_size in SCALING_WORLD_SIZES:
             config = RunConfig(suite=SUITES[0], backend="inductor", dtype="amp", mode="training", device="cuda",
                                world_size=world_size, distributed_backend="nccl")
@@ -89,9 +172,9 @@ def configurations(n_configs: int = len(CONFIGS)) -> list[SyntheticConfig]:
 
 def release_nights(nights: Sequence[date]) -> dict[date, int]:
     """Release nights of the history and their minor version, the last release ``RELEASE_EVERY // 2`` nights before
-    the end."""
+    the end (mid-history for a history shorter than a release cycle)."""
     out = {}
-    index, minor = len(nights) - 1 - RELEASE_EVERY // 2, LATEST_MINOR
+    index, minor = len(nights) - 1 - min(RELEASE_EVERY // 2, len(nights) // 2), LATEST_MINOR
     while index >= 0 and minor >= 0:
         out[nights[index]] = minor
         index, minor = index - RELEASE_EVERY, minor - 1
@@ -204,21 +287,12 @@ def _text(value: object) -> str:
 
 
 def _bulk(connection: sa.Connection, table: str, columns: Sequence[str], rows: list[tuple]) -> None:
+    """SQLite's load (executemany); Postgres takes COPY (``_copy``)."""
     if not rows:
         return
-    if connection.dialect.name == "postgresql":
-        buffer = io.StringIO()
-        for row in rows:
-            buffer.write("\t".join(map(_text, row)))
-            buffer.write("\n")
-        buffer.seek(0)
-        raw = connection.connection.dbapi_connection
-        with raw.cursor() as cursor:
-            cursor.copy_expert(f"COPY {table} ({', '.join(columns)}) FROM STDIN", buffer)
-    else:
-        placeholders = ", ".join(":" + c for c in columns)
-        statement = sa.text(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})")
-        connection.execute(statement, [dict(zip(columns, row, strict=True)) for row in rows])
+    placeholders = ", ".join(":" + c for c in columns)
+    statement = sa.text(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})")
+    connection.execute(statement, [dict(zip(columns, row, strict=True)) for row in rows])
 
 
 RUN_COLUMNS = ("id", "run_key", "content_sha256", "configuration_id", "night", "started_at", "ended_at",
@@ -245,9 +319,107 @@ def nights_of(years: float, last_night: date) -> list[date]:
     return [last_night - timedelta(days=count - 1 - i) for i in range(count)]
 
 
-def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_configs: int = len(CONFIGS),
-                  last_night: date | None = None, seed: int = 0, progress: bool = True) -> Filled:
-    """Migrate ``url`` and fill it with SYNTHETIC history ending at ``last_night`` (default: yesterday, UTC)."""
+def nights_for_rows(rows: int, n_models: int, n_configs: int) -> int:
+    """Nights of history that hold about ``rows`` results with this matrix (the scaling runs aside)."""
+    per_night = n_models * sum(1 for sc in configurations(n_configs) if not sc.releases_only)
+    return max(2, -(-rows // per_night))
+
+
+def _copy(connection: sa.Connection, table: str, columns: Sequence[str], text: str) -> None:
+    raw = connection.connection.dbapi_connection
+    with raw.cursor() as cursor:
+        cursor.copy_expert(f"COPY {table} ({', '.join(columns)}) FROM STDIN", io.StringIO(text))
+
+
+def _f(value: float | None) -> str:
+    return "\\N" if value is None else repr(value)
+
+
+@dataclass(slots=True)
+class _Loaded:
+    """One configuration being filled: its generator, its stored ids and the nights it runs."""
+
+    sc: SyntheticConfig
+    model: SeriesModel
+    names: list[str]
+    nights: list[date]
+    configuration_id: int
+    series: dict[str, int]
+    scale: float
+
+
+def _result_lines(run_id: int, loaded: _Loaded, night_results: Sequence[ModelResult]) -> list[str]:
+    """The COPY lines of one run's results (text format; names are plain ASCII)."""
+    training = loaded.sc.config.mode == "training"
+    lines = []
+    for r in night_results:
+        p = r.performance
+        assert p is not None
+        failure = p.is_failure
+        # training: samples/s of the global batch, compiled from the latency, eager from the speedup
+        compiled_tp = None if failure or not training else r.batch_size * 1000.0 / p.abs_latency * loaded.scale
+        eager_tp = compiled_tp / p.speedup if compiled_tp is not None else None
+        lines.append(
+            f"{run_id}\t{loaded.series[r.name]}\t{r.name}\t{r.batch_size}\t{r.accuracy}\t"
+            f"{'t' if r.gated_speedup > 0 else 'f'}\t{p.speedup!r}\t{p.abs_latency!r}\t{_f(p.compilation_latency)}\t"
+            f"{_f(p.compression_ratio)}\t{_f(None if failure else p.eager_peak_mem)}\t"
+            f"{_f(None if failure else p.dynamo_peak_mem)}\t\\N\t\\N\t\\N\t\\N\t{_f(eager_tp)}\t{_f(compiled_tp)}\n")
+    return lines
+
+
+class _Loader:
+    """Loads nights in a thread of its own, one transaction a night, at most one night queued; ``close`` waits for
+    the last and raises what the thread raised."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+        self.queue: queue.Queue = queue.Queue(maxsize=1)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def put(self, runs: list[str], summaries: list[str], results: list[str], last_id: int) -> None:
+        if self.error is not None:
+            raise self.error
+        self.queue.put((runs, summaries, results, last_id))
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+    def _run(self) -> None:
+        while (item := self.queue.get()) is not None:
+            if self.error is not None:
+                continue  # drain: the main thread raises at its next put
+            try:
+                self._load(*item)
+            except BaseException as exc:  # noqa: BLE001 -- handed to the main thread
+                self.error = exc
+
+    def _load(self, runs: list[str], summaries: list[str], results: list[str], last_id: int) -> None:
+        with self.engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                _copy(connection, "runs", RUN_COLUMNS, "".join(runs))
+                _copy(connection, "run_summaries", SUMMARY_COLUMNS, "".join(summaries))
+                _copy(connection, "results", RESULT_COLUMNS, "".join(results))
+                connection.execute(sa.text("SELECT setval(pg_get_serial_sequence('runs', 'id'), :i)"),
+                                   {"i": last_id})
+            else:
+                _bulk(connection, "runs", RUN_COLUMNS, [_parse(line) for line in runs])
+                _bulk(connection, "run_summaries", SUMMARY_COLUMNS, [_parse(line) for line in summaries])
+                _bulk(connection, "results", RESULT_COLUMNS, [_parse(line) for line in results])
+
+
+def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_configs: int = len(TODAY),
+                  rows: int | None = None, last_night: date | None = None, seed: int = 0,
+                  progress: bool = True) -> Filled:
+    """Migrate ``url`` and fill it with SYNTHETIC history ending at ``last_night`` (default: yesterday, UTC): the
+    first ``n_configs`` configurations of the matrix for each suite, ``years`` of nights or, with ``rows``, as many
+    nights as hold that many results. Nights are loaded in order, all configurations of a night together, as the
+    nightly's ingest writes them (so a series' rows lie as far apart on disk as in production); one transaction a
+    night."""
     from service.db import make_engine, make_session_factory
     from service.ingest import RunBundle, ingest, run_key
     from service.migrate import upgrade
@@ -256,11 +428,17 @@ def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_config
     started = time.perf_counter()
     upgrade(url)
     last_night = last_night or (datetime.now(UTC).date() - timedelta(days=1))
-    all_nights = nights_of(years, last_night)
+    if rows is not None:
+        count = nights_for_rows(rows, n_models, n_configs)
+        all_nights = [last_night - timedelta(days=count - 1 - i) for i in range(count)]
+    else:
+        all_nights = nights_of(years, last_night)
     releases = release_nights(all_nights)
     engine = make_engine(url)
     total_runs = total_results = 0
     try:
+        loaded: list[_Loaded] = []
+        session_factory = make_session_factory(engine)
         for index, sc in enumerate(configurations(n_configs)):
             names = model_names(sc.suite, n_models)
             nights = sorted(releases) if sc.releases_only else all_nights
@@ -272,57 +450,67 @@ def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_config
             # the first night through the service's ingest: machine, configuration, series as ingest makes them
             first = model.night(0, names, sc.config.device)
             first_manifest = manifest_for(sc, nights[0], torch_version_of(nights[0], releases))
-            with make_session_factory(engine)() as session:
+            with session_factory() as session:
                 (stored,) = ingest(session, [RunBundle(first_manifest, tuple(first), {})]).runs
                 configuration_id = session.get_one(Run, stored.run_id).configuration_id
                 series = dict(session.execute(sa.select(Series.name, Series.id)
                                               .where(Series.configuration_id == configuration_id)).all())
-            with engine.begin() as connection:
-                next_id = connection.scalar(sa.text("SELECT coalesce(max(id), 0) + 1 FROM runs"))
-                runs, results, summaries = [], [], []
-                for offset, night in enumerate(nights[1:], start=1):
-                    run_id = next_id + offset - 1
-                    manifest = manifest_for(sc, night, torch_version_of(night, releases))
-                    night_results = model.night(offset, names, sc.config.device)
-                    runs.append((run_id, run_key(RunBundle(manifest, (), {})), "synthetic", configuration_id, night,
-                                 manifest.start_time, manifest.end_time, manifest.torch_version,
-                                 manifest.torch_git_commit, json.dumps(manifest.suite_versions), manifest.machine.host,
-                                 None, "perfdash", manifest.command, 0, 1, manifest.end_time))
-                    for r in night_results:
-                        p = r.performance
-                        assert p is not None
-                        failure = p.is_failure
-                        # training: samples/s of the global batch, compiled from the latency, eager from the speedup
-                        compiled_tp = (None if failure or sc.config.mode != "training"
-                                       else float(r.batch_size * 1000.0 / p.abs_latency * scale))
-                        eager_tp = compiled_tp / p.speedup if compiled_tp is not None else None
-                        results.append((run_id, series[r.name], r.name, r.batch_size, r.accuracy,
-                                        r.gated_speedup > 0, p.speedup, p.abs_latency, p.compilation_latency,
-                                        p.compression_ratio, None if failure else p.eager_peak_mem,
-                                        None if failure else p.dynamo_peak_mem, None, None, None, None, eager_tp,
-                                        compiled_tp))
-                    s = summarize_results(night_results)
-                    warnings = [{"name": w.name, "reason": w.reason} for w in model_warnings(night_results)]
-                    summaries.append((run_id, s.passed, s.total, s.geomean_speedup, s.geomean_speedup_unclipped,
-                                      s.mean_compile_time_s, s.mean_compression_ratio, json.dumps(warnings)))
-                _bulk(connection, "runs", RUN_COLUMNS, runs)
-                _bulk(connection, "run_summaries", SUMMARY_COLUMNS, summaries)
-                _bulk(connection, "results", RESULT_COLUMNS, results)
-                if connection.dialect.name == "postgresql":
-                    connection.execute(sa.text("SELECT setval(pg_get_serial_sequence('runs', 'id'), "
-                                               "(SELECT max(id) FROM runs))"))
-            total_runs += len(nights)
-            total_results += len(nights) * n_models
-            if progress:
-                print(f"  synthetic history: {index + 1}/{len(configurations(n_configs))} configurations, "
-                      f"{total_results:,} result rows, {time.perf_counter() - started:.0f} s", file=sys.stderr)
+            loaded.append(_Loaded(sc, model, names, nights, configuration_id, series, float(scale)))
+            total_runs += 1
+            total_results += n_models
+        if progress:
+            print(f"  synthetic history: first night of {len(loaded)} configurations ingested, "
+                  f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
+        offsets = [{night: i for i, night in enumerate(one.nights)} for one in loaded]
+        with engine.connect() as connection:
+            next_id = connection.scalar(sa.text("SELECT coalesce(max(id), 0) + 1 FROM runs"))
+        # Postgres loads a night (COPY, in a thread) while the next one is generated: the two take a core each.
+        loader = _Loader(engine)
+        for night_index, night in enumerate(all_nights):
+            runs, summaries, results = [], [], []
+            for one, offset_of in zip(loaded, offsets, strict=True):
+                offset = offset_of.get(night)
+                if not offset:  # not a night of this configuration, or its first (ingested above)
+                    continue
+                run_id, next_id = next_id, next_id + 1
+                manifest = manifest_for(one.sc, night, torch_version_of(night, releases))
+                night_results = one.model.night(offset, one.names, one.sc.config.device)
+                runs.append("\t".join(map(_text, (
+                    run_id, run_key(RunBundle(manifest, (), {})), "synthetic", one.configuration_id, night,
+                    manifest.start_time, manifest.end_time, manifest.torch_version, manifest.torch_git_commit,
+                    json.dumps(manifest.suite_versions), manifest.machine.host, None, "perfdash", manifest.command, 0,
+                    1, manifest.end_time))) + "\n")
+                results += _result_lines(run_id, one, night_results)
+                s = summarize_results(night_results)
+                warnings = [{"name": w.name, "reason": w.reason} for w in model_warnings(night_results)]
+                summaries.append("\t".join(map(_text, (
+                    run_id, s.passed, s.total, s.geomean_speedup, s.geomean_speedup_unclipped, s.mean_compile_time_s,
+                    s.mean_compression_ratio, json.dumps(warnings)))) + "\n")
+            if not runs:
+                continue
+            loader.put(runs, summaries, results, next_id - 1)
+            total_runs += len(runs)
+            total_results += len(results)
+            if progress and (night_index % 10 == 0 or night_index == len(all_nights) - 1):
+                elapsed = time.perf_counter() - started
+                print(f"  synthetic history: night {night_index + 1}/{len(all_nights)}, {total_results:,} result "
+                      f"rows, {elapsed:.0f} s ({total_results / elapsed:,.0f} rows/s)", file=sys.stderr, flush=True)
+        loader.close()
         if engine.dialect.name == "postgresql":  # fresh statistics, as autovacuum would give a loaded database
             with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
                 connection.execute(sa.text("VACUUM ANALYZE"))
     finally:
         engine.dispose()
+    if progress:
+        print(f"  synthetic history: done, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     return Filled(runs=total_runs, results=total_results, first_night=all_nights[0], last_night=all_nights[-1],
                   seconds=time.perf_counter() - started)
+
+
+def _parse(line: str) -> tuple:
+    """A COPY text line back to values, for SQLite's executemany (tests and small histories only)."""
+    values = {"\\N": None, "t": True, "f": False}
+    return tuple(values.get(v, v) for v in line.rstrip("\n").split("\t"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -330,9 +518,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("url", help="SQLAlchemy URL, e.g. postgresql+psycopg2://user@host/db or sqlite:///x.db")
     parser.add_argument("--years", type=float, default=3.0)
     parser.add_argument("--models", type=int, default=150, help="models per suite")
-    parser.add_argument("--configs", type=int, default=len(CONFIGS), help=f"configurations (1..{len(CONFIGS)})")
+    parser.add_argument("--configs", type=int, default=len(TODAY),
+                        help=f"configurations per suite, the first N of the matrix (1..{len(CONFIGS)}; 6: today's)")
+    parser.add_argument("--rows", type=float, help="result rows to reach (e.g. 30e6): sets the nights, not --years")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    filled = fill_database(args.url, years=args.years, n_models=args.models, n_configs=args.configs)
+    filled = fill_database(args.url, years=args.years, n_models=args.models, n_configs=args.configs,
+                           rows=None if args.rows is None else int(args.rows), seed=args.seed)
     print(f"SYNTHETIC history: {filled.runs:,} runs, {filled.results:,} result rows, nights {filled.first_night} .. "
           f"{filled.last_night}, {filled.seconds:.1f} s")
     return 0

@@ -42,14 +42,21 @@ class IngestResponse(BaseModel):
                                description="skipped companion files and repeated model rows (the last row is kept)")
 
 
-@router.get("", response_model=list[RunOut], summary="List runs, newest first")
+@router.get("", response_model=list[RunOut], summary="List runs, newest first",
+            responses={404: {"description": "no run with the id given as after"}})
 def runs_list(
     session: SessionDep,
     filters: RunFilterDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    after: Annotated[int | None, Query(ge=1, le=2**31 - 1,
+                                       description="a run id: the runs after it, newest first (the next page: the "
+                                                   "last id of this one; as fast at any depth, unlike offset)")] = None,
 ) -> Response:
-    return json_response(list_runs(session, filters, limit=limit, offset=offset))
+    after_run = None
+    if after is not None and (after_run := session.get(Run, after)) is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {after}")
+    return json_response(list_runs(session, filters, limit=limit, offset=offset, after=after_run))
 
 
 @router.get("/{run_id}", response_model=RunDetail, summary="One run with its per-model results")

@@ -290,18 +290,43 @@ def _store_change_points(session: Session, run: Run, series_id: int | None, mode
     return found
 
 
+def _series_points(session: Session, run: Run, series_ids: list[int],
+                   last_runs: int | None = None) -> dict[tuple[int, str], list[Point]]:
+    """(series id, metric) -> the passing points of each series up to ``run`` (in its last ``last_runs`` runs)."""
+    rows = series_history(session, run, series_ids, [getattr(Result, m.name) for m in DETECTED_METRICS],
+                          last_runs=last_runs)
+    history: dict[tuple[int, str], list[Point]] = defaultdict(list)
+    for series_id, run_id, night, commit, *values in rows:
+        for metric, value in zip(DETECTED_METRICS, values, strict=True):
+            if value is not None and value > 0:
+                history[(series_id, metric.name)].append(Point(run_id, night, commit, float(value)))
+    return history
+
+
+def _incremental_points(session: Session, run: Run, series_ids: list[int]) -> dict[tuple[int, str], list[Point]]:
+    """What an incremental search reads of each series' history: its last two windows of points (the search looks
+    at the last window, its noise estimate at the last two: changepoint.detect_change_points), the same answer as
+    the whole history at a fraction of the rows. The last runs of the configuration hold them for a series that
+    passed most nights; a series with fewer points there (flaky, or young) is read whole."""
+    needed = max(2 * DetectionConfig.for_metric(m.name).window for m in DETECTED_METRICS)
+    history = _series_points(session, run, series_ids, last_runs=needed + needed // 4)
+    short = {series_id for (series_id, _metric), points in history.items()
+             if points[-1].run_id == run.id and len(points) < needed}
+    if not short:
+        return history
+    out = {key: points for key, points in history.items() if key[0] not in short}
+    out.update(_series_points(session, run, sorted(short)))
+    return out
+
+
 def performance_change_points(d: RunDetection) -> list[Finding | None]:
     """Change points of each series and metric the registry marks ``detected``, over the passing runs."""
     session, run, incremental = d.session, d.run, d.incremental
     series_in_run = passing_series(session, run.id)
     if not series_in_run:
         return []
-    rows = series_history(session, run, list(series_in_run), [getattr(Result, m.name) for m in DETECTED_METRICS])
-    history: dict[tuple[int, str], list[Point]] = defaultdict(list)
-    for series_id, run_id, night, commit, *values in rows:
-        for metric, value in zip(DETECTED_METRICS, values, strict=True):
-            if value is not None and value > 0:
-                history[(series_id, metric.name)].append(Point(run_id, night, commit, float(value)))
+    history = (_incremental_points(session, run, list(series_in_run)) if incremental
+               else _series_points(session, run, list(series_in_run)))
     stored = _baselines(session, run.configuration_id)
     found = []
     for (series_id, metric), points in history.items():

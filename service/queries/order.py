@@ -121,27 +121,36 @@ def latest_run_ids(session: Session, filters: ConfigFilter = ConfigFilter()) -> 
     return {config_id: run_id for config_id, run_id in session.execute(query) if run_id is not None}
 
 
+def _last_night_of_configuration(before: date | None = None) -> sa.ScalarSelect[date]:
+    """Correlated subquery: the latest night of the outer Configuration (earlier than ``before``), one backward probe
+    of ix_runs_configuration_night."""
+    query = sa.select(sa.func.max(Run.night)).where(Run.configuration_id == Configuration.id)
+    if before is not None:
+        query = query.where(Run.night < before)
+    return query.correlate(Configuration).scalar_subquery()
+
+
 def latest_night(session: Session, filters: ConfigFilter = ConfigFilter(), *, before: date | None = None,
                  configuration_ids: Sequence[int] | None = None) -> date | None:
     """The latest night with a run matching ``filters`` (and earlier than ``before``)."""
     clauses = filters.clauses()
-    query = sa.select(sa.func.max(Run.night))
-    if clauses:
-        query = query.join(Run.configuration).where(*clauses)
-    if before is not None:
-        query = query.where(Run.night < before)
+    if not clauses and configuration_ids is None:  # ix_runs_night, backwards
+        query = sa.select(sa.func.max(Run.night))
+        return session.scalar(query.where(Run.night < before) if before is not None else query)
+    # the latest of each matching configuration's latest night: one index probe per configuration, where a max over
+    # the join read every run of every matching configuration (x20 at 30M results; issue 31)
     if configuration_ids is not None:
-        query = query.where(Run.configuration_id.in_(list(configuration_ids)))
-    return session.scalar(query)
+        clauses.append(Configuration.id.in_(list(configuration_ids)))
+    return session.scalar(sa.select(sa.func.max(_last_night_of_configuration(before))).where(*clauses))
 
 
 def latest_nights(session: Session, configuration_ids: Sequence[int]) -> dict[int, date]:
-    """configuration id -> the latest night it has a run."""
+    """configuration id -> the latest night it has a run (one index probe per configuration)."""
     if not configuration_ids:
         return {}
-    return dict(session.execute(sa.select(Run.configuration_id, sa.func.max(Run.night))
-                                .where(Run.configuration_id.in_(list(configuration_ids)))
-                                .group_by(Run.configuration_id)).all())
+    rows = session.execute(sa.select(Configuration.id, _last_night_of_configuration())
+                           .where(Configuration.id.in_(list(configuration_ids))))
+    return {config_id: night for config_id, night in rows if night is not None}
 
 
 class _Ordered(Protocol):

@@ -139,14 +139,25 @@ class RunOut(BaseModel):
     summary: SummaryOut | None
 
     @classmethod
-    def from_row(cls, row: Run, *, with_warnings: bool = True) -> RunOut:
+    def from_row(cls, row: Run, *, with_warnings: bool = True, warnings_count: int | None = None,
+                 configuration: ConfigurationOut | None = None) -> RunOut:
+        """``warnings_count``: the summary's warnings were not loaded (queries.runs.WARNINGS_COUNT counted them);
+        ``configuration``: the run's configuration already made (many runs of one configuration)."""
+        summary = row.summary
+        if summary is None:
+            summary_out = None
+        elif warnings_count is not None:
+            summary_out = SummaryOut.from_values(
+                summary.passed, summary.total, summary.geomean_speedup, summary.geomean_speedup_unclipped,
+                summary.mean_compile_time_s, summary.mean_compression_ratio, None, with_warnings=False,
+                warnings_count=warnings_count)
+        else:
+            summary_out = SummaryOut.from_row(summary, with_warnings=with_warnings)
         return cls(id=row.id, run_key=row.run_key, night=row.night, started_at=row.started_at, ended_at=row.ended_at,
                    torch_version=row.torch_version, torch_git_commit=row.torch_git_commit,
                    suite_versions=row.suite_versions, host=row.host, jenkins_url=row.jenkins_url, source=row.source,
                    partition_id=row.partition_id, total_partitions=row.total_partitions, ingested_at=row.ingested_at,
-                   configuration=ConfigurationOut.from_row(row.configuration),
-                   summary=(SummaryOut.from_row(row.summary, with_warnings=with_warnings)
-                            if row.summary is not None else None))
+                   configuration=configuration or ConfigurationOut.from_row(row.configuration), summary=summary_out)
 
 
 # One optional number field per metric of perfdash.metric_registry (speedup, abs_latency, ..., the throughputs), named

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from service.models import Run
 from service.queries.filters import ConfigFilter
 from service.queries.order import latest_night, latest_of_each, latest_run_ids, previous_run_ids
-from service.queries.runs import RunLite, lite_runs
+from service.queries.runs import RunLite, lite_runs, runs_out_counting_warnings
 from service.queries.schemas import RunOut
 
 
@@ -35,12 +35,16 @@ def _rows(session: Session, runs: list[Run]) -> list[SummaryRow]:
     """Rows with their previous runs, found in one statement rather than one round trip per configuration."""
     pairs = previous_run_ids(session, [r.id for r in runs])
     wanted = [p for p in pairs.values() if p is not None]
-    previous = {r.id: r for r in session.scalars(sa.select(Run).where(Run.id.in_(wanted))).unique()} if wanted else {}
-    # the previous run comes with its numbers and warnings_count; its warnings are that run's business
-    return [SummaryRow(run=RunOut.from_row(r),
-                       previous=(RunOut.from_row(previous[pairs[r.id]], with_warnings=False)
-                                 if pairs.get(r.id) in previous else None))
-            for r in runs]
+    # the previous run comes with its numbers and warnings_count (counted by the database, not decoded); its
+    # warnings are that run's business
+    previous = {r.id: r for r in runs_out_counting_warnings(session, sa.select(Run).where(Run.id.in_(wanted)))} \
+        if wanted else {}
+    out = []
+    for r in runs:
+        before = previous.get(pairs.get(r.id))  # type: ignore[arg-type]
+        out.append(SummaryRow(run=RunOut.from_row(r, configuration=before.configuration if before else None),
+                              previous=before))
+    return out
 
 
 def night_summary(session: Session, filters: ConfigFilter = ConfigFilter(), night: date | None = None) -> NightSummary:

@@ -160,3 +160,39 @@ def test_runs_to_detect_takes_the_run_that_started_last(session, store_run) -> N
     assert morning > afternoon
     assert runs_to_detect(session) == [afternoon]
     assert runs_to_detect(session, all_runs=True) == [morning, afternoon]
+
+
+def test_incremental_detection_reads_the_last_two_windows_with_the_same_answer(session, store_run, series_values,
+                                                                                monkeypatch) -> None:
+    """A night's detection reads each series' last two windows, not its whole history (issue 31: at PyTorch's matrix
+    the whole history is most of the database every night); the findings are those of the whole history. A series
+    that passed every night is cut; a flaky one (fails every third night) has too few points in the last runs and
+    is read whole."""
+    from service.detection import detector
+
+    nights = 170
+    steady, flaky = series_values(11, nights), series_values(12, nights, level=2.0)
+    runs = [store_run(night, {"resnet18": steady[night] * (0.8 if night >= 166 else 1.0),
+                              "vit_small": None if night % 3 == 0 else flaky[night] * (0.8 if night >= 164 else 1.0)})
+            for night in range(nights)]
+    last = session.get(detector.Run, runs[-1])
+    series = sorted(detector.passing_series(session, runs[-1]))
+    cut = detector._incremental_points(session, last, series)
+    whole = detector._series_points(session, last, series)
+    window = detector.DetectionConfig().window
+    assert cut.keys() == whole.keys()
+    assert {len(whole[key]) - len(cut[key]) for key in cut} - {0}, "the steady series is read in part"
+    for key, points in cut.items():
+        assert points == whole[key][-len(points):] and (len(points) >= 2 * window or points == whole[key]), key
+
+    def found() -> set[tuple]:
+        nested = session.begin_nested()
+        detect_run(session, runs[-1], incremental=True)
+        out = {(f.model, f.metric, f.category, f.change_point.run_id) for f in _findings(session, kind="performance")}
+        nested.rollback()
+        return out
+
+    bounded = found()
+    monkeypatch.setattr(detector, "_incremental_points", detector._series_points)
+    assert bounded == found()
+    assert {(model, metric) for model, metric, _, _ in bounded} >= {("resnet18", "speedup"), ("vit_small", "speedup")}

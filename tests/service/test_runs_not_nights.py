@@ -31,6 +31,20 @@ def test_both_runs_of_a_day_are_stored_and_listed_newest_start_first(client, sam
     assert listed == [same_day["later"], same_day["morning"], same_day["night"]]
 
 
+def test_the_runs_list_pages_by_the_last_run_of_a_page_in_the_same_order(client, same_day):
+    # keyset pagination (issue 31): the run order, start time within a night, not the id
+    pages, after = [], None
+    for _ in range(5):  # three runs: a fourth page is empty
+        page = client.get("/api/v1/runs", params={"limit": 1, **({"after": after} if after else {})}).json()
+        if not page:
+            break
+        pages.append(page[0]["id"])
+        after = page[-1]["id"]
+    assert pages == [same_day["later"], same_day["morning"], same_day["night"]]
+    assert [r["id"] for r in client.get("/api/v1/runs", params={"after": same_day["later"]}).json()] == pages[1:]
+    assert client.get("/api/v1/runs", params={"after": 2**31 - 1}).status_code == 404
+
+
 def test_both_runs_of_a_day_are_points_of_the_model_history(client, same_day):
     (series,) = client.get("/api/v1/series", params={"name": "a"}).json()
     points = client.get(f"/api/v1/series/{series['id']}/history").json()["points"]
