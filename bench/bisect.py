@@ -10,7 +10,7 @@ each model's median, pooled over its models, drawn at random). "null" histories 
 is "not reproduced".
 
 perfbisect runs as the CLI does (perfbisect.procedure.Bisector; every comparison the sequential paired A/B of
-perfdash/ab.py: a paired SPRT from 4 pairs (steps 2) to at most 160, alpha 0.01 per A/B; the culprit verified
+perfdash/ab.py: a paired SPRT from 6 pairs (steps 2) to at most 160, alpha 0.01 per A/B; the culprit verified
 against its parent).
 Beside it, the single-sample fixed-10 % rule of the existing Jenkins bisect scripts (one run of good as reference,
 one run per step, bad when 10 % worse; no confirmation).
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--noise", nargs="+", choices=NOISE_MODELS, default=list(NOISE_MODELS))
     parser.add_argument("--threshold", type=float, default=5.0,
                         help="perfbisect --threshold, %% (the A/B line is half of it)")
-    parser.add_argument("--repeats", type=int, default=4, help="pairs at the confirmation's first look")
+    parser.add_argument("--repeats", type=int, default=6, help="pairs at the confirmation's first look")
     parser.add_argument("--max-pairs", type=int, default=160)
     args = parser.parse_args(argv)
 

@@ -82,7 +82,7 @@ class AbPolicy:
     direction: Better = Better.LOWER
     boundary_pct: float = 5.0
     alpha: float = 0.01  # bound on a false "different" (and a false "same") over the whole sequential A/B
-    start: int = 4  # pairs at the first look
+    start: int = 6  # pairs at the first look (fewer: a scale resting on 3-4 residuals decides too boldly)
     cap: int = 160  # pairs at most (Pinpoint's cap); "unknown" there
 
     def __post_init__(self) -> None:
@@ -191,10 +191,12 @@ _CLIPPED_MOMENT = _PHI_C - 2 * SCALE_CLIP * math.exp(-SCALE_CLIP**2 / 2) / math.
 
 
 def noise_scale(res: Sequence[float], quantile: float = SCALE_QUANTILE) -> float | None:
-    """An upper 90 % confidence bound of the spread of one log ratio, from residuals; None with fewer than two.
+    """A confidence bound of the spread of one log ratio (upper 90 % by default), from residuals; None with fewer
+    than two.
 
-    Robust from 10 residuals on: the median absolute residual sets a clip at 2.5 of its scales, the root mean square of the clipped
-    residuals (made consistent for Gaussian noise) is the estimate, and it is inflated by sqrt(m / chi2_m(0.10))."""
+    Robust from 10 residuals on: the median absolute residual sets a clip at 2.5 of its scales, and the root mean
+    square of the clipped residuals (made consistent for Gaussian noise) is the estimate; it is inflated by
+    sqrt(m / chi2_m(quantile)) (``SCALE_QUANTILE``, or ``POOLED_QUANTILE`` for a large pool)."""
     m = len(res)
     if m < 2:
         return None

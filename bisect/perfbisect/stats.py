@@ -56,7 +56,7 @@ class Policy:
     direction: Direction = Better.LOWER
     threshold_pct: float = 5.0  # smallest regression (median change, %) worth bisecting
     alpha: float = 0.01  # bound on a false "different" (and a false "same") of each A/B, over all its looks
-    repeats: int = 4  # pairs at the confirmation's first look
+    repeats: int = 6  # pairs at the confirmation's first look
     max_pairs: int = 160  # pairs of an A/B before "unknown" (Pinpoint's cap)
 
     def __post_init__(self) -> None:
