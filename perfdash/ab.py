@@ -22,8 +22,10 @@ How (the shape of Chromium's Pinpoint, with a paired sequential probability rati
 - Its scale (the spread of d) is estimated robustly from the pairs' successive differences, pooled with ``noise``
   (the same residuals of the A/Bs before it in the same bisection, so a step knows the noise from the confirmation),
   and inflated to an upper 90 % confidence bound for the number of residuals it rests on: few pairs are not taken
-  to be precise. With a known scale, Wald's bound makes a false "different" at most alpha at any stopping time; with
-  the estimated one, tests/contract/test_ab.py and bench/ab_false_rate.py measure it (<= 1 % on A/A data).
+  to be precise (a pool of 16 residuals or more, a step's, takes the point estimate: the verification re-checks
+  what the steps found). With a known scale, Wald's bound makes a false "different" at most alpha at any stopping
+  time; with the estimated one, tests/contract/test_ab.py and bench/ab_false_rate.py measure it (<= 1 % on A/A
+  data).
 - p-values in the record are the always-valid ones of the test: exp(-LLR) for "different" and exp(LLR) for "same",
   capped at 1 (Ville's inequality: the chance they ever fall below alpha under their hypothesis is at most alpha).
 - Statuses (accuracy words, "crash"): failure rates, Fisher's exact test at alpha / looks per look (Bonferroni over
