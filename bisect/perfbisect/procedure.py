@@ -127,7 +127,7 @@ class Bisector:
         return value
 
     def ab(self, purpose: str, a: str, b: str, boundary_pct: float | None = None,
-           crash_on_b: bool = False) -> AbRecord:
+           crash_on_b: bool = False, exact: bool = False) -> AbRecord:
         """One A/B of ``a`` against ``b`` (perfdash.ab.run_ab), its samples kept in the state under the A/B's key so a
         resumed bisection replays it (the order comes from a generator seeded with the key)."""
         key = f"{purpose}:{a}:{b}"
@@ -144,7 +144,7 @@ class Bisector:
                 raise _StepCrashed(str(value))
             return value
 
-        policy: AbPolicy = self.policy.ab(boundary_pct, pooled=bool(self.noise))
+        policy: AbPolicy = self.policy.ab(boundary_pct, pooled=bool(self.noise), exact=exact)
         record = run_ab(measure, policy, random.Random(key), purpose=purpose, a=a, b=b, noise=tuple(self.noise),
                         on_round=lambda r: self.log(f"{purpose} {b[:10]} vs {a[:10]}, {r.pairs} pairs: {r.reason}"))
         self.noise += residuals(record.samples_a, record.samples_b, policy.direction)
@@ -167,7 +167,7 @@ class Bisector:
         if failure is not None:
             return StepRecord(sha, "skip", (), f"skipped: {failure}")
         try:
-            record = self.ab("step", good, sha, boundary_pct, crash_on_b=numeric)
+            record = self.ab("step", good, sha, boundary_pct, crash_on_b=numeric, exact=True)
         except _StepCrashed as exc:
             # A numeric bisection cannot place a commit whose measurement crashes: skip it, like a broken build.
             reason = f"skipped: measurement failed ({exc.status})"

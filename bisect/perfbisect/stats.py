@@ -70,13 +70,14 @@ class Policy:
         if self.threshold_pct < 0:
             raise ValueError("threshold_pct must be >= 0")
 
-    def ab(self, boundary_pct: float | None = None, pooled: bool = False) -> AbPolicy:
+    def ab(self, boundary_pct: float | None = None, pooled: bool = False, exact: bool = False) -> AbPolicy:
         """The A/B policy of one comparison; ``boundary_pct`` defaults to the threshold (the confirmation's).
-        ``pooled``: the A/B pools the noise of earlier ones (a step, the verification), so it may look after 2 pairs."""
+        ``pooled``: the A/B pools the noise of earlier ones (a step, the verification), so it may look after 2 pairs.
+        ``exact``: the boundary is exactly the other level (a step: good's level or bad's), not a least change."""
         boundary = self.threshold_pct if boundary_pct is None else boundary_pct
         # A 0 % threshold ("any change") still needs a boundary for "same": the smallest one a timing can resolve.
         return AbPolicy(direction=self.direction, boundary_pct=max(boundary, MIN_BOUNDARY_PCT), alpha=self.alpha,
-                        start=min(self.repeats, 2) if pooled else self.repeats, cap=self.max_pairs)
+                        start=min(self.repeats, 2) if pooled else self.repeats, cap=self.max_pairs, exact=exact)
 
     @property
     def cap(self) -> int:
