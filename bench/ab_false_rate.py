@@ -3,10 +3,9 @@
     python -m bench.ab_false_rate [--runs 5000]
 
 Cases: Gaussian 5 % noise with a 5 % boundary (the bisect default), Student-t(3) 5 % (heavy tails), Gaussian 2 %
-with 1 % and 2.5 % boundaries, Gaussian 10 % with a 5 % boundary (the boundary a third to two thirds of a pair's
-spread: where the test decides soonest on A/A data, so where a false "different" is likeliest), and a step or
-verification's A/B: the scale pooled with 30 residuals of earlier A/Bs (Gaussian 5 %, 5 % boundary). Figures in
-bench/README.md (issue 27).
+with 1 % and 2.5 % boundaries, Gaussian 10 % with a 5 % boundary (a pair's spread 1.1 to 2.8
+boundaries), and a verification's A/B: the scale pooled with 30 residuals of earlier A/Bs (Gaussian 5 %, 5 %
+boundary, first look at 2 pairs). Figures in bench/README.md (issue 27).
 """
 
 from __future__ import annotations

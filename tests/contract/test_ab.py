@@ -28,20 +28,22 @@ def _t3(cv: float):
         / math.sqrt(3.0)
 
 
-@pytest.mark.parametrize(("name", "draw", "boundary", "pooled"), [
-    ("gauss 5%", _gauss(0.05), 5.0, 0),
-    ("t3 5%", _t3(0.05), 5.0, 0),
-    ("gauss 2%, 1% boundary", _gauss(0.02), 1.0, 0),
-    ("gauss 10%, 5% boundary", _gauss(0.10), 5.0, 0),
-    ("gauss 5%, 30 residuals pooled", _gauss(0.05), 5.0, 30),
+@pytest.mark.parametrize(("name", "draw", "boundary", "pooled", "exact"), [
+    ("gauss 5%", _gauss(0.05), 5.0, 0, False),
+    ("t3 5%", _t3(0.05), 5.0, 0, False),
+    ("gauss 2%, 1% boundary", _gauss(0.02), 1.0, 0, False),
+    ("gauss 10%, 5% boundary", _gauss(0.10), 5.0, 0, False),
+    ("gauss 5%, 30 residuals pooled", _gauss(0.05), 5.0, 30, False),
+    ("gauss 5%, a step: exact, 30 residuals pooled", _gauss(0.05), 5.0, 30, True),
 ])
-def test_false_different_rate_on_a_a_data_is_at_most_one_percent(name, draw, boundary, pooled):
+def test_false_different_rate_on_a_a_data_is_at_most_one_percent(name, draw, boundary, pooled, exact):
     """1,000 sequential A/Bs of two identical builds each: "different" at most 1 % of the time (the SPRT's bound
-    alpha = 0.01, with an estimated scale). The boundaries put a pair's spread at 0.35 to 3 boundaries, where the test
-    decides soonest on A/A data; the last case is a bisection step's A/B (scale pooled with earlier residuals, first
-    look at 2 pairs). bench/ab_false_rate.py runs the same cases 5,000 times (figures in bench/README.md)."""
+    alpha = 0.01, with an estimated scale). The cases put a pair's spread at 1.4 to 2.8 boundaries; the last two are
+    a verification's and a step's A/B (scale pooled with earlier residuals, first look at 2 pairs; a step's test is
+    exact, no mixture). bench/ab_false_rate.py runs the first five 5,000 times (figures in bench/README.md)."""
     rng = random.Random(f"aa-{name}")
-    policy = AbPolicy(direction=Better.LOWER, boundary_pct=boundary, alpha=0.01, start=2 if pooled else 6)
+    policy = AbPolicy(direction=Better.LOWER, boundary_pct=boundary, alpha=0.01, start=2 if pooled else 6,
+                      exact=exact)
     answers = [run_ab(_simulated(rng, 100.0, 100.0, draw), policy, rng, purpose="aa", a="x", b="x",
                       noise=[draw(rng) - draw(rng) for _ in range(pooled)]).answer
                for _ in range(1000)]
