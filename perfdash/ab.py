@@ -16,7 +16,9 @@ How (the shape of Chromium's Pinpoint, with a paired sequential probability rati
   centred on 0) and "worse by the boundary" (centred on log(1 + boundary); the boundary is the smallest change that
   counts, a confirmation's threshold, or for a bisection step the confirmed regression: the commit is either at
   good's level or at bad's). Wald's sequential probability ratio test between the two: the log likelihood ratio of
-  all pairs so far, "different" when it reaches log(1 / alpha), "same" when it falls to -log(1 / alpha). The pairs'
+  all pairs so far, "different" when it reaches log(1 / alpha), "same" when it falls to -log(1 / alpha). Unless the
+  two levels are exact (``AbPolicy.exact``: a step), "different" weighs a mixture of levels (0.9 on the boundary,
+  0.1 on 2, 4, 8, ... times it), so a change far past the boundary is found in heavy noise too. The pairs'
   likelihood is Student-t with 5 degrees of freedom, whose ratio is bounded and falls back to 0 far from both
   levels: one outlier run (a busy machine) cannot decide an A/B, and a 30 % outlier counts for almost nothing.
 - Its scale (the spread of d) is estimated robustly from the pairs' successive differences, pooled with ``noise``
