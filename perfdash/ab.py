@@ -19,8 +19,9 @@ How (the shape of Chromium's Pinpoint, with a paired sequential probability rati
   all pairs so far, "different" when it reaches log(1 / alpha), "same" when it falls to -log(1 / alpha). Unless the
   two levels are exact (``AbPolicy.exact``: a step), "different" weighs a mixture of levels (0.9 on the boundary,
   0.1 on 2, 4, 8, ... times it), so a change far past the boundary is found in heavy noise too. The pairs'
-  likelihood is Student-t with 5 degrees of freedom, whose ratio is bounded and falls back to 0 far from both
-  levels: one outlier run (a busy machine) cannot decide an A/B, and a 30 % outlier counts for almost nothing.
+  likelihood is Student-t with 5 degrees of freedom, each pair's term clipped where the t ratio peaks: one pair
+  adds a bounded amount, so one outlier run (a busy machine) cannot decide an A/B alone, and a 45-fold change
+  counts as much as the peak instead of falling back towards 0.
 - Its scale (the spread of d) is estimated robustly from the pairs' successive differences, pooled with ``noise``
   (the same residuals of the A/Bs before it in the same bisection, so a step knows the noise from the confirmation),
   and inflated to an upper 90 % confidence bound for the number of residuals it rests on: few pairs are not taken
