@@ -3,8 +3,9 @@
     python -m bench.ab_false_rate [--runs 5000]
 
 Cases: Gaussian 5 % noise with a 5 % boundary (the bisect default), Student-t(3) 5 % (heavy tails), Gaussian 2 %
-with a 1 % boundary, and the line at 0 (the boundary's slack removed: only the Bonferroni bound over the looks is
-left). Figures in bench/README.md (issue 27).
+with 1 % and 2.5 % boundaries, Gaussian 10 % with a 5 % boundary (a pair's spread 1.1 to 2.8
+boundaries), and a verification's A/B: the scale pooled with 30 residuals of earlier A/Bs (Gaussian 5 %, 5 %
+boundary, first look at 2 pairs). Figures in bench/README.md (issue 27).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import statistics
 from collections.abc import Callable
 
 from perfdash.ab import AbPolicy, AbSide, run_ab
@@ -30,11 +32,13 @@ def t3(cv: float) -> Draw:
     return draw
 
 
-CASES: tuple[tuple[str, Draw, float], ...] = (
-    ("gauss 5%, boundary 5%", gauss(0.05), 5.0),
-    ("t3 5%, boundary 5%", t3(0.05), 5.0),
-    ("gauss 2%, boundary 1%", gauss(0.02), 1.0),
-    ("gauss 5%, line at 0", gauss(0.05), 1e-9),
+CASES: tuple[tuple[str, Draw, float, int], ...] = (  # name, noise, boundary %, residuals pooled
+    ("gauss 5%, boundary 5%", gauss(0.05), 5.0, 0),
+    ("t3 5%, boundary 5%", t3(0.05), 5.0, 0),
+    ("gauss 2%, boundary 1%", gauss(0.02), 1.0, 0),
+    ("gauss 2%, boundary 2.5%", gauss(0.02), 2.5, 0),
+    ("gauss 10%, boundary 5%", gauss(0.10), 5.0, 0),
+    ("gauss 5%, boundary 5%, 30 pooled", gauss(0.05), 5.0, 30),
 )
 
 
@@ -42,17 +46,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5000)
     args = parser.parse_args(argv)
-    for name, draw, boundary in CASES:
+    for name, draw, boundary, pooled in CASES:
         rng = random.Random(f"rate-{name}")
-        policy = AbPolicy(boundary_pct=boundary, alpha=0.01)
+        policy = AbPolicy(boundary_pct=boundary, alpha=0.01, start=2 if pooled else 6)
 
         def measure(_side: AbSide, _index: int, draw: Draw = draw, rng: random.Random = rng) -> float:
             return 100.0 * math.exp(draw(rng))
 
-        answers = [run_ab(measure, policy, rng, purpose="aa", a="x", b="x").answer for _ in range(args.runs)]
+        def noise(pooled: int = pooled, draw: Draw = draw, rng: random.Random = rng) -> list[float]:
+            # earlier A/Bs' residuals: differences of pair log ratios over sqrt(2), the spread of one log ratio
+            return [(draw(rng) - draw(rng)) for _ in range(pooled)]
+
+        records = [run_ab(measure, policy, rng, purpose="aa", a="x", b="x", noise=noise()) for _ in range(args.runs)]
+        answers = [r.answer for r in records]
+        pairs = [len(r.samples_a) for r in records]
         different = answers.count("different")
         print(f"{name}: false different {different}/{args.runs} = {100 * different / args.runs:.2f} %, "
-              f"unknown {answers.count('unknown')}, same {answers.count('same')}", flush=True)
+              f"unknown {answers.count('unknown')}, same {answers.count('same')}, "
+              f"median pairs {statistics.median(pairs)}", flush=True)
     return 0
 
 

@@ -19,7 +19,7 @@ Each method is replayed night by night as production runs it. perfdash: the chan
 (service.detection.environment, on nights whose manifest changed: one finding, every series' baseline reset), and the
 confirmation: every regression change point is a candidate whose last good and first bad builds are re-measured side
 by side by perfbisect's own confirm step (``Bisector.confirm``: the sequential paired A/B of perfdash/ab.py with
-the bisect job's defaults, 10 pairs doubling to 160, alpha 0.01, and the threshold a confirm request carries,
+the bisect job's defaults, from 6 pairs to at most 160, alpha 0.01, and the threshold a confirm request carries,
 service.detection.queries.CONFIRM_THRESHOLD_SHARE of the 5 % minimum effect). The A/B samples are the true level of
 each build times the *measured* A/B noise of this machine: draws from the speedup's run-to-run log deviations of
 bench/ab_noise.py's A/A runs of the harness (bench/data/ab_noise.json; ``AbNoise.residuals``), not a within-run

@@ -10,7 +10,8 @@ each model's median, pooled over its models, drawn at random). "null" histories 
 is "not reproduced".
 
 perfbisect runs as the CLI does (perfbisect.procedure.Bisector; every comparison the sequential paired A/B of
-perfdash/ab.py: 10 pairs, doubling to at most 160, alpha 0.01 per A/B; the culprit verified against its parent).
+perfdash/ab.py: a paired SPRT from 6 pairs (steps 2) to at most 160, alpha 0.01 per A/B; the culprit verified
+against its parent).
 Beside it, the single-sample fixed-10 % rule of the existing Jenkins bisect scripts (one run of good as reference,
 one run per step, bad when 10 % worse; no confirmation).
 
@@ -178,14 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--noise", nargs="+", choices=NOISE_MODELS, default=list(NOISE_MODELS))
     parser.add_argument("--threshold", type=float, default=5.0,
                         help="perfbisect --threshold, %% (the A/B line is half of it)")
-    parser.add_argument("--repeats", type=int, default=10, help="pairs in an A/B's first round")
-    parser.add_argument("--max-rounds", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=6, help="pairs at the confirmation's first look")
+    parser.add_argument("--max-pairs", type=int, default=160)
     args = parser.parse_args(argv)
 
     policy = Policy(direction="lower", threshold_pct=args.threshold, repeats=args.repeats,
-                    max_rounds=args.max_rounds)
+                    max_pairs=args.max_pairs)
     table = Table(title=f"perfbisect vs single-sample fixed-10% rule ({args.histories} histories per row, threshold "
-                        f"{args.threshold}%, A/B {policy.repeats} pairs doubling to {policy.cap}, "
+                        f"{args.threshold}%, sequential paired A/B from {policy.repeats} pairs to {policy.cap}, "
                         f"{BROKEN_SHARE:.0%} broken builds)")
     for column in ("N", "noise", "regression", "correct", "wrong", "no name", "steps", "median meas.",
                    "fixed-10% correct", "wrong ", "meas."):

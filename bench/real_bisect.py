@@ -12,7 +12,7 @@ settings.py that model.py applies to ``torch._inductor.config`` before compiling
                                                   scalar; torch/_inductor/cpu_vec_isa.py pick_vec_isa)
   c4    config.cpp.min_chunk_size = 512          (no change)
 
-    python -m bench.real_bisect [--workdir DIR] [--repeats 7] [--max-rounds 1]
+    python -m bench.real_bisect [--workdir DIR] [--repeats 7] [--max-pairs 7]
 
 prints the verdict, the culprit, the number of ``perfdash run`` measurements and the wall time.
 """
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--max-rounds", type=int, default=1)
+    parser.add_argument("--max-pairs", type=int, default=7)
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="real_bisect_"))
     shas = make_repo(work / "repo")
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     proc = subprocess.run(
         [sys.executable, "-m", "perfdash.cli", "bisect", "--repo", str(work / "repo"), "--good", shas[0], "--bad",
          shas[-1], "--measure", "sh measure.sh", "--metric-direction", "lower", "--threshold", "10",
-         "--repeats", str(args.repeats), "--max-rounds", str(args.max_rounds), "--cache-dir", str(work / "cache"),
+         "--repeats", str(args.repeats), "--max-pairs", str(args.max_pairs), "--cache-dir", str(work / "cache"),
          "--json", str(out)], env=env, capture_output=True, text=True, check=False)
     wall = time.monotonic() - started
     print(proc.stderr[-6000:])

@@ -4,32 +4,43 @@ Used by every A/B perfdash makes: perfbisect's confirmation of good against bad,
 against good), the verification of a named culprit against its parent, and therefore the service's confirm requests
 (a confirm request is perfbisect's confirmation alone). Torch-free and service-free, so bisect and service share it.
 
-How (the shape of Chromium's Pinpoint, with a paired test):
+How (the shape of Chromium's Pinpoint, with a paired sequential probability ratio test):
 
 - The two sides are measured in *pairs* on the same machine, one right after the other; which side goes first is
-  random but balanced (half the pairs of a round start with A), so frequency drift and machine load hit both sides
-  alike and cancel in each pair's log ratio instead of reaching the verdict.
-- Repeats are added in rounds: ``start`` pairs, then the total doubles (``growth``) up to ``cap`` pairs. Each round
-  ends with a decision; the run stops at the first "different" or "same". At the cap the answer is "unknown", and
-  the cap is part of the answer.
-- Numbers: d = log(B / A) per pair, signed so that d > 0 means B is worse. The line is half the boundary in log
-  terms (the boundary: the smallest change that counts, a confirmation's threshold; for a bisection step, the
-  confirmed regression, so the line is the midpoint between the good and the bad level). Two one-sided Wilcoxon
-  signed-rank tests against the line (rank based: one outlier run cannot flip a decision), each at
-  ``alpha / rounds`` per look: "different" when d is significantly above the line, "same" when significantly below
-  it. Bonferroni over the looks: with B no worse than
-  A, the chance of a false "different" over a whole sequential A/B is at most ``alpha``, however many rounds it takes
-  (and smaller still, since the line is above 0).
-- Statuses (accuracy words, "crash"): failure rates, Fisher's exact test at the same per-look level; every A run
-  passing and every B run failing is "different" at once (the deterministic case), equal rates with every run the
-  same is "same".
+  random but balanced (every two pairs, one starts with A), so frequency drift and machine load hit both sides alike
+  and cancel in each pair's log ratio instead of reaching the verdict.
+- Pairs are added one look at a time (``start`` pairs, then one pair per look up to 8, then an eighth more per look)
+  up to ``cap`` pairs. The run stops at the first "different" or "same"; at the cap the answer is "unknown", and the
+  cap is part of the answer.
+- Numbers: d = log(B / A) per pair, signed so that d > 0 means B is worse. Two exact hypotheses: "no change" (d
+  centred on 0) and "worse by the boundary" (centred on log(1 + boundary); the boundary is the smallest change that
+  counts, a confirmation's threshold, or for a bisection step the confirmed regression: the commit is either at
+  good's level or at bad's). Wald's sequential probability ratio test between the two: the log likelihood ratio of
+  all pairs so far, "different" when it reaches log(1 / alpha), "same" when it falls to -log(1 / alpha). Unless the
+  two levels are exact (``AbPolicy.exact``: a step), "different" weighs a mixture of levels (0.9 on the boundary,
+  0.1 on 2, 4, 8, ... times it), so a change far past the boundary is found in heavy noise too. The pairs'
+  likelihood is Student-t with 5 degrees of freedom, each pair's term clipped where the t ratio peaks: one pair
+  adds a bounded amount, so one outlier run (a busy machine) cannot decide an A/B alone, and a 45-fold change
+  counts as much as the peak instead of falling back towards 0.
+- Its scale (the spread of d) is estimated robustly from the pairs' successive differences, pooled with ``noise``
+  (the same residuals of the A/Bs before it in the same bisection, so a step knows the noise from the confirmation),
+  and inflated to an upper 90 % confidence bound for the number of residuals it rests on: few pairs are not taken
+  to be precise. With a known scale, Wald's bound makes a false "different" at most alpha at any stopping
+  time; with the estimated one, tests/contract/test_ab.py and bench/ab_false_rate.py measure it (<= 1 % on A/A
+  data).
+- p-values in the record are the always-valid ones of the test: exp(-LLR) for "different" and exp(LLR) for "same",
+  capped at 1 (Ville's inequality: the chance they ever fall below alpha under their hypothesis is at most alpha).
+- Statuses (accuracy words, "crash"): failure rates, Fisher's exact test at alpha / looks per look (Bonferroni over
+  the looks of the schedule); every A run passing and every B run failing is "different" at once (the
+  deterministic case), equal rates with every run the same is "same".
 
 Everything the decision saw is in the result (``AbRecord``): samples per side, the order they were measured in, every
-round's sizes and p-values, the cap. tests/contract/test_ab.py measures the false "different" rate on A/A data.
+look's sizes, scale, log likelihood ratio and p-values, the cap.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import statistics
@@ -37,8 +48,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, Field
-from scipy.stats import fisher_exact, wilcoxon
+from scipy.stats import chi2, fisher_exact
 
 from perfdash.contract import PASSING_STATUSES
 from perfdash.metric_registry import Better
@@ -49,6 +61,17 @@ Sample = float | str
 
 # Words a measurement may print instead of a number: "pass"-like words are passing, everything else fails.
 PASS_WORDS: frozenset[str] = frozenset(PASSING_STATUSES | {"ok", "good", "passed", "success"})
+
+# The pairs' likelihood: Student-t with this many degrees of freedom (heavy enough tails that one outlier pair moves
+# the ratio by a bounded amount, light enough to lose little against Gaussian noise).
+T_DOF = 5.0
+# The scale is an upper confidence bound: the estimate times sqrt(m / chi2_m(SCALE_QUANTILE)) for m residuals (the
+# point estimate, 0.5, made 2.5 % of bisections at 2 % noise go wrong at N = 256 by a step decided on too small a
+# scale: bench/README.md, issue 27).
+SCALE_QUANTILE = 0.10
+# Residuals beyond this many robust scales are clipped before the scale is computed (outliers do not inflate it).
+SCALE_CLIP = 2.5
+ROBUST_MIN = 10  # residuals needed before clipping (fewer: the plain root mean square)
 
 
 def is_failing(sample: Sample) -> bool:
@@ -61,15 +84,20 @@ class AbPolicy:
 
     direction: Better = Better.LOWER
     boundary_pct: float = 5.0
-    alpha: float = 0.01  # bound on a false "different" over the whole sequential A/B
-    start: int = 10  # pairs in the first round (Pinpoint starts at 10 a side)
-    growth: int = 2  # each round multiplies the total by this
-    rounds: int = 5  # rounds before "unknown" (cap = start * growth ** (rounds - 1) pairs)
+    alpha: float = 0.01  # bound on a false "different" (and a false "same") over the whole sequential A/B
+    start: int = 6  # pairs at the first look (fewer: a scale resting on 3-4 residuals decides too boldly)
+    cap: int = 160  # pairs at most (Pinpoint's cap); "unknown" there
+    # exact: the boundary is exactly the other level (a bisection step: good's level or bad's). Otherwise the boundary
+    # is the least change that counts, and "different" weighs "no change" against a mixture: 0.9 on the boundary,
+    # 0.1 spread over 2, 4, 8, ... times it (up to a 1000-fold change), so a change far past the boundary in heavy
+    # noise is "different" too (a test of the boundary alone barely tells two levels apart that are both far from
+    # the data: a 14-fold slowdown in 40 % noise against a 10 % boundary gained 0.2 per pair).
+    exact: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "direction", Better(self.direction))
-        if self.start < 1 or self.growth < 2 or self.rounds < 1:
-            raise ValueError("start >= 1, growth >= 2 and rounds >= 1 are needed")
+        if self.start < 1 or self.cap < self.start:
+            raise ValueError("start >= 1 and cap >= start are needed")
         if not 0 < self.alpha < 0.5:
             raise ValueError(f"alpha must be in (0, 0.5), got {self.alpha}")
         if self.boundary_pct <= 0:
@@ -77,32 +105,46 @@ class AbPolicy:
 
     @property
     def schedule(self) -> tuple[int, ...]:
-        """Total pairs after each round."""
-        return tuple(self.start * self.growth**r for r in range(self.rounds))
+        """Total pairs at each look: ``start``, one more per look up to 8, then an eighth more per look, to the cap."""
+        looks = [self.start]
+        while looks[-1] < self.cap:
+            looks.append(min(self.cap, looks[-1] + max(1, looks[-1] // 8)))
+        return tuple(looks)
 
     @property
-    def cap(self) -> int:
-        return self.schedule[-1]
+    def rounds(self) -> int:
+        return len(self.schedule)
 
     @property
     def line_pct(self) -> float:
-        """The dividing line: the midpoint, on the log scale the test works on, between no change and the boundary
-        (the smallest change that counts, or the bad level of a bisection); about half the boundary for small ones
-        (2.47 % for 5 %), and still between the two levels for a 20-fold slowdown."""
+        """The midpoint, on the log scale the test works on, between no change and the boundary: about half the
+        boundary for small ones (2.47 % for 5 %). A pair's log likelihood ratio is positive above it."""
         return (math.sqrt(1 + self.boundary_pct / 100) - 1) * 100
 
     @property
+    def llr_bound(self) -> float:
+        """The log likelihood ratio that decides: log(1 / alpha) ("different" above, "same" below its negative)."""
+        return math.log(1 / self.alpha)
+
+    @property
     def alpha_per_look(self) -> float:
+        """The status test's level per look (Bonferroni over the schedule's looks)."""
         return self.alpha / self.rounds
 
 
 class AbRound(BaseModel):
-    pairs: int  # total pairs after this round
+    """One look at the pairs so far."""
+
+    pairs: int  # total pairs at this look
     answer: AbAnswer
     change_pct: float | None  # median change of B against A, % (positive: B worse); failure-rate points for statuses
-    p_different: float | None  # p of "B is no worse than A" (small: different)
-    p_same: float | None  # p of "B is worse by the boundary or more" (small: same)
+    p_different: float | None  # always-valid p of "B is no worse than A" (small: different)
+    p_same: float | None  # always-valid p of "B is worse by the boundary" (small: same)
     reason: str
+    llr: float | None = None  # log likelihood ratio of "different" (AbPolicy.exact: the mixture) against no change
+    llr_same: float | None = None  # log likelihood ratio of the boundary against no change ("same" at -bound)
+    scale_pct: float | None = None  # the spread of one pair's log ratio the test used, % (upper bound)
+    residuals: int = 0  # residuals the scale rests on (this A/B's and those pooled from earlier A/Bs)
 
 
 class AbRecord(BaseModel):
@@ -117,9 +159,11 @@ class AbRecord(BaseModel):
     order: str = ""  # the sides in the order they were measured, e.g. "ABBA..."
     rounds: list[AbRound] = Field(default_factory=list)
     boundary_pct: float
-    line_pct: float  # the line the tests compare the change with (AbPolicy.line_pct)
+    line_pct: float  # where a pair's evidence changes sign (AbPolicy.line_pct)
     alpha: float
-    alpha_per_look: float
+    alpha_per_look: float  # the status test's level per look
+    llr_bound: float = 0.0  # log(1 / alpha): the log likelihood ratio that decides
+    pooled_residuals: int = 0  # residuals of earlier A/Bs the scale was pooled with
     cap: int  # pairs at most
     capped: bool = False  # ended at the cap, still unknown
 
@@ -141,37 +185,122 @@ def _log_ratios(a: Sequence[float], b: Sequence[float], direction: Better) -> li
     return [sign * math.log(y / x) for x, y in zip(a, b, strict=True)]
 
 
-def _signed_rank_p(d: Sequence[float], alternative: Literal["greater", "less"]) -> float:
-    if all(v == 0 for v in d):
-        return 1.0
-    return float(wilcoxon(d, alternative=alternative, zero_method="zsplit").pvalue)
+def residuals(a: Sequence[Sample], b: Sequence[Sample], direction: Better = Better.LOWER) -> list[float]:
+    """The noise an A/B saw, free of its level: successive differences of its log ratios over sqrt(2) (each has the
+    spread of one log ratio whatever the change; slow drift cancels too). Empty for statuses."""
+    if any(isinstance(s, str) for s in (*a, *b)):
+        return []
+    d = _log_ratios([float(x) for x in a], [float(y) for y in b], direction)
+    return [(y - x) / math.sqrt(2) for x, y in itertools.pairwise(d)]
 
 
-def decide(a: Sequence[Sample], b: Sequence[Sample], policy: AbPolicy, final: bool = False) -> AbRound:
-    """The decision on the pairs so far (``a[i]`` and ``b[i]`` were measured together). ``final``: at the cap."""
+# Gaussian consistency of the clipped second moment: E[min(z^2, c^2)] for a standard normal z.
+_PHI_C = math.erf(SCALE_CLIP / math.sqrt(2))
+_CLIPPED_MOMENT = _PHI_C - 2 * SCALE_CLIP * math.exp(-SCALE_CLIP**2 / 2) / math.sqrt(2 * math.pi) \
+    + SCALE_CLIP**2 * (1 - _PHI_C)
+
+
+def noise_scale(res: Sequence[float]) -> float | None:
+    """An upper 90 % confidence bound of the spread of one log ratio, from residuals; None with fewer than two.
+
+    Robust from 10 residuals on: the median absolute residual sets a clip at 2.5 of its scales, and the root mean
+    square of the clipped residuals (made consistent for Gaussian noise) is the estimate; it is inflated by
+    sqrt(m / chi2_m(0.10))."""
+    m = len(res)
+    if m < 2:
+        return None
+    rough = 1.4826 * statistics.median(abs(r) for r in res)
+    if m < ROBUST_MIN or rough == 0.0:
+        # Too few for a median to set a clip (one small residual would clip the rest): the plain root mean square,
+        # which an outlier can only make larger (slower, never bolder).
+        estimate = math.sqrt(sum(r * r for r in res) / m)
+    else:
+        clip = SCALE_CLIP * rough
+        estimate = math.sqrt(sum(min(r * r, clip * clip) for r in res) / m / _CLIPPED_MOMENT)
+    return estimate * math.sqrt(m / float(chi2.ppf(SCALE_QUANTILE, m)))
+
+
+def _t_llr(d: Sequence[float], level: float, scale: float) -> float:
+    return float(_t_llrs(np.asarray(d, dtype=float), np.asarray([level]), scale)[0])
+
+
+MIXTURE_TOP = math.log(1000.0)  # the largest level (log ratio) the mixture weighs: a 1000-fold change
+# The mixture's weight on the levels past the boundary: "different" at the boundary needs log(1 / 0.9) = 0.1 more.
+MIXTURE_WIDE = 0.1
+
+
+def _mixture_levels(level: float) -> np.ndarray:
+    """The boundary, then doublings of it up to MIXTURE_TOP."""
+    levels = [level]
+    while levels[-1] * 2 <= MIXTURE_TOP:
+        levels.append(levels[-1] * 2)
+    return np.asarray(levels)
+
+
+def _t_llrs(d: np.ndarray, levels: np.ndarray, scale: float) -> np.ndarray:
+    """Student-t log likelihood ratio of the log ratios ``d``: centred on ``level`` against centred on 0.
+
+    Each pair's ratio is taken at the pair's value clipped to where the ratio peaks, (L +- sqrt(L^2 + 4 nu)) / 2 in
+    scales (L: the level in scales): beyond the peaks the t ratio would fall back towards 0, so a 45-fold slowdown
+    would count for less than a 5 % one; clipped, every pair counts at most that peak, an outlier included."""
+    k = (T_DOF + 1) / 2
+    x_level = levels[:, None] / scale
+    half = np.sqrt(x_level * x_level + 4 * T_DOF) / 2
+    x = np.clip(d[None, :] / scale, x_level / 2 - half, x_level / 2 + half)
+    return k * (np.log1p(x * x / T_DOF) - np.log1p((x - x_level) ** 2 / T_DOF)).sum(axis=1)
+
+
+def decide(a: Sequence[Sample], b: Sequence[Sample], policy: AbPolicy, final: bool = False,
+           noise: Sequence[float] = ()) -> AbRound:
+    """The decision on the pairs so far (``a[i]`` and ``b[i]`` were measured together). ``final``: at the cap.
+    ``noise``: residuals (``residuals``) of earlier A/Bs of the same builds' machine, pooled into the scale."""
     if len(a) != len(b) or not a:
         raise ValueError("an A/B decision needs the same positive number of samples on both sides")
-    alpha = policy.alpha_per_look
     if any(isinstance(s, str) for s in (*a, *b)):
         return _decide_status(a, b, policy, final)
     if any(float(s) <= 0 for s in (*a, *b)):
         raise ValueError("A/B samples must be positive (times, speedups, throughputs)")
     d = _log_ratios([float(x) for x in a], [float(y) for y in b], policy.direction)
     change = math.expm1(statistics.median(d)) * 100.0
-    line = math.log1p(policy.line_pct / 100.0)
-    p_diff = _signed_rank_p([v - line for v in d], "greater")
-    p_same = _signed_rank_p([v - line for v in d], "less")
+    pooled = [*noise, *residuals(a, b, policy.direction)]
+    scale = noise_scale(pooled)
     pairs = len(d)
-    if p_diff < alpha:
-        return AbRound(pairs=pairs, answer="different", change_pct=change, p_different=p_diff, p_same=p_same,
-                       reason=f"B {change:+.2f}% worse, above the {policy.line_pct:.3g}% line "
-                              f"(Wilcoxon p={p_diff:.2g} < {alpha:.2g})")
-    if p_same < alpha:
-        return AbRound(pairs=pairs, answer="same", change_pct=change, p_different=p_diff, p_same=p_same,
-                       reason=f"change {change:+.2f}%, below the {policy.line_pct:.3g}% line (p={p_same:.2g})")
     why = "at the cap" if final else "measuring more"
-    return AbRound(pairs=pairs, answer="unknown", change_pct=change, p_different=p_diff, p_same=p_same,
-                   reason=f"change {change:+.2f}% (p_different={p_diff:.2g}, p_same={p_same:.2g}): {why}")
+    if scale is None:
+        return AbRound(pairs=pairs, answer="unknown", change_pct=change, p_different=None, p_same=None,
+                       residuals=len(pooled), reason=f"change {change:+.2f}%: too few pairs for the noise; {why}")
+    level = math.log1p(policy.boundary_pct / 100.0)
+    if scale == 0.0:  # identical ratios (a deterministic measurement): the side of the line is the answer
+        llr = math.inf if d[0] > level / 2 else -math.inf
+    else:
+        llr = _t_llr(d, level, scale)
+    llr_same = llr  # "same": at A's level rather than at the boundary (the nearest change that counts)
+    if not policy.exact and math.isfinite(llr):
+        # a mixture of likelihood ratios is a likelihood ratio (Wald's bound holds): most weight on the boundary
+        each = _t_llrs(np.asarray(d), _mixture_levels(level), scale)
+        weights = np.full(len(each), MIXTURE_WIDE / max(1, len(each) - 1))
+        weights[0] = 1.0 - MIXTURE_WIDE if len(each) > 1 else 1.0
+        top = float(each.max())
+        llr = top + math.log(float((weights * np.exp(each - top)).sum()))
+    p_diff = min(1.0, math.exp(-llr)) if llr > -700 else 1.0
+    p_same = min(1.0, math.exp(llr_same)) if llr_same < 700 else 1.0
+    bound = policy.llr_bound
+    common = {"pairs": pairs, "change_pct": change, "p_different": p_diff, "p_same": p_same,
+              "llr": llr if math.isfinite(llr) else math.copysign(1e9, llr),
+              "llr_same": llr_same if math.isfinite(llr_same) else math.copysign(1e9, llr_same),
+              "scale_pct": scale * 100.0,
+              "residuals": len(pooled)}
+    noise_text = f"noise {scale * 100:.3g}% a pair"
+    if llr >= bound:
+        return AbRound(answer="different", **common,
+                       reason=f"B {change:+.2f}% worse: at the {policy.boundary_pct:.3g}% level, not at A's "
+                              f"(log LR {llr:.1f} >= {bound:.1f}, {noise_text})")
+    if llr_same <= -bound:
+        return AbRound(answer="same", **common,
+                       reason=f"change {change:+.2f}%: at A's level, not {policy.boundary_pct:.3g}% worse "
+                              f"(log LR {llr_same:.1f} <= -{bound:.1f}, {noise_text})")
+    return AbRound(answer="unknown", **common,
+                   reason=f"change {change:+.2f}% (log LR {llr:.1f}, {noise_text}): {why}")
 
 
 def _decide_status(a: Sequence[Sample], b: Sequence[Sample], policy: AbPolicy, final: bool) -> AbRound:
@@ -202,37 +331,32 @@ def change_half_width_pct(a: Sequence[Sample], b: Sequence[Sample], direction: B
 
 
 def run_ab(measure: Measure, policy: AbPolicy, rng: random.Random, *, purpose: str, a: str, b: str,
-           on_round: Callable[[AbRound], None] = lambda _r: None, settle: float | None = None) -> AbRecord:
-    """Measure A and B in balanced random pairs, round by round, until "different", "same" or the cap.
+           on_round: Callable[[AbRound], None] = lambda _r: None, noise: Sequence[float] = ()) -> AbRecord:
+    """Measure A and B in balanced random pairs, look by look, until "different", "same" or the cap.
 
     ``measure(side, i)`` returns the i-th sample of a side; a caller that resumes returns stored samples for the
     indices it has (the order comes from ``rng``, so seed it with the A/B's identity to replay the same order).
-    ``settle``: after "different", go on measuring (up to the cap) until the change is known to this share of itself
-    (``change_half_width_pct``); a bisection's steps are placed against that change, so it must be tight."""
+    ``noise``: residuals of earlier A/Bs on the same machine (a bisection's), pooled into the scale."""
     samples: dict[AbSide, list[Sample]] = {"A": [], "B": []}
     order: list[str] = []
     record = AbRecord(purpose=purpose, a=a, b=b, answer="unknown", boundary_pct=policy.boundary_pct,
                       line_pct=policy.line_pct, alpha=policy.alpha, alpha_per_look=policy.alpha_per_look,
-                      cap=policy.cap)
-    done, reached = 0, False
-    for number, total in enumerate(policy.schedule, start=1):
-        for pair in balanced_order(total - done, rng):
-            for side in pair:
+                      llr_bound=policy.llr_bound, pooled_residuals=len(noise), cap=policy.cap)
+    pending: list[tuple[AbSide, AbSide]] = []  # balanced two at a time: every even count is half A-first
+    looks = policy.schedule
+    for number, total in enumerate(looks, start=1):
+        while len(samples["A"]) < total:
+            if not pending:
+                pending = balanced_order(2, rng)
+            for side in pending.pop():
                 samples[side].append(measure(side, len(samples[side])))
                 order.append(side)
-        done = total
-        result = decide(samples["A"], samples["B"], policy, final=number == policy.rounds)
+        result = decide(samples["A"], samples["B"], policy, final=number == len(looks), noise=noise)
         record.rounds.append(result)
         on_round(result)
-        if not reached:
-            reached = result.answer == "different"
-            if result.answer == "same":
-                break
-        # Once "different" (decided at that look), later rounds only settle the estimate; their answers are recorded.
-        if reached and (settle is None or change_half_width_pct(samples["A"], samples["B"], policy.direction)
-                        <= settle * abs(result.change_pct or 0.0)):
+        if result.answer != "unknown":
             break
-    record.answer = "different" if reached else record.rounds[-1].answer
+    record.answer = record.rounds[-1].answer
     record.capped = record.answer == "unknown"
     record.samples_a, record.samples_b, record.order = samples["A"], samples["B"], "".join(order)
     return record

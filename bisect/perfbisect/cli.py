@@ -36,15 +36,15 @@ def register(subparsers: Any) -> None:
     what.add_argument("--build", metavar="CMD", help="shell command building the checkout (failure: commit skipped)")
     what.add_argument("--measure", metavar="CMD", help="shell command printing the value last (or pass/fail)")
     how = p.add_argument_group("statistics")
-    how.add_argument("--repeats", type=int, default=10, metavar="N",
-                     help="pairs in the first round of every A/B (10; each round doubles them)")
+    how.add_argument("--repeats", type=int, default=6, metavar="N",
+                     help="pairs at the confirmation's first look (6; steps and the verification look after 2)")
     how.add_argument("--metric-direction", choices=[b.value for b in Better],
                      help="which way is better (default: lower; in PyTorch mode from the metric)")
     how.add_argument("--threshold", type=float, metavar="PCT", help="smallest regression to bisect, %% (default 5)")
     how.add_argument("--alpha", type=float, default=0.01,
-                     help="bound on a false 'different' of each A/B over all its rounds (0.01)")
-    how.add_argument("--max-rounds", type=int, default=5, metavar="N",
-                     help="rounds of an A/B before it answers 'unknown' (5: 10, 20, 40, 80, 160 pairs)")
+                     help="bound on a false 'different' (and 'same') of each A/B over all its looks (0.01)")
+    how.add_argument("--max-pairs", type=int, default=160, metavar="N",
+                     help="pairs of an A/B before it answers 'unknown' (160)")
     run = p.add_argument_group("running")
     run.add_argument("--json", type=Path, metavar="FILE", help="write the full result as JSON")
     run.add_argument("--cache-dir", type=Path, metavar="DIR",
@@ -210,7 +210,7 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
     pytorch_mode = args.suite is not None or args.model is not None
     direction = args.metric_direction or (better_of(args.metric) if pytorch_mode else Better.LOWER)
     policy = Policy(direction=direction, threshold_pct=5.0 if args.threshold is None else args.threshold,
-                    alpha=args.alpha, repeats=args.repeats, max_rounds=args.max_rounds)
+                    alpha=args.alpha, repeats=args.repeats, max_pairs=args.max_pairs)
     identity: dict[str, Any] = {"repo": str(repo), "good": good, "bad": bad, "build": args.build,
                                 "measure": args.measure, "policy": asdict(policy)}
     oracle: CommandOracle

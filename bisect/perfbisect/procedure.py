@@ -4,16 +4,17 @@ Every comparison is one sequential, paired A/B of perfdash.ab (sides interleaved
 added in rounds until "different", "same" or the cap):
 
 - the confirmation: good (A) against bad (B), boundary the threshold; only "different" goes on;
-- each step: good (A) against the commit (B), boundary the confirmed change (so "different" means past half way to
-  bad, "same" means significantly short of bad's level); at the cap the step goes to the side its median change is
-  closer to and is flagged ``forced``;
-- the verification: the named culprit (B) against its parent (A), boundary the confirmed change. "different" names
+- each step: good (A) against the commit (B), boundary the confirmed change (its lower 95 % bound, the threshold at
+  least): the test weighs "the commit is at good's level" against "at bad's"; at the cap the step goes to the side
+  its likelihood ratio favours and is flagged ``forced``;
+- the verification: the named culprit (B) against its parent (A), boundary the threshold. "different" names
   it (``culprit_found``); anything else is ``not_confirmed``, with both measurements and no name. When the commits
   before the culprit do not build, the search can only name a range: the step across it (the last good commit that
   builds against the range's last commit) is verified instead, and the verdict is the range (``culprit_range``).
 
-Talks to an ``Oracle`` (builds and measures one commit) and knows nothing of git, so the bench runs it on simulated
-histories and the CLI on real checkouts.
+Every A/B after the confirmation pools the noise (residuals) of those before it, so a step at low noise decides on a
+few pairs instead of re-learning the machine's noise. Talks to an ``Oracle`` (builds and measures one commit) and
+knows nothing of git, so the bench runs it on simulated histories and the CLI on real checkouts.
 """
 
 from __future__ import annotations
@@ -26,12 +27,9 @@ from typing import Protocol
 from perfbisect.search import search
 from perfbisect.state import BisectState
 from perfbisect.stats import Policy, Sample, is_status
-from perfdash.ab import AbPolicy, AbRecord, AbSide, run_ab
+from perfdash.ab import AbPolicy, AbRecord, AbSide, change_half_width_pct, residuals, run_ab
 from perfdash.bisection import BisectionVerdict, StepDecision
 
-# A bisection's confirmation measures on until the change is known to this share of itself: the steps' line is half
-# the change, so a third keeps the line's error well inside the distance from it to either level.
-SETTLE_SHARE = 1 / 3
 CRASH = "crash"  # the sample of a measurement that printed nothing usable (a crash, a timeout)
 
 
@@ -103,6 +101,7 @@ class Bisector:
         self.state = state
         self.log = log
         self.measurements = 0
+        self.noise: list[float] = []  # residuals of the numeric A/Bs so far, pooled into the next one's scale
 
     # -- measuring ---------------------------------------------------------------------------------------------
 
@@ -128,7 +127,7 @@ class Bisector:
         return value
 
     def ab(self, purpose: str, a: str, b: str, boundary_pct: float | None = None,
-           crash_on_b: bool = False, settle: float | None = None) -> AbRecord:
+           crash_on_b: bool = False, exact: bool = False) -> AbRecord:
         """One A/B of ``a`` against ``b`` (perfdash.ab.run_ab), its samples kept in the state under the A/B's key so a
         resumed bisection replays it (the order comes from a generator seeded with the key)."""
         key = f"{purpose}:{a}:{b}"
@@ -145,17 +144,17 @@ class Bisector:
                 raise _StepCrashed(str(value))
             return value
 
-        policy: AbPolicy = self.policy.ab(boundary_pct)
-        return run_ab(measure, policy, random.Random(key), purpose=purpose, a=a, b=b, settle=settle,
-                      on_round=lambda r: self.log(f"{purpose} {b[:10]} vs {a[:10]}, {r.pairs} pairs: {r.reason}"))
+        policy: AbPolicy = self.policy.ab(boundary_pct, pooled=bool(self.noise), exact=exact)
+        record = run_ab(measure, policy, random.Random(key), purpose=purpose, a=a, b=b, noise=tuple(self.noise),
+                        on_round=lambda r: self.log(f"{purpose} {b[:10]} vs {a[:10]}, {r.pairs} pairs: {r.reason}"))
+        self.noise += residuals(record.samples_a, record.samples_b, policy.direction)
+        return record
 
     # -- the procedure -----------------------------------------------------------------------------------------
 
-    def confirm(self, good: str, bad: str, settle: bool = False) -> Confirmation:
-        """good against bad until "different" (reproduced), "same" or the cap (not reproduced). ``settle``: a
-        bisection follows, whose steps are placed against the change found: measure on until it is known to a third
-        of itself (the steps' line is half of it) or the cap."""
-        record = self.ab("confirm", good, bad, settle=SETTLE_SHARE if settle else None)
+    def confirm(self, good: str, bad: str) -> Confirmation:
+        """good against bad until "different" (reproduced), "same" or the cap (not reproduced)."""
+        record = self.ab("confirm", good, bad)
         last = record.last
         change = last.change_pct if last.change_pct is not None else 0.0
         if record.answer == "different":
@@ -168,7 +167,7 @@ class Bisector:
         if failure is not None:
             return StepRecord(sha, "skip", (), f"skipped: {failure}")
         try:
-            record = self.ab("step", good, sha, boundary_pct, crash_on_b=numeric)
+            record = self.ab("step", good, sha, boundary_pct, crash_on_b=numeric, exact=True)
         except _StepCrashed as exc:
             # A numeric bisection cannot place a commit whose measurement crashes: skip it, like a broken build.
             reason = f"skipped: measurement failed ({exc.status})"
@@ -182,19 +181,18 @@ class Bisector:
         elif record.answer == "same":
             decision = "good"
         else:
-            change = last.change_pct if last.change_pct is not None else 0.0
-            decision = "bad" if change >= self.policy.ab(boundary_pct).line_pct else "good"
+            decision = "bad" if (last.llr if last.llr is not None else 0.0) > 0 else "good"
         reason = last.reason + (f"; undecided at the cap, {decision} by its median" if forced else "")
         return StepRecord(sha, decision, tuple(record.samples_b), reason, len(record.rounds), record, forced)
 
-    def _confirm_ends(self, good: str, bad: str, settle: bool = False) -> BisectConclusion | Confirmation:
+    def _confirm_ends(self, good: str, bad: str) -> BisectConclusion | Confirmation:
         """Build both ends and confirm; an outcome when that already ends the run (error, not reproduced)."""
         for end, sha in (("good", good), ("bad", bad)):
             failure = self._built(sha)
             if failure is not None:
                 return self._finish("error", None, (), [], None,
                                     f"the {end} commit {sha[:10]} does not build: {failure}")
-        confirmation = self.confirm(good, bad, settle)
+        confirmation = self.confirm(good, bad)
         good_samples = confirmation.record.samples_a
         if all(s in (CRASH, "timeout") for s in good_samples):
             # Nothing can be compared with a good commit that cannot be measured: a broken --measure, not a regression.
@@ -218,13 +216,16 @@ class Bisector:
         if not commits:
             raise ValueError("nothing to bisect: bad is not after good")
         bad = commits[-1]
-        ended = self._confirm_ends(good, bad, settle=True)
+        ended = self._confirm_ends(good, bad)
         if isinstance(ended, BisectConclusion):
             return ended
         confirmation = ended
         numeric = not any(map(is_status, confirmation.record.samples_a + confirmation.record.samples_b))
-        # The step's boundary is the size of the confirmed regression: "different" past half way to bad.
-        boundary = max(confirmation.change_pct, self.policy.threshold_pct) if numeric else self.policy.threshold_pct
+        # The step's boundary is the size of the confirmed regression (bad's level): its lower 95 % bound, so that a
+        # change over-estimated on few pairs does not put bad's level above where bad is; the threshold at least.
+        record = confirmation.record
+        low = confirmation.change_pct - change_half_width_pct(record.samples_a, record.samples_b, self.policy.direction)
+        boundary = max(low, self.policy.threshold_pct) if numeric else self.policy.threshold_pct
         steps: list[StepRecord] = []
 
         def probe(sha: str) -> StepDecision:

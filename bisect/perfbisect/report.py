@@ -74,7 +74,7 @@ class BisectReport:
             change_pct=self.change_pct, p_value=self.p_value, commits_in_range=self.commits_in_range,
             measurements=self.measurements,
             policy={"direction": self.policy.direction, "threshold_pct": self.policy.threshold_pct,
-                    "alpha": self.policy.alpha, "repeats": self.policy.repeats, "max_rounds": self.policy.max_rounds,
+                    "alpha": self.policy.alpha, "repeats": self.policy.repeats, "max_pairs": self.policy.max_pairs,
                     "cap": self.policy.cap},
         )
         return data
@@ -125,8 +125,8 @@ def build_report(outcome: BisectConclusion, commit: Callable[[str], Commit], goo
     forced = sum(s.forced for s in outcome.steps)
     if forced:
         # Steps the A/B could not decide within its cap went to the nearer side: say so, with the remedy.
-        parts.append(f"low confidence: {forced} step(s) still unknown at the cap of {policy.cap} pairs, decided on "
-                     f"the median alone; rerun with more --max-rounds to confirm")
+        parts.append(f"low confidence: {forced} step(s) still unknown at the cap of {policy.cap} pairs, decided by "
+                     f"the side its likelihood ratio favoured; rerun with more --max-pairs to confirm")
     if culprit is not None:
         parts.insert(0, f"{culprit.sha[:10]} \"{culprit.subject}\" ({culprit.author}, {culprit.date})")
     return BisectReport(

@@ -50,31 +50,34 @@ def is_status(sample: Sample) -> bool:
 @dataclass(frozen=True, slots=True)
 class Policy:
     """How sure a bisection has to be, and how much it may measure to get there. Every comparison is one sequential
-    paired A/B (perfdash.ab): ``repeats`` pairs in the first round, doubling for ``max_rounds`` rounds (the cap)."""
+    paired A/B (perfdash.ab): ``repeats`` pairs at the confirmation's first look (a step's or the verification's
+    first look is 2 pairs at most: they pool the noise the confirmation measured), at most ``max_pairs``."""
 
     direction: Direction = Better.LOWER
     threshold_pct: float = 5.0  # smallest regression (median change, %) worth bisecting
-    alpha: float = 0.01  # bound on a false "different" of each A/B (over all its rounds)
-    repeats: int = 10  # pairs in an A/B's first round (Pinpoint starts at 10 a side)
-    max_rounds: int = 5  # rounds of an A/B before "unknown" (10, 20, 40, 80, 160 pairs: Pinpoint's cap)
+    alpha: float = 0.01  # bound on a false "different" (and a false "same") of each A/B, over all its looks
+    repeats: int = 6  # pairs at the confirmation's first look
+    max_pairs: int = 160  # pairs of an A/B before "unknown" (Pinpoint's cap)
 
     def __post_init__(self) -> None:
         if self.direction not in tuple(Better):
             raise ValueError(f"direction must be lower or higher, got {self.direction!r}")
         object.__setattr__(self, "direction", Better(self.direction))  # "lower" as given on the command line
-        if self.repeats < 1 or self.max_rounds < 1:
-            raise ValueError("repeats and max_rounds must be >= 1")
+        if self.repeats < 1 or self.max_pairs < self.repeats:
+            raise ValueError("repeats must be >= 1 and max_pairs >= repeats")
         if not 0 < self.alpha < 0.5:
             raise ValueError(f"alpha must be in (0, 0.5), got {self.alpha}")
         if self.threshold_pct < 0:
             raise ValueError("threshold_pct must be >= 0")
 
-    def ab(self, boundary_pct: float | None = None) -> AbPolicy:
-        """The A/B policy of one comparison; ``boundary_pct`` defaults to the threshold (the confirmation's)."""
+    def ab(self, boundary_pct: float | None = None, pooled: bool = False, exact: bool = False) -> AbPolicy:
+        """The A/B policy of one comparison; ``boundary_pct`` defaults to the threshold (the confirmation's).
+        ``pooled``: the A/B pools the noise of earlier ones (a step, the verification), so it may look after 2 pairs.
+        ``exact``: the boundary is exactly the other level (a step: good's level or bad's), not a least change."""
         boundary = self.threshold_pct if boundary_pct is None else boundary_pct
         # A 0 % threshold ("any change") still needs a boundary for "same": the smallest one a timing can resolve.
         return AbPolicy(direction=self.direction, boundary_pct=max(boundary, MIN_BOUNDARY_PCT), alpha=self.alpha,
-                        start=self.repeats, rounds=self.max_rounds)
+                        start=min(self.repeats, 2) if pooled else self.repeats, cap=self.max_pairs, exact=exact)
 
     @property
     def cap(self) -> int:

@@ -7,9 +7,10 @@ Lifecycle of a finding's ``confirmation``:
   bisection_requests, purpose ``confirm``) asks the bisect job to measure the last good and the first bad torch build
   (the change point's range widened by CONFIRM_MARGIN nights each way) side by side on a machine of the series,
   interleaved in a random balanced order, with repeats: the confirm step of perfbisect (``Bisector.confirm``, the
-  sequential paired A/B of perfdash/ab.py: 10 pairs doubling to 160, "different" when the pairs' change is
-  significantly above half the request's threshold, 0.6 of the metric's minimum effect,
-  queries.CONFIRM_THRESHOLD_SHARE; at most 1 % false "different" per A/B). The job posts the verdict back over HTTP.
+  sequential paired A/B of perfdash/ab.py: from 6 pairs to at most 160, "different" when the pairs' likelihood
+  ratio favours "worse by the request's threshold" over "no change" by 1 / alpha; the threshold is 0.6 of the
+  metric's minimum effect, queries.CONFIRM_THRESHOLD_SHARE; at most 1 % false "different" per A/B). The job posts
+  the verdict back over HTTP.
 - ``confirmed`` — reproduced: the finding is a regression, its issue is filed and a bisection is requested.
 - ``not_reproduced`` — closed with the A/B figures; it stays quiet (no issue, out of the report's open lists).
 - ``error`` — the re-measurement could not be made (no commit range, the job failed): it stays in the suspected list

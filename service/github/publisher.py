@@ -226,7 +226,7 @@ def file_issue(session: Session, client: GitHubClient, finding: Finding, dashboa
                    title=issue_title(finding), body=issue_body(finding, dashboard_url), finding_id=finding.id)
 
 
-def culprit_body(bisection: BisectionRequest) -> str:
+def culprit_body(bisection: BisectionRequest, dashboard_url: str | None = None) -> str:
     """The verdict; the commit's subject and author, the summary and the URL are data (service.github.safe)."""
     result = bisection.result or {}
     culprit = result.get("culprit") or {}
@@ -254,6 +254,8 @@ def culprit_body(bisection: BisectionRequest) -> str:
         lines += ["", f"{len(steps)} steps."]
     if result.get("jenkins_build_url"):
         lines += ["", f"Jenkins: {md(result['jenkins_build_url'])}"]
+    if dashboard_url:  # every A/B the verdict rests on, for a reader to check
+        lines += ["", f"Bisection page: {dashboard_url.rstrip('/')}/bisections/{bisection.id}"]
     return "\n".join(lines)
 
 
@@ -266,5 +268,5 @@ def comment_culprit(session: Session, client: GitHubClient, bisection: Bisection
     if finding is None or finding.change_point_id is None:
         return None
     issue = file_issue(session, client, finding, dashboard_url)
-    return publish(session, client, kind="culprit", key=f"bisection:{bisection.id}", body=culprit_body(bisection),
-                   issue_number=issue.issue_number, finding_id=finding.id)
+    return publish(session, client, kind="culprit", key=f"bisection:{bisection.id}",
+                   body=culprit_body(bisection, dashboard_url), issue_number=issue.issue_number, finding_id=finding.id)

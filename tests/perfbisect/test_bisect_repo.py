@@ -53,7 +53,7 @@ def test_finds_the_slower_commit_skips_the_broken_one_and_leaves_the_repo_alone(
     # Every step that was measured has its samples and a decision consistent with the truth.
     for step in result["steps"]:
         if step["decision"] != "skip":
-            assert len(step["samples"]) >= 5
+            assert len(step["samples"]) >= 2  # a step's first look (it pools the confirmation's noise)
             expected = "bad" if perf_history.index(step["sha"]) >= 17 else "good"
             assert step["decision"] == expected, step
     assert len(result["good_samples"]) >= 5 and len(result["bad_samples"]) >= 5

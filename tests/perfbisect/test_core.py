@@ -95,11 +95,15 @@ def test_bisector_finds_a_5_percent_regression_in_2_percent_noise(seed):
     assert outcome.verdict == "culprit_found" and outcome.culprit == "c23", outcome
     assert all(s.decision == "skip" for s in outcome.steps if s.sha in ("c10", "c21", "c30"))
     assert outcome.measurements == len(oracle.calls)
-    # Every measured step is a paired A/B against good; the culprit was re-measured against its parent.
+    # Every measured step is a paired A/B against good, pooling the noise of the A/Bs before it (so it may decide
+    # after 2 pairs); the culprit was re-measured against its parent.
+    pooled = 0
     for step in outcome.steps:
         if step.decision != "skip":
             assert step.ab is not None and step.ab.a == "good" and step.ab.b == step.sha
-            assert len(step.ab.samples_a) == len(step.ab.samples_b) >= 10
+            assert len(step.ab.samples_a) == len(step.ab.samples_b) >= 2
+            assert step.ab.pooled_residuals > pooled  # the confirmation's, then every step's before it
+            pooled = step.ab.pooled_residuals
     assert outcome.verification is not None and outcome.verification.answer == "different"
     assert (outcome.verification.a, outcome.verification.b) == ("c22", "c23")
 
@@ -166,7 +170,8 @@ def test_a_culprit_that_does_not_reproduce_against_its_parent_is_not_named():
     assert outcome.verdict == "not_confirmed" and outcome.culprit is None, outcome.reason
     verification = outcome.verification
     assert verification is not None and verification.answer != "different"
-    assert len(verification.samples_a) == len(verification.samples_b) >= 10  # both measurements are reported
+    # both measurements are reported (a verification pools the bisection's noise: its first look is at 2 pairs)
+    assert len(verification.samples_a) == len(verification.samples_b) >= 2 and verification.pooled_residuals > 0
     assert "nobody named" in outcome.reason
 
 
