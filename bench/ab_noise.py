@@ -10,7 +10,7 @@ model and metric (speedup, compiled latency):
 - each run's within-run 95 % interval (the paired bootstrap of perfdash/confidence.py for the speedup; the same
   bootstrap of the median compiled time for the latency) and how often it holds the next run's value.
 
-It writes ``bench/data/ab_noise.json`` (``AbNoise`` below; ``load_noise`` reads it), which bench/bisect.py and
+It writes ``bench/data/ab_noise.json`` (``AbNoise`` below; ``load_noise`` reads it), which bench/bisect_accuracy.py and
 bench/detection.py read for their A/B noise instead of a constant.
 
     python -m bench.ab_noise --runs 30 --minutes 25     # measure, then analyse (leaves raw runs under --raw-dir)

@@ -21,7 +21,6 @@ but a reference: an oracle that knows the true level, the noise's sigma and the 
 best recall possible at that false alert rate, so the distance to it is about what better statistics could still win.
 
 Run from the repository root: ``.venv/bin/python -m bench.detection [--series N] [--nights N] [--seed S] [--sweep]``
-(as a module: a script path would put bench/ first on sys.path, where bench/bisect.py shadows the standard library).
 
 ``--alerts`` runs the notification-level bench instead (bench/alerts.py: four noise models, environment shifts,
 the A/B confirmation, GitHub issues per configuration and month; ``--series`` is then series per configuration,

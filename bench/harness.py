@@ -20,8 +20,6 @@ Targets (issue 2): overhead under 10 %; harness speedup CV within 1.5x of the ba
 
     .venv/bin/python -m bench.harness [--repeat 30] [--batch-size 4] [--runs 5]
 
-(Run it as a module: started as a script, bench/ comes first on sys.path and bench/bisect.py shadows the standard
-library's bisect.)
 """
 
 from __future__ import annotations

@@ -11,13 +11,12 @@ from ``--database-url`` when one is already filled. It carries torch versions (r
 throughput and a DDP scaling experiment, for the Training page and the Releases view (issue 15; their figures, and
 the latest run of all pages: bench/README.md).
 
-Run from the repository root as a module (``python bench/pages.py`` would put bench/ first on sys.path, where
-bench/bisect.py shadows the standard library's bisect):
+Run from the repository root as a module:
 ``.venv/bin/python -m bench.pages [--years 3] [--repeat 40] [--database-url URL]``; PyTorch's whole matrix
 (issue 31): ``--configs 92 --models 180 --rows 30e6`` (bench/synthetic_history.py; figures in bench/README.md).
 
 Last printed (2026-11-23 14:31 UTC, this 2-core VM at load average 2.0-2.9: another job used one core; run right
-after bench/service.py on the database it filled and added two nights to,
+after bench/api_latency.py on the database it filled and added two nights to,
 ``.venv/bin/python -m bench.pages --database-url URL``), SYNTHETIC history of 18 configurations, 19,746 runs,
 2,700 series, 2,961,900 results; cpu50 is this process's CPU per request, app + client, Postgres not included::
 

@@ -7,8 +7,7 @@ freezing and allocator environment, the order of the two swapped every round; ea
 rounds of speedup, abs_latency, compilation_latency, peak memory and compression ratio of each side with the ratio
 perfdash / PyTorch, both accuracy statuses, every round's raw values, the one-time cost of Inductor's first use in a
 fresh process (which PyTorch's compiled warm-up pays and perfdash's fork server pays before forking) and the machine's
-load (os.getloadavg) around every run. Run it as a module from the repository root (bench/bisect.py shadows the
-standard library's ``bisect`` when bench/ comes first on sys.path):
+load (os.getloadavg) around every run. Run it as a module from the repository root:
 
     python -m bench.pt_parity --pytorch-dir DIR [--models timm_models:lcnet_050 ...] [--rounds 2] [--batch-size N]
 

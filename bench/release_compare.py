@@ -10,7 +10,7 @@ and it prints each run's summary, the detection findings of the newer run, and t
 
     python -m bench.release_compare --base 2.13.0 --new 2.14.1 [--database-url URL] [--repeat N]
 
-Run it as a module from the repository root (bench/bisect.py shadows the standard library's ``bisect``).
+Run it as a module from the repository root.
 """
 
 from __future__ import annotations

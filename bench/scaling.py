@@ -12,8 +12,6 @@ the world size's wall time), then the single-process throughput and DDP(1) over 
 
     nice -n 5 .venv/bin/python -m bench.scaling [--repeat 30] [--warmup 5] [--output-dir DIR]
 
-(Run it as a module: started as a script, bench/ comes first on sys.path and bench/bisect.py shadows the standard
-library's bisect.)
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def _lifespan(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] | 
                                            else default_hooks(settings))
         # What exists now (modules, routes, schemas: a few hundred thousand objects) lives as long as the app. Left
         # in the collector's oldest generation, every full collection walks it again, and a request that builds a
-        # 3-year history stalled by ~90 ms each time one ran (bench/service.py: suite history p95 122 ms, 23 ms
+        # 3-year history stalled by ~90 ms each time one ran (bench/api_latency.py: suite history p95 122 ms, 23 ms
         # frozen). Frozen, full collections only walk what requests made.
         gc.collect()
         gc.freeze()

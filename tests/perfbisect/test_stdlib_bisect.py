@@ -18,7 +18,17 @@ def test_import_bisect_from_the_repo_root_is_the_standard_library():
     assert not (ROOT / "bisect" / "__init__.py").exists()
 
 
-def test_the_bench_script_runs_despite_its_name():
-    proc = subprocess.run([sys.executable, "bench/bisect.py", "--help"], cwd=ROOT, capture_output=True, text=True)
+def test_no_bench_script_shadows_a_standard_module_or_a_package_of_ours():
+    """Run as a script, a bench's folder comes first on sys.path: a bench named like a standard module (bisect) or one
+    of the repository's packages (service) would be imported in its place."""
+    ours = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()} | {"perfbisect"}
+    clashes = [p.name for p in (ROOT / "bench").glob("*.py")
+               if p.stem in sys.stdlib_module_names or p.stem in ours]
+    assert clashes == []
+
+
+def test_the_bisect_bench_runs_as_its_docstring_says():
+    proc = subprocess.run([sys.executable, "-m", "bench.bisect_accuracy", "--help"], cwd=ROOT, capture_output=True,
+                          text=True)
     assert proc.returncode == 0, proc.stderr
     assert "fixed-10" in proc.stdout

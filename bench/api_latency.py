@@ -10,12 +10,12 @@ One run: start a throwaway Postgres, fill it with ``--years`` of synthetic night
 
 Targets (issue 3): a night ingests in under 2 s; every query's p95 under 50 ms.
 
-    .venv/bin/python -m bench.service [--years 3] [--requests 100]
+    .venv/bin/python -m bench.api_latency [--years 3] [--requests 100]
 
 PyTorch's whole nightly matrix (issue 31; ~50,000 results a night, 276 runs in 14 uploads of at most MAX_FILES
 files; targets: a night ingests in < 30 s and is detected in < 60 s):
 
-    .venv/bin/python -m bench.service --configs 92 --models 180 --rows 30e6 [--detect-sample 28]
+    .venv/bin/python -m bench.api_latency --configs 92 --models 180 --rows 30e6 [--detect-sample 28]
 
 prints beside the above the app's CPU per request (the uvicorn process, from /proc), a deep page of the runs list by
 offset and by keyset (``after=``), the database's size per million results, and detection of the new night as the
@@ -23,7 +23,7 @@ post-ingest hook runs it (service.detection.detector.detection_hook, every run; 
 run and scales). Figures: bench/README.md, "issue 31".
 
 Last printed (2026-11-23 14:36 UTC, this 2-core VM, load average 2.0-2.2: another job used one core throughout;
-`.venv/bin/python -m bench.service`, SYNTHETIC history of 19,710 runs, 2,956,500 result rows generated in 92 s)::
+`.venv/bin/python -m bench.api_latency`, SYNTHETIC history of 19,710 runs, 2,956,500 result rows generated in 92 s)::
 
     ingest over HTTP (one night = 18 runs, 2,700 rows, 368 kB of files)
       new night in 2 uploads              0.35 s   target < 2 s   OK
@@ -226,7 +226,7 @@ def _run(url: str, args: argparse.Namespace) -> None:
     port = _free_port()
     env = {**os.environ, "DATABASE_URL": url, "PERFDASH_INGEST_TOKENS": TOKEN,
            "PERFDASH_MAX_UPLOAD_BYTES": str(64 * 1024 * 1024)}
-    factory = "service.app:app_from_environment" if args.with_hooks else "bench.service:bench_app"
+    factory = "service.app:app_from_environment" if args.with_hooks else "bench.api_latency:bench_app"
     server = subprocess.Popen([sys.executable, "-m", "uvicorn", factory, "--factory",
                                "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"], env=env)
     try:

@@ -20,41 +20,30 @@ the range of exactly those and the culprit (``culprit_range``; no bisection can 
 "not_reproduced". "wrong": a name (or range) that is not the culprit's. Everything else (not confirmed, not
 reproduced, inconclusive) names nobody. Measurements: every run of the measure command, median over the row.
 
-    python -m bench.bisect [--histories 200] [--seed 5] [--sizes 16 64 256] [--threshold 5]
+    python -m bench.bisect_accuracy [--histories 200] [--seed 5] [--sizes 16 64 256] [--threshold 5]
 
-(as a module: run as a script, this file's folder would come first on sys.path and shadow the standard library's
-``bisect``; the guard below drops it in that case). Figures in bench/README.md ("Bisection").
+Figures in bench/README.md ("Bisection").
 """
 
 from __future__ import annotations
 
-import os
+import argparse
+import math
+import random
+import statistics
 import sys
+import time
+from dataclasses import dataclass
 
-# Run as a script, this file's folder comes first on sys.path and this file would shadow the standard library's
-# `bisect` (which random and statistics import): drop the folder before importing anything else.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-# ...and put the repository root last, so `bench.ab_noise` imports when run as a script too (its bisect/ folder has no
-# __init__.py: a namespace portion, which never wins over the standard library's module).
-sys.path.append(os.path.dirname(_HERE))
+from perfbisect.procedure import Bisector
+from perfbisect.search import search
+from perfbisect.state import BisectState
+from perfbisect.stats import Policy
+from rich.console import Console
+from rich.table import Table
 
-import argparse  # noqa: E402
-import math  # noqa: E402
-import random  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-
-from perfbisect.procedure import Bisector  # noqa: E402
-from perfbisect.search import search  # noqa: E402
-from perfbisect.state import BisectState  # noqa: E402
-from perfbisect.stats import Policy  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from bench.ab_noise import load_noise  # noqa: E402
-from perfdash.bisection import StepDecision  # noqa: E402
+from bench.ab_noise import load_noise
+from perfdash.bisection import StepDecision
 
 BROKEN_SHARE = 0.10
 OUTLIER_SHARE = 0.01
