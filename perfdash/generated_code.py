@@ -40,7 +40,7 @@ _CACHE_KEY = re.compile(r"\b[a-z0-9]{52}\b")
 _HEX_DIGEST = re.compile(r"\b[0-9a-f]{32,64}\b")
 _TORCHINDUCTOR_TMP = re.compile(r"/[^\s'\"]*/torchinductor_[^\s/'\"]+")
 _KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.(\w+)\(", re.MULTILINE)
-_KERNEL_END = re.compile(r"^(?:'''|\"\"\")", re.MULTILINE)
+_KERNEL_END = re.compile(r"^(?:'''|\"\"\").*$", re.MULTILINE)  # the closing line, arguments after the quotes too
 # The C++ kernel profile names a kernel ``graph_<id>_<name>`` (torch/_inductor/codegen/cpp.py: RECORD_FUNCTION).
 _PROFILE_PREFIX = re.compile(r"^graph_\d+_")
 
