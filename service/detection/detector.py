@@ -259,9 +259,10 @@ def _store_change_points(session: Session, run: Run, series_id: int | None, mode
         label = metric if model else "geomean"
         code = _code_change(session, last_old.run_id, first.run_id, model) if model else None
         category = "regression" if row.regression else "improvement"
+        same_code = code.machine_change if code is not None else _models_all_machine_changes(session, run, first.run_id)
         finding = _add_finding(session, Finding(
             key=f"cp:{row.id}", kind="performance" if model else "summary",
-            category=MACHINE_CHANGE if code is not None and code.machine_change else category,
+            category=MACHINE_CHANGE if same_code else category,
             code_change=code.to_json() if code is not None else None, configuration_id=run.configuration_id,
             series_id=series_id, run_id=run.id, change_point_id=row.id, model=model, metric=metric,
             old_value=cp.before_mean, new_value=cp.after_mean, change_pct=cp.change_pct, p_value=cp.p_value,
@@ -282,6 +283,16 @@ def _code_change(session: Session, old_run_id: int, new_run_id: int, model: str)
                            or (old.torch_version, old.torch_git_commit) != (new.torch_version, new.torch_git_commit))
     return compare_code(code_side(session, old_run_id, model), code_side(session, new_run_id, model),
                         environment_changed)
+
+
+def _models_all_machine_changes(session: Session, run: Run, first_run_id: int) -> bool:
+    """Whether the models' findings of the configuration's change at ``first_run_id`` are all machine changes (then
+    so is the suite geomean's change it made)."""
+    categories = set(session.scalars(
+        sa.select(Finding.category).join(Finding.change_point)
+        .where(Finding.configuration_id == run.configuration_id, Finding.series_id.is_not(None),
+               ChangePointRow.run_id == first_run_id)))
+    return categories == {MACHINE_CHANGE}
 
 
 def _performance_findings(session: Session, run: Run, incremental: bool) -> list[Finding]:

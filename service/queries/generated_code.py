@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from perfdash.generated_code import unpack_source
 from service.detection.code_change import MACHINE_CHANGE, CodeSide
-from service.detection.models import Finding
+from service.detection.models import ChangePointRow, Finding
 from service.models import GeneratedCode
 
 MAX_DIFF_LINES = 2000  # lines of a code diff shown; the rest is cut (the sources themselves are capped at ingest)
@@ -38,7 +38,7 @@ def digests_by_run(session: Session, run_ids: Iterable[int], name: str) -> dict[
         return {}
     rows = session.execute(sa.select(GeneratedCode.run_id, GeneratedCode.digest)
                            .where(GeneratedCode.run_id.in_(ids), GeneratedCode.name == name))
-    return dict(rows.tuples().all())
+    return {run_id: digest for run_id, digest in rows}
 
 
 def code_diff(session: Session, old_run: int, new_run: int, name: str) -> str | None:
@@ -56,9 +56,13 @@ def code_diff(session: Session, old_run: int, new_run: int, name: str) -> str | 
 
 
 def same_code_gauge(session: Session, configuration_ids: Iterable[int] | None = None) -> dict[int, int]:
-    """configuration id -> findings labelled a machine change (same code, same environment, different time)."""
-    query = (sa.select(Finding.configuration_id, sa.func.count()).where(Finding.category == MACHINE_CHANGE)
-             .group_by(Finding.configuration_id))
+    """configuration id -> how many times a model's time moved with its generated code and environment unchanged
+    (machine-change findings, one per model and change night: its speedup and latency findings are one event)."""
+    events = (sa.select(Finding.configuration_id, Finding.series_id, ChangePointRow.run_id)
+              .join(Finding.change_point)
+              .where(Finding.category == MACHINE_CHANGE, Finding.series_id.is_not(None)).distinct())
     if configuration_ids is not None:
-        query = query.where(Finding.configuration_id.in_(list(configuration_ids)))
-    return dict(session.execute(query).tuples().all())
+        events = events.where(Finding.configuration_id.in_(list(configuration_ids)))
+    sub = events.subquery()
+    rows = session.execute(sa.select(sub.c.configuration_id, sa.func.count()).group_by(sub.c.configuration_id))
+    return {configuration_id: count for configuration_id, count in rows}
