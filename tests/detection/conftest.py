@@ -81,7 +81,8 @@ def run_files() -> RunFiles:
         manifest = Manifest(
             source="perfdash", config=RunConfig(suite=suite, backend=backend, **config),
             machine=MachineInfo(host="agent-1", device="cpu", cpu_model="Test Xeon", cpu_count=2),
-            torch_version=torch_version, torch_git_commit=commit or f"c{night:04d}" + "0" * 36, suite_versions={"timm": "1.0.31"},
+            torch_version=torch_version, torch_git_commit=commit or f"c{night:04d}" + "0" * 36,
+            suite_versions={"timm": "1.0.31"},
             start_time=start, end_time=start + timedelta(hours=1), command=f"perfdash run --suite {suite}",
             environment=environment or {})
         perf, acc = [], []
