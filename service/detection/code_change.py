@@ -87,6 +87,13 @@ class CodeChange:
                    slowed=tuple((str(k), float(b), float(a)) for k, b, a in data.get("slowed") or ()))
 
 
+def describe(stored: Mapping[str, Any] | None) -> str:
+    """A finding's stored code change (``Finding.code_change``) in one line; a finding without one says so."""
+    if not stored:
+        return CodeChange(CODE_UNKNOWN, False).sentence()
+    return CodeChange.from_json(stored).sentence()
+
+
 def _by_time(names: set[str], times: Mapping[str, float]) -> tuple[str, ...]:
     return tuple(sorted(names, key=lambda k: (-times.get(k, 0.0), k))[:MAX_LISTED])
 

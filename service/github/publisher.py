@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from perfdash.axes import run_command, stored_axes
+from service.detection.code_change import describe
 from service.detection.models import BisectionRequest, Finding, GithubPost
 from service.github import safe
 from service.github.client import GitHubClient, GitHubError
@@ -152,6 +153,8 @@ def issue_body(finding: Finding, dashboard_url: str | None) -> str:
         f"| nights | {cp.n_before} before, {cp.n_after} after |" if cp else "| nights | - |",
         f"| commit range | {md(finding.good_commit or '?')}..{md(finding.bad_commit or '?')} |",
         *confirmed,
+        "",
+        md(describe(finding.code_change)) if finding.kind == "performance" else "",
         "",
         "Reproduce:",
         safe.code_block(_repro(finding)),

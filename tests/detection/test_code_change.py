@@ -117,3 +117,32 @@ def test_compare_code_lists_largest_first_and_unknown_without_both_sides() -> No
     assert compare_code(None, after, False).verdict == CODE_UNKNOWN
     same = compare_code(before, CodeSide("d1", before.kernels, {"k_big": 10.5}), environment_changed=False)
     assert same.machine_change and same.slowed == ()
+
+
+def test_the_report_and_the_issue_say_what_the_compiler_changed(session, store_run, series_values) -> None:
+    from service.detection.report import build_report, render_report
+    from service.github.publisher import issue_body
+
+    runs = _history(store_run, series_values, code_after=OUTPUT_NARROW, commit_after=None)
+    for run in runs:
+        detect_run(session, run)
+    text = render_report(build_report(session, runs[25]))
+    section = text.split("## What the compiler changed ##")[1].split("##")[0]
+    assert "resnet18 speedup: Generated code changed: changed cpp_fused_addmm_relu_0" in section
+    assert "Noise gauge: 0 time(s)" in text
+    speedup = next(f for f in _model_findings(session) if f.metric == "speedup")
+    assert "Generated code changed: changed cpp_fused_addmm_relu_0" in issue_body(speedup, None)
+
+
+def test_the_report_lists_machine_changes_and_counts_them(session, store_run, series_values) -> None:
+    from service.detection.report import build_report, render_report
+
+    runs = _history(store_run, series_values, code_after=OUTPUT, commit_after=None)
+    for run in runs:
+        detect_run(session, run)
+    text = render_report(build_report(session, runs[25]))
+    same = text.split("## Same code, different time")[1].split("## Environment")[0]
+    assert "| timm_models | resnet18 | speedup |" in same
+    assert "Noise gauge: 1 time(s)" in same
+    regressions = text.split("## Regressions ##")[1].split("##")[0]
+    assert "resnet18" not in regressions
