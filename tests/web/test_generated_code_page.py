@@ -77,7 +77,8 @@ def test_model_page_marks_code_changes_and_compares_kernels(code_server, page: P
     page.goto(f"{code_server.url}/model/{series_id}")
     marks = page.evaluate("JSON.parse(document.getElementById('chart-data').textContent).codeChanged")
     assert marks == [None, False, True]
-    expect(page.locator("#code-verdict")).to_contain_text(f"run {run_ids[1]} → run {run_ids[2]}: generated code changed")
+    verdict = page.locator("#code-verdict")
+    expect(verdict).to_contain_text(f"run {run_ids[1]} → run {run_ids[2]}: generated code changed")
     rows = page.locator("#kernel-table tbody tr")
     expect(rows).to_have_count(3)  # the library call, the changed kernel, the second kernel (no profile entry)
     changed = rows.filter(has_text="cpp_fused_addmm_relu_0")
