@@ -140,12 +140,21 @@ class KernelTime:
         return cls(str(name), float(self_us), float(share), float(calls))
 
 
+# Profiler events of the compiled step that are torch.compile's own Python wrappers, not kernels (their self time is
+# the wrapper's overhead, which moves with the machine's load, not with the generated kernels).
+FRAMEWORK_EVENTS = ("## ", "Torch-Compiled Region", "TorchDynamo", "AOTDispatcher", "Pregraph bytecode",
+                    "CompiledFunction")
+
+
 def top_kernels(self_us_total: Mapping[str, tuple[float, int]], steps: int, step_us: float,
                 limit: int = MAX_KERNEL_TIMES) -> tuple[KernelTime, ...]:
     """The ``limit`` kernels with the most self time: ``self_us_total`` maps an event name to (self µs, calls) summed
-    over ``steps`` profiled steps of ``step_us`` wall µs each. Names of one kernel (C++ profile prefixes) merge."""
+    over ``steps`` profiled steps of ``step_us`` wall µs each. Names of one kernel (C++ profile prefixes) merge;
+    torch.compile's wrapper events (FRAMEWORK_EVENTS) are not kernels and are left out."""
     merged: dict[str, list[float]] = {}
     for name, (self_us, calls) in self_us_total.items():
+        if name.startswith(FRAMEWORK_EVENTS):
+            continue
         entry = merged.setdefault(profile_kernel_name(name), [0.0, 0.0])
         entry[0] += self_us
         entry[1] += calls
