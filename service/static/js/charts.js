@@ -57,7 +57,8 @@
       const marks = lines.slice();
       data.findings.forEach(function (f) {
         if (f.metric && f.metric !== metric) return; // a change point belongs to one metric's chart
-        const color = f.category === "regression" || f.category === "new_failure" ? "#bc4c00" : "#1a7f37";
+        const color = f.category === "regression" || f.category === "new_failure" ? "#bc4c00"
+          : f.category === "machine_change" ? "#6e7781" : "#1a7f37"; // same code, different time: grey
         marks.push({ xAxis: f.night, name: f.text, lineStyle: { color: color, type: "dotted", width: 2 },
           label: { formatter: f.category.replace("_", " "), color: color, position: "insideEndTop" } });
       });
