@@ -3,7 +3,7 @@ service reads it).
 
 - ``CodeFingerprint``: a digest of the generated source of every graph, normalised so that what differs between two
   compilations of the same code (cache and temporary paths, content hashes in file names, object addresses, the
-  process's AOT graph counter) does not change it; the number of graphs and generated kernels, and each kernel's
+  process's AOT graph counter, addresses in object reprs) does not change it; the number of graphs and generated kernels, and each kernel's
   name with a short digest of its own normalised source (bounded: ``MAX_KERNELS``).
 - ``KernelTime``: one kernel of the per-kernel profile (self time per step and its share of the step), bounded by
   ``MAX_KERNEL_TIMES``.
@@ -35,6 +35,9 @@ KERNEL_DIGEST_CHARS = 16
 _AOT_ID = re.compile(r"^# AOT ID: .*$", re.MULTILINE)  # a per-process counter of compiled graphs
 # Constants' comments end with the tensor's id() (``_frozen_param1 = None  # device(...) (32,) (1,) 7f76802ead50``)
 _ADDRESS = re.compile(r"^(\w+ = None  # .*\)) (?:0x)?[0-9a-f]{6,16}$", re.MULTILINE)
+# Python object reprs in strings of the wrapper (``<function ... at 0x7fe5583e4860>`` in assert_tensor_metadata's
+# message of a freezing pattern's match)
+_REPR_ADDRESS = re.compile(r"(?<= at )0x[0-9a-f]{6,16}\b")
 # Inductor's code-cache keys ('c' + 51 base32 characters) and hex digests (backend hashes, Triton cache keys)
 _CACHE_KEY = re.compile(r"\b[a-z0-9]{52}\b")
 _HEX_DIGEST = re.compile(r"\b[0-9a-f]{32,64}\b")
@@ -50,6 +53,7 @@ def normalise(source: str, roots: Iterable[str] = ()) -> str:
     that appear in paths (cache dir, temporary dir, home), replaced by a placeholder, longest first."""
     text = _AOT_ID.sub("# AOT ID: <id>", source)
     text = _ADDRESS.sub(r"\1 <address>", text)
+    text = _REPR_ADDRESS.sub("<address>", text)
     for index, root in enumerate(sorted({r.rstrip("/") for r in roots if r and r != "/"}, key=len, reverse=True)):
         text = text.replace(root, f"<root{index}>")
     text = _TORCHINDUCTOR_TMP.sub("<tmp>", text)

@@ -36,11 +36,16 @@ def _as_another_process_writes_it(code: str) -> str:
     """What differs between two compilations of the same code: object addresses of frozen parameters and the AOT
     graph counter."""
     code = re.sub(r"\) [0-9a-f]{12}$", ") 7fe549799a90", code, flags=re.MULTILINE)
+    # a pattern's repr in an assertion message, as Inductor writes for resnet10t's frozen convolutions
+    code = code.replace("del arg4_1", "assert_alignment(buf0, 16, \"functools.partial(<function fn at "
+                        "0x7f030d19c5e0>, Match(...))\")\n        del arg4_1")
     return code.replace("# AOT ID: ['0_inference']", "# AOT ID: ['3_inference']")
 
 
 def test_the_same_code_written_by_another_process_has_the_same_fingerprint() -> None:
-    first = fingerprint([normalise(_with_kernel_path(OUTPUT, "/home/a/.cache/inductor", "c" + "a" * 51),
+    ours = OUTPUT.replace("del arg4_1", "assert_alignment(buf0, 16, \"functools.partial(<function fn at "
+                          "0x7fe5583e4860>, Match(...))\")\n        del arg4_1")
+    first = fingerprint([normalise(_with_kernel_path(ours, "/home/a/.cache/inductor", "c" + "a" * 51),
                                    ["/home/a/.cache/inductor", "/home/a"])])
     other = _with_kernel_path(_as_another_process_writes_it(OUTPUT), "/var/tmp/ci-cache", "c" + "q7" * 25 + "z")
     again = fingerprint([normalise(other, ["/var/tmp/ci-cache", "/home/ci"])])
@@ -48,7 +53,7 @@ def test_the_same_code_written_by_another_process_has_the_same_fingerprint() -> 
     assert first.graphs == 1 and first.kernels == 2
     assert [name for name, _ in first.kernel_digests] == ["cpp_fused_addmm_relu_0", "cpp_fused_addmm_relu_1"]
     # without normalising, the two differ
-    assert fingerprint([OUTPUT]).digest != fingerprint([_as_another_process_writes_it(OUTPUT)]).digest
+    assert fingerprint([ours]).digest != fingerprint([_as_another_process_writes_it(OUTPUT)]).digest
 
 
 def test_a_changed_kernel_changes_the_digest_and_only_that_kernel() -> None:
