@@ -11,8 +11,8 @@ TORCHINDUCTOR_FREEZING=1 as the nightly runs):
   kernel that really changed is among those the finding names. Target: hits in >= 90 % of the cases.
 - ``load``: a replay of real runs: RUNS_QUIET runs of two tiny models, then RUNS_LOADED runs with HOGS_PER_CORE
   busy loops per core, same torch, same code; ingested into a fresh SQLite database through the service's ingest,
-  detection over every run as the post-ingest hook runs it. Prints the findings by category, the regression issues the publisher
-  would file (target 0) and the "same code, different time" gauge.
+  detection over every run as the post-ingest hook runs it. Prints the findings by category, the regression issues
+  the publisher would file (target 0) and the "same code, different time" gauge.
 - ``cost``: the nightly's three models (service/nightly.py DEFAULT_PICKS: torchbench resnet18, huggingface
   DistilBertForMaskedLM, timm lcnet_050, batch size 4) with a warm cache: the kernel profile plus the fingerprint as a
   share of the model's wall time outside compilation (target <= 10 %), and the bytes per result of the fingerprint

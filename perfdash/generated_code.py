@@ -3,8 +3,8 @@ service reads it).
 
 - ``CodeFingerprint``: a digest of the generated source of every graph, normalised so that what differs between two
   compilations of the same code (cache and temporary paths, content hashes in file names, object addresses, the
-  process's AOT graph counter, addresses in object reprs) does not change it; the number of graphs and generated kernels, and each kernel's
-  name with a short digest of its own normalised source (bounded: ``MAX_KERNELS``).
+  process's AOT graph counter, addresses in object reprs) does not change it; the number of graphs and generated
+  kernels, and each kernel's name with a short digest of its own normalised source (bounded: ``MAX_KERNELS``).
 - ``KernelTime``: one kernel of the per-kernel profile (self time per step and its share of the step), bounded by
   ``MAX_KERNEL_TIMES``.
 - the normalised source itself, compressed and capped (``pack_source``/``unpack_source``), from which the service
