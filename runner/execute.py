@@ -1,7 +1,9 @@
 """What a worker does with one job: build the model, check accuracy, measure performance (imports torch).
 
 Order: load -> accuracy's eager runs (fp64 reference, 1st, 2nd) -> performance (eager warm-up, compiled warm-up =
-compilation, activation peak of one eager and one compiled step, interleaved timing) -> accuracy's compiled run.
+compilation, activation peak of one eager and one compiled step, interleaved timing, then for Inductor a few compiled
+steps under torch.profiler for the kernel table) -> accuracy's compiled run. Inductor's output code is captured
+while the compiled warm-up compiles (runner.generated_code).
 Performance comes before any compilation so its compiled warm-up measures a real compile. The accuracy check is
 PyTorch's check_accuracy: each of its runs is a fresh copy of the pristine model run ACCURACY_ITERATIONS times, the
 compiled one compiled from scratch, all under PyTorch's accuracy settings (runner.check_settings), which the timed
@@ -35,6 +37,7 @@ from runner import accuracy as acc
 from runner.backends import BACKEND_SPECS
 from runner.backends.worker import LazyBackendModel
 from runner.check_settings import accuracy_settings
+from perfdash.generated_code import KernelTime
 from runner.generated_code import Captured, capture, kernel_profile
 from runner.measure import TORCH_DTYPES, PeakMemory, autocast, timed, warmup
 from runner.optimizer import make_optimizer
@@ -395,7 +398,7 @@ def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) ->
             compiled_ms.append(seconds * 1000)
         phases.record("timed_loop_wall", time.perf_counter() - start)
         phases.record("timed", (sum(eager_ms) + sum(compiled_ms)) / 1000)
-    kernels = ()
+    kernels: tuple[KernelTime, ...] = ()
     if inductor:
         with phases.enter(PHASE_KERNEL_PROFILE):
             try:
