@@ -33,11 +33,11 @@ from typing import Any
 
 import torch
 
+from perfdash.generated_code import KernelTime
 from runner import accuracy as acc
 from runner.backends import BACKEND_SPECS
 from runner.backends.worker import LazyBackendModel
 from runner.check_settings import accuracy_settings
-from perfdash.generated_code import KernelTime
 from runner.generated_code import Captured, capture, kernel_profile
 from runner.measure import TORCH_DTYPES, PeakMemory, autocast, timed, warmup
 from runner.optimizer import make_optimizer
