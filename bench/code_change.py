@@ -233,9 +233,11 @@ def cost(workdir: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("parts", nargs="*", choices=("induced", "load", "cost"), default=[])
+    parser.add_argument("parts", nargs="*", metavar="{induced,load,cost}", help="default: all three")
     args = parser.parse_args(argv)
     parts = args.parts or ["induced", "load", "cost"]
+    if set(parts) - {"induced", "load", "cost"}:
+        parser.error(f"unknown part in {parts}")
     with tempfile.TemporaryDirectory(prefix="code-change-") as tmp:
         for part in parts:
             start = time.perf_counter()
