@@ -43,7 +43,7 @@ TINY = ROOT / "tests" / "runner" / "data" / "tiny_real.toml"
 TINY_MODELS = ("resnet10t", "BertForMaskedLM", "tiny_mlp")
 INDUCED_SETTINGS = ("cpp.simdlen=256", "max_fusion_size=1")
 LOAD_MODELS = ("resnet10t", "tiny_mlp")
-RUNS_QUIET, RUNS_LOADED = 5, 3
+RUNS_QUIET, RUNS_LOADED = 10, 5  # a shared machine: enough runs that a change point stands out of its noise
 # busy loops per core in the loaded runs: the machine is shared, so "quiet" runs already meet other work; three per
 # core make the loaded runs slower beyond that noise
 HOGS_PER_CORE = 3
