@@ -35,6 +35,8 @@ from pydantic import (
     model_validator,
 )
 
+from perfdash.generated_code import MAX_KERNEL_TIMES, MAX_SOURCE_CHARS, CodeFingerprint, KernelTime
+
 SCHEMA_VERSION = 1
 
 SUITES: tuple[str, ...] = ("torchbench", "huggingface", "timm_models", "hf_vision")
@@ -611,8 +613,15 @@ class ModelSamples:
     dynamo_activation_peak_mem: float | None = None
     eager_throughput: float | None = None
     compiled_throughput: float | None = None
+    # What Inductor generated (perfdash.generated_code): its fingerprint, the top kernels of a profile taken after the
+    # timed loop, and the normalised source packed for the code diff. Absent in older files and for other backends.
+    code: CodeFingerprint | None = None
+    kernel_times: tuple[KernelTime, ...] = ()
+    code_source: str | None = None
 
     def __post_init__(self) -> None:
+        if len(self.kernel_times) > MAX_KERNEL_TIMES or len(self.code_source or "") > MAX_SOURCE_CHARS:
+            raise ValueError("kernel_times and code_source are bounded")
         for label, values in (("eager_ms", self.eager_ms), ("compiled_ms", self.compiled_ms)):
             if any(not math.isfinite(v) or v <= 0 for v in values):
                 raise ValueError(f"{label} must hold finite positive timings")
@@ -633,8 +642,16 @@ class ModelSamples:
         return self.eager_activation_peak_mem / self.dynamo_activation_peak_mem
 
     def to_json(self) -> str:
-        return json.dumps({f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
-                           for f in fields(self)})
+        out = {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)
+               if f.name not in _GENERATED_CODE_FIELDS}
+        # written only when measured, so a samples file without them reads (and hashes) as before
+        if self.code is not None:
+            out["code"] = self.code.to_json()
+        if self.kernel_times:
+            out["kernel_times"] = [k.to_json() for k in self.kernel_times]
+        if self.code_source is not None:
+            out["code_source"] = self.code_source
+        return json.dumps(out)
 
     @classmethod
     def from_json(cls, text: str) -> ModelSamples:
@@ -644,7 +661,13 @@ class ModelSamples:
                    eager_activation_peak_mem=_optional_float(data.get("eager_activation_peak_mem")),
                    dynamo_activation_peak_mem=_optional_float(data.get("dynamo_activation_peak_mem")),
                    eager_throughput=_optional_float(data.get("eager_throughput")),
-                   compiled_throughput=_optional_float(data.get("compiled_throughput")))
+                   compiled_throughput=_optional_float(data.get("compiled_throughput")),
+                   code=CodeFingerprint.from_json(data["code"]) if data.get("code") else None,
+                   kernel_times=tuple(KernelTime.from_json(k) for k in data.get("kernel_times") or ()),
+                   code_source=str(data["code_source"]) if data.get("code_source") else None)
+
+
+_GENERATED_CODE_FIELDS = ("code", "kernel_times", "code_source")
 
 
 def throughput(batch_size: int, step_ms: Sequence[float], world_size: int = 1) -> float | None:

@@ -83,7 +83,14 @@ ENVIRONMENT = Verdict("environment", Severity.NOTE, "environment change", "Envir
 MODELS_DROPPED = Verdict("models_dropped", Severity.WORSE, "models dropped", "Missing data",
                          report_section="models_dropped")
 
-FINDING_CATEGORIES: tuple[Verdict, ...] = (REGRESSION, NEW_FAILURE, IMPROVEMENT, FIXED, ENVIRONMENT, MODELS_DROPPED)
+# A performance change point whose generated code, torch build and machine software are all unchanged (issue 28):
+# the machine changed, not the compiler; no A/B, no issue, counted on the "same code, different time" gauge.
+MACHINE_CHANGE = Verdict("machine_change", Severity.NOTE, "machine change", "Same code, different time",
+                         report_section="machine_changes",
+                         hint="the generated code, the torch build and the machine's software are unchanged")
+
+FINDING_CATEGORIES: tuple[Verdict, ...] = (REGRESSION, NEW_FAILURE, IMPROVEMENT, FIXED, ENVIRONMENT, MODELS_DROPPED,
+                                           MACHINE_CHANGE)
 
 FindingCategoryName = StrEnum("FindingCategoryName",  # type: ignore[misc]
                                {v.name: v.name for v in FINDING_CATEGORIES})

@@ -54,6 +54,10 @@ def register(subparsers: Any) -> None:
                      help="CPU workers' allocator and OpenMP: dashboard = as PyTorch's CPU dashboard (jemalloc and "
                           "Intel OpenMP preloaded, KMP_*), glibc = C library defaults (PyTorch's harness run by hand), "
                           "perfdash = glibc without mmap/trim (MALLOC_*); part of the configuration (config env)")
+    cfg.add_argument("--inductor-config", action="append", default=[], metavar="NAME=VALUE",
+                     help="set an Inductor setting for this run's workers (e.g. cpp.simdlen=256; repeatable): "
+                          "recorded in the manifest and part of the configuration (config env "
+                          "PERFDASH_INDUCTOR_CONFIG), for experiments comparing the code a setting generates")
     meas = p.add_argument_group("measurement")
     meas.add_argument("--accuracy", action="store_true", help="check accuracy (both when neither flag is given)")
     meas.add_argument("--performance", action="store_true", help="measure performance")
@@ -77,7 +81,16 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         accuracy=args.accuracy, performance=args.performance, total_partitions=args.total_partitions,
         partition_id=args.partition_id, cold_start=args.cold_start, models_file=args.models_file,
         model_list=args.model_list, quantize=args.quantize, allocator=args.allocator,
-        torch_spec=args.torch_spec)
+        torch_spec=args.torch_spec, extra_env=_inductor_env(args.inductor_config))
+
+
+def _inductor_env(pairs: list[str]) -> dict[str, str]:
+    from runner import inductor_overrides
+
+    try:
+        return {inductor_overrides.ENV_NAME: inductor_overrides.encode(pairs)} if pairs else {}
+    except ValueError as exc:
+        raise SystemExit(f"perfdash run: error: {exc}") from None
 
 
 class BarProgress:

@@ -1,7 +1,9 @@
 """What a worker does with one job: build the model, check accuracy, measure performance (imports torch).
 
 Order: load -> accuracy's eager runs (fp64 reference, 1st, 2nd) -> performance (eager warm-up, compiled warm-up =
-compilation, activation peak of one eager and one compiled step, interleaved timing) -> accuracy's compiled run.
+compilation, activation peak of one eager and one compiled step, interleaved timing, then for Inductor a few compiled
+steps under torch.profiler for the kernel table) -> accuracy's compiled run. Inductor's output code is captured
+while the compiled warm-up compiles (runner.generated_code).
 Performance comes before any compilation so its compiled warm-up measures a real compile. The accuracy check is
 PyTorch's check_accuracy: each of its runs is a fresh copy of the pristine model run ACCURACY_ITERATIONS times, the
 compiled one compiled from scratch, all under PyTorch's accuracy settings (runner.check_settings), which the timed
@@ -25,16 +27,18 @@ import random
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
+from perfdash.generated_code import KernelTime
 from runner import accuracy as acc
 from runner.backends import BACKEND_SPECS
 from runner.backends.worker import LazyBackendModel
 from runner.check_settings import accuracy_settings
+from runner.generated_code import Captured, capture, kernel_profile
 from runner.measure import TORCH_DTYPES, PeakMemory, autocast, timed, warmup
 from runner.optimizer import make_optimizer
 from runner.protocol import (
@@ -44,6 +48,7 @@ from runner.protocol import (
     PHASE_EAGER_2ND,
     PHASE_EAGER_WARMUP,
     PHASE_FP64,
+    PHASE_KERNEL_PROFILE,
     PHASE_LOAD,
     PHASE_MEASURE,
     PHASE_MEMORY,
@@ -365,7 +370,8 @@ def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) ->
     model = copy.deepcopy(base.module) if job.accuracy else base.module
     with phases.enter(PHASE_EAGER_WARMUP):
         eager_warm = warmup(make_step(copy.deepcopy(model), base, job), job.warmup, job.device)
-    with phases.enter(PHASE_COMPILE):
+    inductor = job.backend == "inductor"
+    with phases.enter(PHASE_COMPILE), (capture(job.device) if inductor else nullcontext(Captured())) as code:
         torch._dynamo.reset()
         counters.clear()
         compiled_step = make_step(compiled(model, job, notes), base, job)
@@ -392,12 +398,25 @@ def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) ->
             compiled_ms.append(seconds * 1000)
         phases.record("timed_loop_wall", time.perf_counter() - start)
         phases.record("timed", (sum(eager_ms) + sum(compiled_ms)) / 1000)
+    kernels: tuple[KernelTime, ...] = ()
+    if inductor:
+        with phases.enter(PHASE_KERNEL_PROFILE):
+            try:
+                kernels = kernel_profile(compiled_step, job.device)
+            except Exception as exc:  # noqa: BLE001 - a profile that fails only leaves the kernel table empty
+                print(f"kernel profile failed: {type(exc).__name__}: {exc}", flush=True)
+        start = time.perf_counter()
+        fingerprinted, packed = code.fingerprint, code.packed_source
+        phases.record("fingerprint", time.perf_counter() - start)  # bench/code_change.py reports its cost
+    else:
+        fingerprinted = packed = None
     performance = Performance(eager_ms=tuple(eager_ms), compiled_ms=tuple(compiled_ms),
                               compilation_latency=max(compiled_warm.seconds - eager_warm.seconds, 0.0),
                               eager_peak_mem=eager_warm.peak_mem,
                               dynamo_peak_mem=compiled_warm.peak_mem if torch_allocator or job.device == "cpu"
                               else None,
                               eager_activation_peak_mem=eager_activation,
-                              dynamo_activation_peak_mem=dynamo_activation, **stats)
+                              dynamo_activation_peak_mem=dynamo_activation, code=fingerprinted,
+                              kernel_times=kernels, code_source=packed, **stats)
     return performance
 

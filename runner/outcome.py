@@ -15,6 +15,7 @@ from runner.protocol import (
     PHASE_EAGER_2ND,
     PHASE_EAGER_WARMUP,
     PHASE_FP64,
+    PHASE_KERNEL_PROFILE,
     PHASE_LOAD,
     PHASE_MEASURE,
     PHASE_MEMORY,
@@ -38,6 +39,7 @@ _STATUS_BY_PHASE: dict[str, tuple[str, str]] = {
     PHASE_COMPILE: ("fail_to_run", "OOM"),
     PHASE_MEASURE: ("fail_to_run", "OOM"),
     PHASE_MEMORY: ("fail_to_run", "OOM"),
+    PHASE_KERNEL_PROFILE: ("fail_to_run", "OOM"),  # only a crash: an exception there only drops the profile
     PHASE_ACCURACY_COMPILED: ("fail_to_run", "OOM"),
 }
 
@@ -115,7 +117,8 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
                                    eager_activation_peak_mem=perf.eager_activation_peak_mem,
                                    dynamo_activation_peak_mem=perf.dynamo_activation_peak_mem,
                                    eager_throughput=throughput(batch_size, perf.eager_ms, world_size),
-                                   compiled_throughput=throughput(batch_size, perf.compiled_ms, world_size))
+                                   compiled_throughput=throughput(batch_size, perf.compiled_ms, world_size),
+                                   code=perf.code, kernel_times=perf.kernel_times, code_source=perf.code_source)
     # The accuracy row carries the check's own counters and compile time, as PyTorch's accuracy CSV does.
     check_stats, check_compile_s = GraphStats(), None
     if result is not None and result.accuracy_stats is not None:

@@ -13,6 +13,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from perfdash.generated_code import CodeFingerprint, KernelTime
 from runner.suites.base import ModelSpec, Tolerance
 
 # 2: peak memory measured by the timing worker (no memory job, no Job.purpose); 3: PyTorch's peak memory from the
@@ -30,8 +31,9 @@ PHASE_COMPILE = "compile"  # performance: the compiled warm-up (compilation happ
 PHASE_MEMORY = "memory"  # performance: activation peak of one eager and one compiled step (the timed loop's warm-up)
 PHASE_MEASURE = "measure"  # performance: interleaved timing
 PHASE_ACCURACY_COMPILED = "compiled_run"  # accuracy: the compiled model's output
+PHASE_KERNEL_PROFILE = "kernel_profile"  # performance: compiled steps under torch.profiler, after the timed loop
 PHASES = (PHASE_LOAD, PHASE_VALIDATE, PHASE_EAGER_1ST, PHASE_EAGER_2ND, PHASE_FP64, PHASE_EAGER_WARMUP, PHASE_COMPILE,
-          PHASE_MEMORY, PHASE_MEASURE, PHASE_ACCURACY_COMPILED)
+          PHASE_MEMORY, PHASE_MEASURE, PHASE_KERNEL_PROFILE, PHASE_ACCURACY_COMPILED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,10 @@ class Performance:
     autograd_captures: int | None = None
     autograd_compiles: int | None = None
     cudagraph_skips: int | None = None
+    # what Inductor generated and the profile after the timed loop (perfdash.generated_code; runner.generated_code)
+    code: CodeFingerprint | None = None
+    kernel_times: tuple[KernelTime, ...] = ()
+    code_source: str | None = None
 
     def __post_init__(self) -> None:
         if not self.eager_ms or len(self.eager_ms) != len(self.compiled_ms):
@@ -142,8 +148,10 @@ class WorkerResult:
         return cls(
             name=data["name"],
             batch_size=int(data["batch_size"]),
-            performance=Performance(**{**perf, "eager_ms": tuple(perf["eager_ms"]),
-                                       "compiled_ms": tuple(perf["compiled_ms"])}) if perf else None,
+            performance=Performance(**{
+                **perf, "eager_ms": tuple(perf["eager_ms"]), "compiled_ms": tuple(perf["compiled_ms"]),
+                "code": CodeFingerprint.from_json(perf["code"]) if perf.get("code") else None,
+                "kernel_times": tuple(KernelTime(**k) for k in perf.get("kernel_times") or ())}) if perf else None,
             accuracy=data.get("accuracy"),
             failure=Failure(**failure) if failure else None,
             timings={k: float(v) for k, v in (data.get("timings") or {}).items()},

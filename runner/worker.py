@@ -47,6 +47,9 @@ def serve(job_text: str, protocol: TextIO, start: float, run: JobRunner | None =
     from runner.gpu_settings import apply
 
     apply(os.environ)  # the GPU settings of PyTorch's harness the run's environment records (timed phases)
+    from runner import inductor_overrides
+
+    inductor_overrides.apply(os.environ)  # perfdash run --inductor-config, as the configuration's env records it
     imported = time.perf_counter()
     if run is None:
         from runner.execute import run_job as run

@@ -51,11 +51,12 @@ from perfdash.contract import (
     parse_samples,
 )
 from perfdash.duplicates import csv_repeats, find_repeats
+from perfdash.generated_code import MAX_KERNEL_TIMES, MAX_SOURCE_CHARS, CodeFingerprint, KernelTime
 from perfdash.harness_files import Classified, Role, classify
 from perfdash.metric_registry import RESULT_METRICS, Source
 from perfdash.metrics import model_warnings, summarize_results
 from perfdash.pytorch_json import KeyHints, ParsedRecords, looks_like_records, parse_records
-from service.models import Configuration, Machine, Result, Run, RunSummary, Series
+from service.models import Configuration, GeneratedCode, Machine, Result, Run, RunSummary, Series
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +131,20 @@ def _activation(samples: ModelSamples) -> list[list[object]]:
     older files hash as they did."""
     peaks = [samples.eager_activation_peak_mem, samples.dynamo_activation_peak_mem]
     measured = [[name, value] for name in SAMPLE_METRICS if (value := getattr(samples, name)) is not None]
-    return ([] if peaks == [None, None] else [peaks]) + measured
+    return ([] if peaks == [None, None] else [peaks]) + measured + _generated_code_content(samples)
+
+
+def _generated_code_content(samples: ModelSamples) -> list[list[object]]:
+    """The generated code's part of the content hash (added with migration 0010): nothing when absent, so stored
+    runs keep their hash."""
+    out: list[list[object]] = []
+    if samples.code is not None:
+        out.append(["code", samples.code.to_json()])
+    if samples.kernel_times:
+        out.append(["kernel_times", [k.to_json() for k in samples.kernel_times]])
+    if samples.code_source is not None:
+        out.append(["code_source", samples.code_source])
+    return out
 
 
 # How far ahead of the server's clock a run may start (clocks of agents drift; a night never starts tomorrow).
@@ -357,6 +371,10 @@ class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
     compiled_ms: list[Annotated[float, Field(gt=0)]] | None = None
     eager_activation_peak_mem: float | None = Field(None, ge=0)  # perfdash's own, kept with the samples
     dynamo_activation_peak_mem: float | None = Field(None, ge=0)
+    # what Inductor generated (perfdash.generated_code), as the samples file carries it
+    code: dict[str, Any] | None = None
+    kernel_times: list[list[Any]] | None = Field(None, max_length=MAX_KERNEL_TIMES)
+    code_source: str | None = Field(None, max_length=MAX_SOURCE_CHARS)
 
     @model_validator(mode="after")
     def _no_nul_bytes(self) -> ResultPayload:
@@ -398,8 +416,11 @@ def bundle_from_payload(payload: RunPayload) -> RunBundle:
                     item.name, item.batch_size, tuple(item.eager_ms), tuple(item.compiled_ms),
                     eager_activation_peak_mem=item.eager_activation_peak_mem,
                     dynamo_activation_peak_mem=item.dynamo_activation_peak_mem,
-                    **{name: getattr(item, name) for name in SAMPLE_METRICS}))
-        except ValueError as exc:
+                    **{name: getattr(item, name) for name in SAMPLE_METRICS},
+                    code=CodeFingerprint.from_json(item.code) if item.code else None,
+                    kernel_times=tuple(KernelTime.from_json(k) for k in item.kernel_times or ()),
+                    code_source=item.code_source))
+        except (ValueError, KeyError, TypeError) as exc:
             raise ContractError(str(exc), file=where) from None
         if item.speedup is None and item.accuracy is None:
             raise ContractError("a result needs a speedup, an accuracy status or both", file=where)
@@ -504,6 +525,14 @@ def _samples_json(samples: ModelSamples) -> dict[str, Any]:
     return out
 
 
+def _generated_code_row(run_id: int, samples: ModelSamples) -> dict[str, Any]:
+    code = samples.code
+    assert code is not None
+    return {"run_id": run_id, "name": samples.name, "digest": code.digest, "graphs": code.graphs,
+            "kernels": code.kernels, "kernel_digests": [list(pair) for pair in code.kernel_digests],
+            "kernel_times": [k.to_json() for k in samples.kernel_times], "source": samples.code_source}
+
+
 def _result_row(run_id: int, series_id: int, result: ModelResult, samples: ModelSamples | None,
                 error: str | None) -> dict[str, Any]:
     perf = result.performance
@@ -574,6 +603,11 @@ def store_runs(session: Session, bundles: Sequence[RunBundle]) -> list[IngestedR
         rows = [_result_row(run.id, series[(run.configuration_id, r.name, r.batch_size)], r, bundle.samples.get(r.name),
                             bundle.manifest.model_errors.get(r.name))
                 for run, (*_, bundle) in zip(runs, new, strict=True) for r in bundle.results]
+        code_rows = [_generated_code_row(run.id, samples)
+                     for run, (*_, bundle) in zip(runs, new, strict=True) for r in bundle.results
+                     if (samples := bundle.samples.get(r.name)) is not None and samples.code is not None]
+        if code_rows:
+            session.execute(GeneratedCode.__table__.insert(), code_rows)
         if rows:
             # Core insert, not ORM bulk: the ORM drops None values and splits rows with different None patterns
             # into many small statements (x10 slower for a night's 2,700 rows).

@@ -13,6 +13,8 @@ Shape of the data (years of nightly runs, ~3M result rows):
 - ``RunSummary``: the suite summary of a run computed once at ingest with perfdash.metrics, so pages never
   aggregate result rows.
 - ``Annotation``: a note on a configuration, a series or a night.
+- ``GeneratedCode``: what Inductor generated for one model of one run (perfdash.generated_code): the fingerprint,
+  the top kernels of the profile and the packed normalised source for the code diff (migration 0010).
 """
 
 from __future__ import annotations
@@ -174,6 +176,20 @@ class Result(ResultMetricColumns, Base):
     @property
     def gated_speedup(self) -> float:
         return gated_speedup(self.speedup, self.passed)
+
+
+class GeneratedCode(Base):
+    __tablename__ = "generated_code"
+
+    run_id: Mapped[int] = mapped_column(sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String(200), primary_key=True)  # the model (a result's name in the run)
+    digest: Mapped[str] = mapped_column(sa.String(64))
+    graphs: Mapped[int]
+    kernels: Mapped[int]
+    kernel_digests: Mapped[list[list[str]]] = mapped_column(sa.JSON)  # [[name, digest], ...] (bounded)
+    kernel_times: Mapped[list[list[Any]]] = mapped_column(sa.JSON)  # [[name, self_us, share, calls], ...]
+    # zlib + base64 of the normalised source, capped (perfdash.generated_code.pack_source); only the diff reads it
+    source: Mapped[str | None] = mapped_column(sa.Text, deferred=True)
 
 
 class RunSummary(Base):

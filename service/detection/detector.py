@@ -49,6 +49,7 @@ from perfdash.verdicts import (
     ENVIRONMENT,
     FIXED,
     IMPROVEMENT,
+    MACHINE_CHANGE,
     MODELS_DROPPED,
     NEW_FAILURE,
     REGRESSION,
@@ -58,6 +59,7 @@ from perfdash.verdicts import (
     category,
 )
 from service.detection.changepoint import DetectionConfig, detect_change_points
+from service.detection.code_change import CODE_UNKNOWN, CodeChange, compare_code
 from service.detection.confirmation import queue_confirmations
 from service.detection.environment import ShiftConfig, common_shift, manifest_differences, series_move
 from service.detection.models import ChangePointRow, Finding
@@ -70,6 +72,7 @@ from service.queries.detection import (
     series_history,
     suite_geomean_history,
 )
+from service.queries.generated_code import code_side
 from service.queries.order import previous_run
 from service.queries.torch_versions import is_release
 
@@ -277,17 +280,41 @@ def _store_change_points(session: Session, run: Run, series_id: int | None, mode
         stored.add(first.run_id)
         subject = model or "suite geomean speedup"
         label = metric if model else "geomean"
+        code = _code_change(session, last_old.run_id, first.run_id, model) if model else None
+        same_code = code.machine_change if code is not None else _models_all_machine_changes(session, run, first.run_id)
         finding = _add_finding(session, Finding(
             key=f"cp:{row.id}", kind=FindingKind.PERFORMANCE if model else FindingKind.SUMMARY,
-            category=change_verdict(cp.change_pct, better_of(metric)).name, configuration_id=run.configuration_id,
+            category=MACHINE_CHANGE.name if same_code else change_verdict(cp.change_pct, better_of(metric)).name,
+            code_change=code.to_json() if code is not None else None, configuration_id=run.configuration_id,
             series_id=series_id, run_id=run.id, change_point_id=row.id, model=model, metric=metric,
             old_value=cp.before_mean, new_value=cp.after_mean, change_pct=cp.change_pct, p_value=cp.p_value,
             good_commit=last_old.commit, bad_commit=first.commit,
             summary=f"{subject}: {label} {cp.change_pct:+.1f}% ({cp.before_mean:.4g} -> {cp.after_mean:.4g}, "
-                    f"p={cp.p_value:.1e}, since {first.night})"))
+                    f"p={cp.p_value:.1e}, since {first.night})"
+                    + (f" {code.sentence()}" if code is not None and code.verdict != CODE_UNKNOWN else "")))
         if finding is not None:
             found.append(finding)
     return found
+
+
+def _code_change(session: Session, old_run_id: int, new_run_id: int, model: str) -> CodeChange:
+    """Whether the generated code of ``model`` changed between the two runs (service.detection.code_change); the
+    torch build counts as environment here (the code calls torch's own kernels)."""
+    old, new = session.get(Run, old_run_id), session.get(Run, new_run_id)
+    environment_changed = (run_environment(old) != run_environment(new)
+                           or (old.torch_version, old.torch_git_commit) != (new.torch_version, new.torch_git_commit))
+    return compare_code(code_side(session, old_run_id, model), code_side(session, new_run_id, model),
+                        environment_changed)
+
+
+def _models_all_machine_changes(session: Session, run: Run, first_run_id: int) -> bool:
+    """Whether the models' findings of the configuration's change at ``first_run_id`` are all machine changes (then
+    so is the suite geomean's change it made)."""
+    categories = set(session.scalars(
+        sa.select(Finding.category).join(Finding.change_point)
+        .where(Finding.configuration_id == run.configuration_id, Finding.series_id.is_not(None),
+               ChangePointRow.run_id == first_run_id)))
+    return categories == {MACHINE_CHANGE.name}
 
 
 def _series_points(session: Session, run: Run, series_ids: list[int],
@@ -406,9 +433,9 @@ RULES: tuple[Rule, ...] = (
     Rule("status", (NEW_FAILURE, FIXED), status_changes),
     Rule("environment", (ENVIRONMENT,), environment_change),
     Rule("models_dropped", (MODELS_DROPPED,), models_dropped),
-    Rule("performance", (REGRESSION, IMPROVEMENT), performance_change_points, needs_previous=False),
+    Rule("performance", (REGRESSION, IMPROVEMENT, MACHINE_CHANGE), performance_change_points, needs_previous=False),
     Rule("passrate", (REGRESSION,), passrate_drop),
-    Rule("suite_geomean", (REGRESSION, IMPROVEMENT), suite_geomean_change_points, needs_previous=False),
+    Rule("suite_geomean", (REGRESSION, IMPROVEMENT, MACHINE_CHANGE), suite_geomean_change_points, needs_previous=False),
 )
 
 

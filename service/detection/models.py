@@ -78,6 +78,8 @@ class Finding(Base):
     # none | pending (a candidate) | confirmed | not_reproduced | error: see service.detection.confirmation
     confirmation: Mapped[str] = mapped_column(sa.String(16), default="none", server_default="none", index=True)
     confirmation_result: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)  # the A/B figures
+    # did the generated code change between the two runs compared (service.detection.code_change; migration 0010)
+    code_change: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
     created_at: Mapped[datetime] = mapped_column(server_default=sa.func.now())
 
     configuration: Mapped[Configuration] = relationship(lazy="joined")

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from perfdash.metric_registry import RESULT_METRICS, SUMMARY_METRICS, ResultMetric, shown_metrics
 from perfdash.metrics import SuiteSummary
 from perfdash.verdicts import REGRESSION, category
+from service.detection.code_change import describe
 from service.detection.confirmation import ERROR, NOT_REPRODUCED, PENDING
 from service.detection.models import Finding
 from service.github import safe
@@ -33,6 +34,7 @@ from service.queries.detection import (
     results_by_series,
     runs_of_night,
 )
+from service.queries.generated_code import same_code_gauge
 from service.queries.order import previous_run
 
 TEMPLATES = Path(__file__).resolve().parent.parent.parent / "templates"
@@ -98,6 +100,10 @@ class ReportContext:
     fixed: list[Finding] = field(default_factory=list)
     environment: list[Finding] = field(default_factory=list)  # environment changes: one finding each
     models_dropped: list[Finding] = field(default_factory=list)
+    # same code, same environment, different time (service.detection.code_change): no issue; and the gauge, all
+    # such events of these configurations so far
+    machine_changes: list[Finding] = field(default_factory=list)
+    same_code_count: int = 0
     missing: list[MissingConfiguration] = field(default_factory=list)
     details: list[SuiteDetail] = field(default_factory=list)
 
@@ -213,6 +219,7 @@ def build_report(session: Session, run_id: int, dashboard_url: str | None = None
         details=[_details(session, r, previous[r.id]) for r in runs])
     for finding in findings:
         _place(context, finding)
+    context.same_code_count = sum(same_code_gauge(session, {r.configuration_id for r in runs}).values())
     context.missing = missing_configurations(session, anchor.night)
     return context
 
@@ -280,7 +287,8 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=_data,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                              undefined=jinja2.StrictUndefined)
-    env.filters.update(cell=_cell, code=_code, raw=_raw, num=_num, value=_value, short=_short, ab=_ab)
+    env.filters.update(cell=_cell, code=_code, raw=_raw, num=_num, value=_value, short=_short, ab=_ab,
+                       code_change=lambda f: describe(f.code_change))
     return env
 
 

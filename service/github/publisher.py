@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from perfdash.axes import run_command, stored_axes
 from perfdash.verdicts import REGRESSION, category
+from service.detection.code_change import describe
 from service.detection.confirmation import CONFIRMED, NONE
 from service.detection.models import BisectionRequest, Finding
 from service.github import safe
@@ -155,6 +156,8 @@ def issue_body(finding: Finding, dashboard_url: str | None) -> str:
         f"| nights | {cp.n_before} before, {cp.n_after} after |" if cp else "| nights | - |",
         f"| commit range | {md(finding.good_commit or '?')}..{md(finding.bad_commit or '?')} |",
         *confirmed,
+        "",
+        md(describe(finding.code_change)) if finding.kind == "performance" else "",
         "",
         "Reproduce:",
         safe.code_block(_repro(finding)),

@@ -22,6 +22,7 @@ from service.queries.compare import compare_runs
 from service.queries.filters import RunFilter
 from service.queries.summary import latest_runs_with_base
 from service.web import views
+from service.web.generated_code import model_code
 
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 
@@ -121,7 +122,8 @@ def _base_run(session: SessionDep, run: Run, base_id: int | None) -> Run | str |
 @router.get("/model/{series_id}")
 def model(request: Request, session: SessionDep, series_id: int,
           since: Annotated[date | None, Query(alias="from")] = None,
-          until: Annotated[date | None, Query(alias="to")] = None) -> Response:
+          until: Annotated[date | None, Query(alias="to")] = None, code_a: int | None = None,
+          code_b: int | None = None, diff: bool = False) -> Response:
     series: Series | None = history.get_series(session, series_id)
     if series is None:
         return _not_found(request, f"There is no series {series_id}.")
@@ -135,6 +137,7 @@ def model(request: Request, session: SessionDep, series_id: int,
                                        until=until, with_night_notes=True, oldest_first=True, limit=10_000)]
     shown = findings.finding_rows(session, series_id=series_id, since=since, until=until, oldest_first=True)
     chart = views.model_chart_data(points, notes, [views.finding_mark(f) for f in shown])
+    chart["codeChanged"], code = model_code(session, series.name, points, code_a, code_b, diff)
     last = points[-1] if points else None
     # the latest point that carries perfdash's activation peak (PyTorch's own files have none)
     activation = next((p for p in reversed(points) if p.eager_activation_peak_mem is not None), None)
@@ -143,7 +146,8 @@ def model(request: Request, session: SessionDep, series_id: int,
                   label=views.config_label(config), group=views.group_title(config), points=points, last=last,
                   activation=activation, metrics=metrics, rows=views.point_rows(points, metrics, MODEL_TABLE_ROWS),
                   chart=chart, since=since, until=until, notes=notes, table_limit=MODEL_TABLE_ROWS, findings=shown,
-                  repro=repro_command(config, series.name), views=views,
+                  repro=repro_command(config, series.name), views=views, code=code,
+                  code_marks=dict(zip((p.run_id for p in points), chart["codeChanged"], strict=True)),
                   env=" ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(config.env.items())))
 
 

@@ -29,13 +29,14 @@ def run_files(result_csv) -> RunFiles:
     def make(night: int, speedups: dict[str, float | None], statuses: dict[str, str] | None = None,
              compile_s: dict[str, float] | None = None, suite: str = "timm_models", backend: str = "inductor",
              environment: dict[str, str] | None = None, hours: float = 0, torch_version: str = "2.14.1",
-             **config) -> dict[str, bytes]:
+             commit: str | None = None, samples: list | None = None, **config) -> dict[str, bytes]:
         statuses = statuses or {}
         start = datetime(2026, 1, 1, 1, 0, tzinfo=UTC) + timedelta(days=night, hours=hours)
         manifest = Manifest(
             source="perfdash", config=RunConfig(suite=suite, backend=backend, **config),
             machine=MachineInfo(host="agent-1", device="cpu", cpu_model="Test Xeon", cpu_count=2),
-            torch_version=torch_version, torch_git_commit=f"c{night:04d}" + "0" * 36, suite_versions={"timm": "1.0.31"},
+            torch_version=torch_version, torch_git_commit=commit or f"c{night:04d}" + "0" * 36,
+            suite_versions={"timm": "1.0.31"},
             start_time=start, end_time=start + timedelta(hours=1), command=f"perfdash run --suite {suite}",
             environment=environment or {})
         perf, acc = [], []
@@ -47,9 +48,12 @@ def run_files(result_csv) -> RunFiles:
             acc.append(AccuracyRow(dev="cpu", name=name, batch_size=8,
                                    accuracy=statuses.get(name, "pass" if speedup is not None else "fail_to_run")))
         stem = manifest.config.key().stem
-        return {f"{stem}_performance.csv": result_csv("performance", perf),
-                f"{stem}_accuracy.csv": result_csv("accuracy", acc),
-                f"{stem}_manifest.json": manifest.model_dump_json().encode()}
+        files = {f"{stem}_performance.csv": result_csv("performance", perf),
+                 f"{stem}_accuracy.csv": result_csv("accuracy", acc),
+                 f"{stem}_manifest.json": manifest.model_dump_json().encode()}
+        if samples:  # ModelSamples lines (the generated code's tests)
+            files[f"{stem}_samples.jsonl"] = "".join(s.to_json() + "\n" for s in samples).encode()
+        return files
 
     return make
 

@@ -72,13 +72,21 @@
         const i = params[0].dataIndex;
         const ci = hasBand && band.low[i] !== null ? "<br>95 % CI: " + esc(fmt(band.low[i])) + " – " +
           esc(fmt(band.high[i])) : "";
+        const code = (data.codeChanged || [])[i];
         return esc(data.nights[i]) + "<br>" + esc(node.dataset.title) + ": <b>" + esc(fmt(values[i])) + "</b>" + ci +
-          "<br>status: " + esc(data.status[i]) + "<br>commit: " + esc((data.commits[i] || "-").slice(0, 12));
+          "<br>status: " + esc(data.status[i]) + "<br>commit: " + esc((data.commits[i] || "-").slice(0, 12)) +
+          (code === true ? "<br>generated code changed" : code === false ? "<br>generated code same" : "");
       };
+      // a diamond on each point whose generated code differs from the point before (issue 28)
+      const codeMarks = (data.codeChanged || []).map(function (changed, i) {
+        return changed === true && values[i] !== null ? { coord: [i, values[i]], name: "code changed" } : null;
+      }).filter(function (m) { return m !== null; });
       option.series = [{
         type: "line", name: node.dataset.title, data: values, showSymbol: values.length < 120, symbolSize: 4,
         connectNulls: false, lineStyle: { width: 1.5 },
         markLine: marks.length ? { symbol: "none", silent: false, data: marks, label: { fontSize: 9 } } : undefined,
+        markPoint: codeMarks.length ? { symbol: "diamond", symbolSize: 10, data: codeMarks, label: { show: false },
+          itemStyle: { color: "#8250df" } } : undefined,
       }];
       if (hasBand) {
         // the confidence interval as a shaded band: the low bound, then the width stacked on it

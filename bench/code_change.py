@@ -1,0 +1,251 @@
+"""What the compiler changed (issue 28): induced code changes, same code under load, and the cost of knowing.
+
+Three parts, each on real runs of the real harness (``runner.api.run_suite``: worker processes, CPU inference with
+TORCHINDUCTOR_FREEZING=1 as the nightly runs):
+
+- ``induced``: each tiny model of tests/runner/data/tiny_real.toml (resnet10t, BertForMaskedLM, tiny_mlp) run with
+  Inductor's defaults and with each of INDUCED_SETTINGS (``perfdash run --inductor-config``); for each pair the code
+  comparison a finding makes (service.detection.code_change.compare_code on what the samples file carries) against
+  the kernels that really changed, found independently: a line diff of the two stored sources, each changed line
+  assigned to the kernel whose definition it falls in (wrapper lines count for no kernel). A case is a hit when every
+  kernel that really changed is among those the finding names. Target: hits in >= 90 % of the cases.
+- ``load``: a replay of real runs: RUNS_QUIET runs of two tiny models, then RUNS_LOADED runs with HOGS_PER_CORE
+  busy loops per core, same torch, same code; ingested into a fresh SQLite database through the service's ingest,
+  detection over every run as the post-ingest hook runs it. Prints the findings by category, the regression issues
+  the publisher would file (target 0) and the "same code, different time" gauge.
+- ``cost``: the nightly's three models (service/nightly.py DEFAULT_PICKS: torchbench resnet18, huggingface
+  DistilBertForMaskedLM, timm lcnet_050, batch size 4) with a warm cache: the kernel profile plus the fingerprint as a
+  share of the model's wall time outside compilation (target <= 10 %), and the bytes per result of the fingerprint
+  and kernel table (target <= 50 kB) and of the packed source kept for the code diff.
+
+    .venv/bin/python -m bench.code_change [induced] [load] [cost]     (default: all three)
+
+(Run it as a module: started as a script, bench/ comes first on sys.path and bench/bisect.py shadows the standard
+library's bisect.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import multiprocessing
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "tests" / "runner" / "data" / "tiny_real.toml"
+TINY_MODELS = ("resnet10t", "BertForMaskedLM", "tiny_mlp")
+INDUCED_SETTINGS = ("cpp.simdlen=256", "max_fusion_size=1")
+LOAD_MODELS = ("resnet10t", "tiny_mlp")
+RUNS_QUIET, RUNS_LOADED = 10, 5  # a shared machine: enough runs that a change point stands out of its noise
+# busy loops per core in the loaded runs: the machine is shared, so "quiet" runs already meet other work; three per
+# core make the loaded runs slower beyond that noise
+HOGS_PER_CORE = 3
+_KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.\w+\(")
+
+
+def _run(out: Path, models: str, *, suite: str = "huggingface", models_file: Path | None = TINY,
+         model_list: str = "default", batch_size: int | None = None, repeat: int = 20,
+         inductor_config: tuple[str, ...] = ()):  # -> RunReport
+    from runner.api import run_suite
+    from runner.inductor_overrides import ENV_NAME, encode
+    from runner.options import RunOptions
+
+    env = {ENV_NAME: encode(inductor_config)} if inductor_config else {}
+    return run_suite(RunOptions(suite=suite, models_file=models_file, model_list=model_list, filters=(models,),
+                                backend="inductor", performance=True, repeat=repeat, timeout_s=900.0,
+                                batch_size=batch_size, output_dir=out, extra_env=env))
+
+
+def _only(names: tuple[str, ...]) -> str:
+    return "^(" + "|".join(re.escape(n) for n in names) + ")$"
+
+
+def _side(samples):  # -> CodeSide
+    from service.detection.code_change import CodeSide
+
+    return CodeSide(samples.code.digest, samples.code.kernel_map, {k.name: k.self_us for k in samples.kernel_times})
+
+
+def really_changed(old: str, new: str) -> set[str]:
+    """Kernels with a changed line, by a line diff of the two sources (independent of the fingerprint's digests)."""
+
+    def owners(lines: list[str]) -> list[str | None]:
+        """Per line, the kernel whose definition it is in: from ``name = async_compile...(`` to the line that closes
+        its source (starting with triple quotes); None for the wrapper's lines."""
+        owner, out = None, []
+        for line in lines:
+            match = _KERNEL_DEF.match(line)
+            owner = match.group(1) if match else owner
+            out.append(owner)
+            if owner and line.startswith(("'''", '"""')):
+                owner = None
+        return out
+
+    a, b = old.splitlines(), new.splitlines()
+    own_a, own_b = owners(a), owners(b)
+    changed: set[str] = set()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        changed.update(o for o in own_a[i1:i2] if o)
+        changed.update(o for o in own_b[j1:j2] if o)
+    return changed
+
+
+def induced(workdir: Path) -> None:
+    from perfdash.contract import read_samples
+    from perfdash.generated_code import unpack_source
+    from service.detection.code_change import compare_code
+
+    def samples_of(report) -> dict:
+        return {s.name: s for s in read_samples(report.paths.samples)}
+
+    base = samples_of(_run(workdir / "induced-base", _only(TINY_MODELS)))
+    hits = cases = 0
+    print("induced code changes: tiny models, CPU inference, Inductor defaults -> one setting changed")
+    print(f"{'model':<16} {'setting':<20} {'really changed':<44} {'finding names':<44} hit")
+    for setting in INDUCED_SETTINGS:
+        tag = re.sub(r"\W", "_", setting)
+        other = samples_of(_run(workdir / f"induced-{tag}", _only(TINY_MODELS), inductor_config=(setting,)))
+        for model in TINY_MODELS:
+            a, b = base.get(model), other.get(model)
+            if a is None or b is None or a.code is None or b.code is None:
+                print(f"{model:<16} {setting:<20} (no code recorded: {a is None or a.code is None}, "
+                      f"{b is None or b.code is None})")
+                continue
+            truth = really_changed(unpack_source(a.code_source), unpack_source(b.code_source))
+            change = compare_code(_side(a), _side(b), environment_changed=True)
+            named = set(change.named_kernels)
+            if not truth and change.verdict == "unchanged":
+                print(f"{model:<16} {setting:<20} {'(none: same code)':<44} {'(code unchanged)':<44} -")
+                continue
+            cases += 1
+            hit = truth <= named
+            hits += hit
+            print(f"{model:<16} {setting:<20} {','.join(sorted(truth)) or '(wrapper only)':<44.44} "
+                  f"{','.join(change.named_kernels) or '-':<44.44} {'yes' if hit else 'NO'}")
+    print(f"induced cases whose finding names every kernel that really changed: {hits}/{cases}"
+          + (f" = {hits / cases:.0%} (target >= 90 %)" if cases else ""))
+
+
+def _busy(stop_at: float) -> None:
+    while time.time() < stop_at:
+        pass
+
+
+def load(workdir: Path) -> None:
+    import sqlalchemy as sa
+
+    from service.db import make_engine, make_session_factory
+    from service.detection.detector import detect_run
+    from service.detection.models import Finding
+    from service.github.publisher import issue_finding_ids
+    from service.ingest import bundles_from_files, ingest
+    from service.migrate import upgrade
+    from service.queries.generated_code import same_code_gauge
+
+    url = f"sqlite:///{workdir / 'load.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    digests: dict[str, set[str]] = {m: set() for m in LOAD_MODELS}
+    medians: list[dict[str, float]] = []
+    run_ids = []
+    for index in range(RUNS_QUIET + RUNS_LOADED):
+        loaded = index >= RUNS_QUIET
+        hogs = []
+        if loaded:  # busy loops for longer than the run takes; stopped after it
+            hogs = [multiprocessing.Process(target=_busy, args=(time.time() + 900,), daemon=True)
+                    for _ in range(HOGS_PER_CORE * multiprocessing.cpu_count())]
+            for hog in hogs:
+                hog.start()
+        try:
+            report = _run(workdir / f"load-{index}", _only(LOAD_MODELS))
+        finally:
+            for hog in hogs:
+                hog.terminate()
+                hog.join()
+        medians.append({s.name: statistics.median(s.compiled_ms) for s in report.samples})
+        for s in report.samples:
+            if s.code is not None:
+                digests[s.name].add(s.code.digest)
+        files = {p.name: p.read_bytes() for p in report.paths.performance.parent.iterdir() if p.is_file()}
+        with make_session_factory(engine)() as session:
+            stored = ingest(session, bundles_from_files(files))
+            session.commit()
+            for run in stored.runs:
+                detect_run(session, run.run_id, incremental=True)
+                run_ids.append(run.run_id)
+            session.commit()
+    with make_session_factory(engine)() as session:
+        categories = Counter(session.scalars(sa.select(Finding.category).where(Finding.kind == "performance")))
+        issues = issue_finding_ids(session, run_ids=run_ids)
+        gauge = same_code_gauge(session)
+    engine.dispose()
+    print(f"same code under load: {RUNS_QUIET} runs, then {RUNS_LOADED} with {HOGS_PER_CORE} busy loops per core, "
+          f"models {', '.join(LOAD_MODELS)}")
+    for model in LOAD_MODELS:
+        quiet = statistics.median(m[model] for m in medians[:RUNS_QUIET] if model in m)
+        busy = statistics.median(m[model] for m in medians[RUNS_QUIET:] if model in m)
+        print(f"  {model}: compiled median {quiet:.3f} ms quiet, {busy:.3f} ms loaded ({busy / quiet - 1:+.0%}); "
+              f"code digests seen: {len(digests[model])}")
+    print(f"  model performance findings by category: {dict(categories) or 'none'}")
+    print(f"  regression issues the publisher would file: {len(issues)} (target 0)")
+    print(f"  same code, different time gauge: {sum(gauge.values())} event(s)")
+
+
+def cost(workdir: Path) -> None:
+    from service.nightly import DEFAULT_PICKS
+
+    picks = [p for p in DEFAULT_PICKS if p.suite in ("torchbench", "huggingface", "timm_models")]
+    print("cost: the nightly's three models, CPU inference, batch size 4, repeat 30, second run (warm caches)")
+    print(f"{'model':<24} {'wall s':>7} {'compile s':>9} {'profile s':>9} {'fingerprint s':>13} {'share':>7} "
+          f"{'code+kernels B':>14} {'source B':>9}")
+    shares = []
+    for pick in picks:
+        for attempt in ("fill", "measured"):
+            report = _run(workdir / f"cost-{pick.suite}-{attempt}", _only(pick.models), suite=pick.suite,
+                          models_file=None, model_list=pick.model_list, batch_size=pick.batch_size, repeat=30)
+        for outcome, samples in zip(report.outcomes, report.samples, strict=False):
+            t = outcome.timings
+            if outcome.status != "pass" or samples.code is None:
+                print(f"{outcome.name:<24} failed or no code: {outcome.status} {outcome.error}")
+                continue
+            outside = t["worker_wall"] - t.get("compile", 0.0)
+            spent = t.get("kernel_profile", 0.0) + t.get("fingerprint", 0.0)
+            shares.append(spent / outside)
+            line = json.loads(samples.to_json())
+            kept = len(json.dumps({k: line[k] for k in ("code", "kernel_times") if k in line}))
+            source = len(line.get("code_source", ""))
+            print(f"{outcome.name:<24} {t['worker_wall']:>7.2f} {t.get('compile', 0.0):>9.2f} "
+                  f"{t.get('kernel_profile', 0.0):>9.3f} {t.get('fingerprint', 0.0):>13.4f} {shares[-1]:>7.2%} "
+                  f"{kept:>14} {source:>9}")
+    if shares:
+        print(f"fingerprint + kernel profile, share of a model's wall time outside compilation: max {max(shares):.2%}"
+              f" (target <= 10 %)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("parts", nargs="*", metavar="{induced,load,cost}", help="default: all three")
+    args = parser.parse_args(argv)
+    parts = args.parts or ["induced", "load", "cost"]
+    if set(parts) - {"induced", "load", "cost"}:
+        parser.error(f"unknown part in {parts}")
+    with tempfile.TemporaryDirectory(prefix="code-change-") as tmp:
+        for part in parts:
+            start = time.perf_counter()
+            {"induced": induced, "load": load, "cost": cost}[part](Path(tmp))
+            print(f"({part}: {time.perf_counter() - start:.0f} s)\n", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    raise SystemExit(main())

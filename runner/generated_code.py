@@ -1,0 +1,108 @@
+"""What Inductor generated for the timed model, and where the compiled step spends its time (imports torch).
+
+- ``capture``: a context manager around the compiled warm-up that keeps the output code of every graph Inductor
+  produces. It sets ``GraphLowering.save_output_code``, the hook PyTorch's own ``run_and_get_code`` uses
+  (torch/_inductor/utils.py); Inductor calls it with the module's source both when it generates the code
+  (torch/_inductor/graph.py, ``GraphLowering.codegen_with_cpp_wrapper``/``compile_to_module`` path) and when it loads a
+  graph from its FX graph cache (torch/_inductor/codecache.py, ``FxGraphCache._lookup_graph``), so a warm cache is
+  fingerprinted like a cold one (pytorch/pytorch at 5c4886908584029761b579af026dcfb627c84070, torch 2.14.1). On CPU it
+  also switches on ``torch._inductor.config.cpp.enable_kernel_profile`` for the compilation, which wraps each C++
+  kernel in a RECORD_FUNCTION named after it: without it the profiler cannot name Inductor's C++ kernels.
+- ``kernel_profile``: a few compiled steps under torch.profiler after the timed loop (never during it); the top
+  kernels by self time (perfdash.generated_code.top_kernels): on CPU every CPU event (Inductor's C++ kernels by name,
+  oneDNN/MKL calls as their aten ops), on CUDA the device kernels (Triton and library kernels).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from perfdash.generated_code import CodeFingerprint, KernelTime, fingerprint, normalise, pack_source, top_kernels
+
+PROFILE_STEPS = 3  # compiled steps under the profiler
+
+
+def _roots() -> list[str]:
+    """Directories whose paths may appear in output code: Inductor's and Triton's caches, the temporary dir, home,
+    the working directory."""
+    candidates = [os.environ.get("TORCHINDUCTOR_CACHE_DIR"), os.environ.get("TRITON_CACHE_DIR"),
+                  tempfile.gettempdir(), os.environ.get("TMPDIR"), str(Path.home()), os.getcwd()]
+    with suppress(ImportError):  # a torch without this helper: the environment's paths above still cover it
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+        candidates.append(cache_dir())
+    return [c for c in candidates if c]
+
+
+@dataclass(slots=True)
+class Captured:
+    """The output code of the graphs compiled inside ``capture``, normalised."""
+
+    graphs: list[str] = field(default_factory=list)
+
+    @property
+    def fingerprint(self) -> CodeFingerprint | None:
+        return fingerprint(self.graphs) if self.graphs else None
+
+    @property
+    def packed_source(self) -> str | None:
+        return pack_source(self.graphs) if self.graphs else None
+
+
+@contextmanager
+def capture(device: str) -> Iterator[Captured]:
+    from torch._inductor import config
+    from torch._inductor.graph import GraphLowering
+
+    captured = Captured()
+    roots = _roots()
+    previous = GraphLowering.save_output_code
+
+    def save(code: str) -> None:
+        captured.graphs.append(normalise(code, roots))
+        if previous is not None:
+            previous(code)
+
+    GraphLowering.save_output_code = save  # type: ignore[assignment]
+    try:
+        with config.patch({"cpp.enable_kernel_profile": device == "cpu"}):
+            yield captured
+    finally:
+        GraphLowering.save_output_code = previous  # type: ignore[assignment]
+
+
+def kernel_profile(step: Callable[[], Any], device: str, steps: int = PROFILE_STEPS) -> tuple[KernelTime, ...]:
+    """The top kernels of ``steps`` profiled calls of ``step`` (already warm)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=activities) as prof:
+        if device == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        step_us = (time.perf_counter() - start) * 1e6 / steps
+    totals: dict[str, tuple[float, int]] = {}
+    for event in prof.key_averages():
+        if device == "cuda":
+            if event.device_type != DeviceType.CUDA:
+                continue
+            self_us = float(event.self_device_time_total)
+        else:
+            self_us = float(event.self_cpu_time_total)
+        if self_us > 0:
+            totals[event.key] = (self_us, int(event.count))
+    return top_kernels(totals, steps, step_us)
