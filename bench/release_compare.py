@@ -88,8 +88,7 @@ def show(database_url: str, base: str, new: str) -> None:
     import sqlalchemy as sa
 
     from service.db import make_engine
-    from service.detection.models import Finding
-    from service.models import Run
+    from service.models import Finding, Run
     from service.queries.releases import compare_versions, versions
 
     engine = make_engine(database_url)

@@ -1,6 +1,6 @@
 """Detection, GitHub reporting and bisection requests: change points, findings, the GitHub posts ledger, bisections.
 
-Tables of service/detection/models.py. Findings are acknowledged on the finding itself (note, who, when); a note
+Tables of service/models.py. Findings are acknowledged on the finding itself (note, who, when); a note
 also goes to the annotations table of 0001 so the dashboard shows it.
 
 Revision ID: 0002

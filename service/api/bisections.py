@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 from perfdash.bisection import BisectionIn, BisectionOut, BisectionResult, BisectionStatus
 from service.api.auth import AUTH_RESPONSES, BisectScope
 from service.api.deps import SessionDep, SettingsDep
-from service.detection.models import BisectionRequest, Finding
 from service.detection.queries import BisectionError, record_result, request_bisection
+from service.models import BisectionRequest, Finding
 from service.queries.findings import bisection_out, list_bisections
 from service.settings import Settings
 

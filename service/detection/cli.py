@@ -43,9 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _detect(args: argparse.Namespace) -> int:
     from service.db import session_scope
     from service.detection.detector import detect_run
-    from service.detection.models import Finding
     from service.hooks import post_ingest_hooks
     from service.ingest import pending_hook_runs, run_hooks
+    from service.models import Finding
     from service.queries.detection import runs_to_detect
 
     settings = args.settings
@@ -109,9 +109,9 @@ def _report(args: argparse.Namespace) -> int:
 def _post(session: Session, settings: Settings, context: ReportContext, body: str) -> int:
     import sqlalchemy as sa
 
-    from service.detection.models import Finding
     from service.github.client import GitHubClient, GitHubConfig, refusal
     from service.github.publisher import file_issue, issue_finding_ids, publish, retry_unposted
+    from service.models import Finding
 
     config = GitHubConfig.from_settings(settings)
     if config is None or settings.report_issue is None:

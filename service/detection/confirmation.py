@@ -47,8 +47,8 @@ from sqlalchemy.orm import Session
 
 from perfdash.bisection import BisectionIn, BisectionResult
 from perfdash.verdicts import REGRESSION, FindingKind
-from service.detection.models import BisectionRequest, ChangePointRow, Finding
 from service.detection.queries import BisectionError, request_bisection
+from service.models import BisectionRequest, ChangePointRow, Finding
 from service.queries.detection import has_later_run, series_commits
 
 logger = logging.getLogger(__name__)

@@ -62,8 +62,7 @@ from service.detection.changepoint import DetectionConfig, detect_change_points
 from service.detection.code_change import CODE_UNKNOWN, CodeChange, compare_code
 from service.detection.confirmation import queue_confirmations
 from service.detection.environment import ShiftConfig, common_shift, manifest_differences, series_move
-from service.detection.models import ChangePointRow, Finding
-from service.models import Annotation, Result, Run, RunSummary
+from service.models import Annotation, ChangePointRow, Finding, Result, Run, RunSummary
 from service.queries.detection import (
     night_of_run,
     passing_series,

@@ -17,8 +17,7 @@ from perfdash.bisection import (
     BisectionResult,
 )
 from perfdash.metric_registry import BISECT_METRICS, better_of, min_effect_of
-from service.detection.models import BisectionRequest, Finding
-from service.models import Configuration, Run
+from service.models import BisectionRequest, Configuration, Finding, Run
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Bisection requests (the contract's models live in perfdash.bisection; the bisect tool imports the same ones)

@@ -23,9 +23,8 @@ from perfdash.metrics import SuiteSummary
 from perfdash.verdicts import REGRESSION, category
 from service.detection.code_change import describe
 from service.detection.confirmation import ERROR, NOT_REPRODUCED, PENDING
-from service.detection.models import Finding
 from service.github import safe
-from service.models import Configuration, Run, RunSummary
+from service.models import Configuration, Finding, Run, RunSummary
 from service.queries.detection import (
     MissingConfiguration,
     missing_configurations,

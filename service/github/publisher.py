@@ -24,10 +24,10 @@ from perfdash.axes import run_command, stored_axes
 from perfdash.verdicts import REGRESSION, category
 from service.detection.code_change import describe
 from service.detection.confirmation import CONFIRMED, NONE
-from service.detection.models import BisectionRequest, Finding
 from service.github import safe
 from service.github.client import GitHubClient, GitHubError
 from service.github.models import GithubPost
+from service.models import BisectionRequest, Finding
 
 logger = logging.getLogger(__name__)
 

@@ -16,8 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from service.detection.models import Finding
-from service.models import Configuration, Result, Run, RunSummary
+from service.models import Configuration, Finding, Result, Run, RunSummary
 from service.queries.order import earlier, latest_night, latest_of_each, latest_run_ids, run_order, same_stream, up_to
 
 

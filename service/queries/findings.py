@@ -13,8 +13,7 @@ from perfdash.axes import AXIS
 from perfdash.bisection import REQUEST_AXES, BisectionOut, BisectionResult
 from perfdash.verdicts import FindingCategoryName, Severity
 from perfdash.verdicts import category as category_of
-from service.detection.models import BisectionRequest, Finding
-from service.models import Run
+from service.models import BisectionRequest, Finding, Run
 from service.queries.filters import night_range
 from service.queries.order import run_order
 

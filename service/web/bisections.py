@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from perfdash.ab import AbRecord
 from service.api.deps import SessionDep
-from service.detection.models import BisectionRequest
+from service.models import BisectionRequest
 from service.queries.findings import bisection_out
 
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)

@@ -22,8 +22,7 @@ from perfdash.verdicts import (
     category,
     verdict,
 )
-from service.detection.models import Finding
-from service.models import Configuration, RunSummary
+from service.models import Configuration, Finding, RunSummary
 from service.queries.compare import RunComparison
 from service.queries.history import ModelPoint, SummaryPoint
 from service.queries.runs import RunLite, SummaryNumbers

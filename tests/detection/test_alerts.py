@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from service.detection.detector import detect_run
-from service.detection.models import BisectionRequest, Finding
 from service.detection.report import build_report, render_report
+from service.models import BisectionRequest, Finding
 
 MODELS = [f"model_{i:02d}" for i in range(12)]
 

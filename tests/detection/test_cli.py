@@ -49,7 +49,7 @@ def _confirm_all(url: str) -> None:
     from perfdash.bisection import BisectionResult
     from service.db import make_engine, make_session_factory
     from service.detection.confirmation import record_confirmation
-    from service.detection.models import BisectionRequest
+    from service.models import BisectionRequest
 
     engine = make_engine(url)
     with make_session_factory(engine)() as session:

@@ -19,8 +19,8 @@ from service.detection.code_change import (
     compare_code,
 )
 from service.detection.detector import detect_run
-from service.detection.models import BisectionRequest, Finding
 from service.github.publisher import issue_finding_ids
+from service.models import BisectionRequest, Finding
 from service.queries.generated_code import code_diff, digests_by_run, same_code_gauge
 
 OUTPUT = normalise((Path(__file__).parents[1] / "contract" / "data" / "inductor_output_cpu.txt").read_text())

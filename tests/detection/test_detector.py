@@ -5,8 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from service.detection.detector import acknowledge, detect_run
-from service.detection.models import ChangePointRow, Finding
-from service.models import Annotation
+from service.models import Annotation, ChangePointRow, Finding
 from service.queries.detection import runs_to_detect
 
 

@@ -19,12 +19,11 @@ from pydantic import SecretStr
 from perfdash.bisection import BisectionResult
 from service.detection.confirmation import record_confirmation
 from service.detection.detector import detect_run
-from service.detection.models import BisectionRequest, Finding
 from service.detection.report import build_report, render_report
 from service.github import safe
 from service.github.client import GitHubClient, GitHubConfig
 from service.github.publisher import comment_culprit, culprit_body, file_issue, issue_body, issue_title
-from service.models import Configuration, Machine, Run
+from service.models import BisectionRequest, Configuration, Finding, Machine, Run
 
 
 def _hostile():

@@ -8,7 +8,7 @@ import math
 import sqlalchemy as sa
 
 from service.detection.detector import detect_run
-from service.detection.models import Finding
+from service.models import Finding
 
 MODELS = {"lcnet_050": 1.50, "resnet18": 1.20, "BertForMaskedLM": 1.10, "T5Small": 1.05}
 

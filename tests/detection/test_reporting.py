@@ -8,11 +8,11 @@ from pydantic import SecretStr
 from perfdash.bisection import BisectionResult
 from service.detection.confirmation import record_confirmation
 from service.detection.detector import detect_run
-from service.detection.models import BisectionRequest, Finding
 from service.detection.report import build_report, render_report
 from service.github.client import GitHubClient, GitHubConfig
 from service.github.models import GithubPost
 from service.github.publisher import comment_culprit, file_issue, issue_finding_ids, publish, retry_unposted
+from service.models import BisectionRequest, Finding
 
 TOKEN = "ghp_reportingSECRET42"
 

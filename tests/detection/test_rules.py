@@ -8,9 +8,8 @@ import sqlalchemy as sa
 
 from perfdash.verdicts import MODELS_DROPPED, REGRESSION, UnknownVerdict
 from service.detection.detector import RULES, Rule, RunDetection, detect_run, models_dropped, run_rules
-from service.detection.models import Finding
 from service.detection.report import ReportContext, _place
-from service.models import Run
+from service.models import Finding, Run
 from service.queries.order import previous_run
 
 

@@ -200,9 +200,9 @@ def test_hooks_of_runs_left_pending_run_on_the_next_ingest(session, run_files, m
 
 def test_perfdash_detect_runs_the_pending_hooks(fresh_postgres, monkeypatch, capsys, run_files, manifest):
     from service.db import make_engine, make_session_factory
-    from service.detection.models import Finding
     from service.ingest import bundles_from_files, ingest
     from service.migrate import upgrade
+    from service.models import Finding
 
     upgrade(fresh_postgres)
     monkeypatch.setenv("DATABASE_URL", fresh_postgres)

@@ -118,9 +118,8 @@ def test_the_page_shows_the_verdict_and_every_ab_the_decision_saw(page, bisectio
 
 
 def test_the_culprit_comment_links_the_page_when_the_dashboard_has_an_address() -> None:
-    from service.detection.models import BisectionRequest
     from service.github.publisher import culprit_body
-    from service.models import Configuration
+    from service.models import BisectionRequest, Configuration
 
     row = BisectionRequest(id=4, model="BertForMaskedLM", metric="speedup", good_commit="a" * 40,
                            bad_commit="b" * 40, result={"verdict": "culprit_found", "culprit": {"sha": "c" * 40}})
