@@ -18,10 +18,15 @@ TORCHINDUCTOR_FREEZING=1 as the nightly runs):
   share of the model's wall time outside compilation (target <= 10 %), and the bytes per result of the fingerprint
   and kernel table (target <= 50 kB) and of the packed source kept for the code diff.
 
-    .venv/bin/python -m bench.code_change [induced] [load] [cost]     (default: all three)
+- ``releases``: the same tiny models under two torch releases, the base one run by another interpreter
+  (``--base-python``: a venv holding e.g. torch 2.13.0 and perfdash, the new one this interpreter's): per model,
+  whether the generated code changed, the kernels changed, added and removed (the fingerprint's comparison), and the
+  kernels whose self time moved by 10 % or more in either direction, beside the line diff's count of kernels that
+  really changed (``really``) and the changed lines of the whole source (``lines``, the first few printed). A release
+  pair is an environment change, so nothing here is a machine change.
 
-(Run it as a module: started as a script, bench/ comes first on sys.path and bench/bisect.py shadows the standard
-library's bisect.)
+    .venv/bin/python -m bench.code_change [induced] [load] [cost]     (default: these three)
+    .venv/bin/python -m bench.code_change releases --base-python ~/.cache/perfdash/venv-torch2.13/bin/python
 """
 
 from __future__ import annotations
@@ -135,6 +140,68 @@ def induced(workdir: Path) -> None:
           + (f" = {hits / cases:.0%} (target >= 90 %)" if cases else ""))
 
 
+def _samples_in(directory: Path) -> dict:
+    from perfdash.contract import read_samples
+
+    (path,) = directory.rglob("*_samples.jsonl")
+    return {s.name: s for s in read_samples(path)}
+
+
+def _torch_of(directory: Path) -> str:
+    (path,) = directory.rglob("*_manifest.json")
+    manifest = json.loads(path.read_text())
+    return f"{manifest.get('torch_version')} ({str(manifest.get('torch_git_commit') or '')[:10]})"
+
+
+def _changed_lines(old: str, new: str) -> list[str]:
+    """The lines a line diff of the two sources changes, "-old" / "+new"."""
+    out = []
+    a, b = old.splitlines(), new.splitlines()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            out += [f"-{line.strip()}" for line in a[i1:i2]] + [f"+{line.strip()}" for line in b[j1:j2]]
+    return out
+
+
+def releases(workdir: Path, base_python: str | None) -> None:
+    import subprocess
+
+    from perfdash.generated_code import unpack_source
+    from service.detection.code_change import compare_code, slowed_kernels
+
+    if not base_python:
+        raise SystemExit("releases: --base-python (the interpreter of the base release's environment) is needed")
+    base_dir, new_dir = workdir / "release-base", workdir / "release-new"
+    # The base release runs in its own interpreter: one process cannot hold two torch builds.
+    subprocess.run([base_python, "-m", "bench.code_change", "--run-only", str(base_dir)], cwd=ROOT, check=True)
+    _run(new_dir, _only(TINY_MODELS))
+    base, new = _samples_in(base_dir), _samples_in(new_dir)
+    print(f"the same tiny models under two torch releases: base {_torch_of(base_dir)}, new {_torch_of(new_dir)}")
+    print(f"{'model':<16} {'code':<9} {'really':>6} {'changed':>7} {'added':>5} {'removed':>7} {'lines':>5}  "
+          f"kernels slower / faster by >= 10 % (self us per step)")
+    for model in TINY_MODELS:
+        a, b = base.get(model), new.get(model)
+        if a is None or b is None or a.code is None or b.code is None:
+            print(f"{model:<16} (no code recorded on one side)")
+            continue
+        change = compare_code(_side(a), _side(b), environment_changed=True)
+        old_source, new_source = unpack_source(a.code_source), unpack_source(b.code_source)
+        truth = really_changed(old_source, new_source)
+        wrapper = _changed_lines(old_source, new_source)
+        before = {k.name: k.self_us for k in a.kernel_times}
+        after = {k.name: k.self_us for k in b.kernel_times}
+        slower = slowed_kernels(before, after)
+        faster = slowed_kernels(after, before)
+        moved = [f"+{k} {x:.3g}->{y:.3g}" for k, x, y in slower[:3]] + \
+                [f"-{k} {y:.3g}->{x:.3g}" for k, x, y in faster[:3]]
+        print(f"{model:<16} {change.verdict:<9} {len(truth):>6} {len(change.changed):>7} {len(change.added):>5} "
+              f"{len(change.removed):>7} {len(wrapper):>5}  {'; '.join(moved) or '-'}")
+        for line in wrapper[:4]:
+            print(f"{'':<16} {line[:110]}")
+        if change.named_kernels:
+            print(f"{'':<16} named: {', '.join(change.named_kernels)}")
+
+
 def _busy(stop_at: float) -> None:
     while time.time() < stop_at:
         pass
@@ -145,10 +212,10 @@ def load(workdir: Path) -> None:
 
     from service.db import make_engine, make_session_factory
     from service.detection.detector import detect_run
-    from service.detection.models import Finding
     from service.github.publisher import issue_finding_ids
     from service.ingest import bundles_from_files, ingest
     from service.migrate import upgrade
+    from service.models import Finding
     from service.queries.generated_code import same_code_gauge
 
     url = f"sqlite:///{workdir / 'load.db'}"
@@ -233,15 +300,23 @@ def cost(workdir: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("parts", nargs="*", metavar="{induced,load,cost}", help="default: all three")
+    parser.add_argument("parts", nargs="*", metavar="{induced,load,cost,releases}",
+                        help="default: induced, load and cost")
+    parser.add_argument("--base-python", help="releases: the interpreter of the base release's environment")
+    parser.add_argument("--run-only", type=Path, help=argparse.SUPPRESS)  # releases: the base side's run
     args = parser.parse_args(argv)
+    if args.run_only is not None:
+        _run(args.run_only, _only(TINY_MODELS))
+        return 0
     parts = args.parts or ["induced", "load", "cost"]
-    if set(parts) - {"induced", "load", "cost"}:
+    if set(parts) - {"induced", "load", "cost", "releases"}:
         parser.error(f"unknown part in {parts}")
+    actions = {"induced": induced, "load": load, "cost": cost,
+               "releases": lambda workdir: releases(workdir, args.base_python)}
     with tempfile.TemporaryDirectory(prefix="code-change-") as tmp:
         for part in parts:
             start = time.perf_counter()
-            {"induced": induced, "load": load, "cost": cost}[part](Path(tmp))
+            actions[part](Path(tmp))
             print(f"({part}: {time.perf_counter() - start:.0f} s)\n", flush=True)
     return 0
 

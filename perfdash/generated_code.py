@@ -147,7 +147,7 @@ class KernelTime:
 # Profiler events of the compiled step that are torch.compile's own Python wrappers, not kernels (their self time is
 # the wrapper's overhead, which moves with the machine's load, not with the generated kernels).
 FRAMEWORK_EVENTS = ("## ", "Torch-Compiled Region", "TorchDynamo", "AOTDispatcher", "Pregraph bytecode",
-                    "CompiledFunction")
+                    "CompiledFunction", "ProfilerStep")  # the last: the profiler's own step marks (ProfilerStep*)
 
 
 def top_kernels(self_us_total: Mapping[str, tuple[float, int]], steps: int, step_us: float,

@@ -91,7 +91,8 @@ def test_packed_source_round_trips_and_is_capped() -> None:
 def test_top_kernels_merge_the_cpp_profile_names_and_are_bounded() -> None:
     totals = {"graph_0_cpp_fused_addmm_relu_0": (30.0, 3), "graph_1_cpp_fused_addmm_relu_0": (6.0, 3),
               "mkl::_mkl_linear": (60.0, 6), "## Call CompiledFxGraph fx ##": (90.0, 3),
-              "Torch-Compiled Region: 0/0": (70.0, 3), **{f"aten::op{i}": (1.0, 3) for i in range(40)}}
+              "Torch-Compiled Region: 0/0": (70.0, 3), "ProfilerStep*": (200.0, 3),
+              **{f"aten::op{i}": (1.0, 3) for i in range(40)}}
     top = top_kernels(totals, steps=3, step_us=50.0)
     assert len(top) == MAX_KERNEL_TIMES
     assert top[0] == KernelTime("mkl::_mkl_linear", 20.0, 0.4, 2.0)
