@@ -219,8 +219,8 @@ class _Boundary:
 _BOUNDARY = _Boundary()
 
 
-def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionConfig,
-                noise: Noise) -> ChangePoint | _Boundary | None:
+def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionConfig, noise: Noise,
+                z_cap: float) -> ChangePoint | _Boundary | None:
     # Most candidates are no change (bench/detection_speed.py: 95 % of those tried on a night of PyTorch's matrix), so
     # the rules that reject one run first, the cheapest (the few points after the split) before the rest; every value
     # is computed with the same floating-point operations as np.median and ndarray.mean, so the answer is the same to
@@ -264,6 +264,12 @@ def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionCo
     if n_all_after == 2 and np.any(np.sign(diff) * (after - mean_b) < effect / 2):
         return None
     settled = n_before >= config.min_before
+    # Anything but "no change" needs p <= p_cap, so |t| >= z_cap (a t quantile is never below the normal one): with
+    # the pooled variance at its smallest (no spread within the sides), a |t| below that is no change, and the squares,
+    # the leave-one-out test and the t distribution are not needed. The margin is far above rounding.
+    least_sigma = noise.sd * math.sqrt(noise.df / (n_after + n_before - 2 + noise.df)) if settled else noise.sd
+    if abs(diff) < z_cap * (1.0 - 1e-9) * least_sigma * math.sqrt(1.0 / n_after + 1.0 / n_before):
+        return None
     # The t-test: the pooled variance of both sides averaged with the series' noise, or, for a level too short to
     # estimate anything from (not settled), the series' noise alone. The series' noise comes from the same nights as
     # the two sides (their first differences), so it is no independent evidence: the degrees of freedom are those of
@@ -312,7 +318,7 @@ def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionCo
     )
 
 
-def _segment(logs: np.ndarray, raw: np.ndarray, offset: int, config: DetectionConfig, noise: Noise,
+def _segment(logs: np.ndarray, raw: np.ndarray, offset: int, config: DetectionConfig, noise: Noise, z_cap: float,
              out: list[ChangePoint]) -> None:
     """Binary segmentation: the first candidate that is a change (or a boundary) splits the segment, and both sides
     are searched again."""
@@ -325,14 +331,22 @@ def _segment(logs: np.ndarray, raw: np.ndarray, offset: int, config: DetectionCo
     candidates += [tau for tau in range(len(logs) - 2, len(logs) - config.newest_splits - 1, -1)
                    if tau >= _MIN_LEVEL and tau not in candidates]
     for tau in candidates:
-        found = _test_split(logs, raw, tau, config, noise)
+        found = _test_split(logs, raw, tau, config, noise, z_cap)
         if found is None:
             continue
         if isinstance(found, ChangePoint):
             out.append(ChangePoint(**{**_as_dict(found), "index": found.index + offset}))
-        _segment(logs[:tau], raw[:tau], offset, config, noise, out)
-        _segment(logs[tau:], raw[tau:], offset + tau, config, noise, out)
+        _segment(logs[:tau], raw[:tau], offset, config, noise, z_cap, out)
+        _segment(logs[tau:], raw[tau:], offset + tau, config, noise, z_cap, out)
         return
+
+
+def _least_z(config: DetectionConfig) -> float:
+    """The smallest |t| whose p-value can be a change or a boundary: the normal quantile of the loosest threshold that
+    _test_split can apply (a t quantile, for any degrees of freedom, is above it)."""
+    loosest = max(config.p_value_max, config.p_value_two_points, config.p_value_three_points)
+    p_cap = max(config.p_value_max, loosest * max(1.0, config.short_level_factor) * max(1.0, config.noisy_factor))
+    return float(-special.ndtri(min(p_cap, 1.0) / 2.0))
 
 
 def _as_dict(cp: ChangePoint) -> dict[str, float | int]:
@@ -356,6 +370,7 @@ def detect_change_points(values: Sequence[float], *, baseline_start: int = 0,
     if not 0 <= baseline_start <= len(raw):
         raise ValueError(f"baseline_start {baseline_start} outside 0..{len(raw)}")
     logs = np.log(raw)
+    z_cap = _least_z(config)
     found: list[ChangePoint] = []
     base = baseline_start
     # A long unexamined history (a backfill of old CSVs) is walked in overlapping windows, as the nightly run would
@@ -365,7 +380,7 @@ def detect_change_points(values: Sequence[float], *, baseline_start: int = 0,
         start = max(base, end - config.window)
         window: list[ChangePoint] = []
         noise = series_noise(logs[max(0, end - 2 * config.window) : end], math.log1p(config.noise_floor))
-        _segment(logs[start:end], raw[start:end], start, config, noise, window)
+        _segment(logs[start:end], raw[start:end], start, config, noise, z_cap, window)
         if window:
             found += window
             base = max(cp.index for cp in window)
