@@ -318,11 +318,49 @@ def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionCo
     )
 
 
+def _any_split_possible(logs: np.ndarray, config: DetectionConfig, noise: Noise, z_cap: float) -> bool:
+    """Whether any split of the segment could be more than "no change" in _test_split: its rules on the counts of
+    inliers, and a |t| that reaches z_cap with the smallest variance the t-test can use, for every split at once
+    (arrays of splits x points; each side's median is its middle value once the other side is set to infinity and
+    the row sorted, as np.median finds it). False proves that every candidate _segment would try is no change, so
+    the E-divisive statistic and the candidates are not needed: most segments of a night (a series that did not
+    move). The sides' means here are sums in another order than _test_split's, which may differ in the last bits:
+    the |t| test keeps a margin far above that."""
+    n_total = len(logs)
+    effect = math.log1p(config.min_effect)
+    noisy = noise.sd > config.noisy_above * effect
+    fewest_after = max(config.min_after, config.min_after_noisy if noisy else config.min_after)
+    taus = np.arange(_MIN_LEVEL, n_total - fewest_after + 1)
+    if not len(taus):
+        return False
+    rows = np.arange(len(taus))
+    after_side = np.arange(n_total)[None, :] >= taus[:, None]
+    limit = config.outlier_k * noise.robust
+    kept = []
+    for side, size in ((~after_side, taus), (after_side, n_total - taus)):
+        ordered = np.sort(np.where(side, logs, np.inf), axis=1)
+        # (x + x) / 2 is x exactly: one expression for odd and even sides
+        median = (ordered[rows, (size - 1) // 2] + ordered[rows, size // 2]) / 2.0
+        kept.append(side & (np.abs(logs[None, :] - median[:, None]) <= limit))
+    keep_before, keep_after = kept
+    n_after, n_before = keep_after.sum(axis=1), keep_before.sum(axis=1)
+    counted = ((n_after >= config.min_after) & (n_after >= 0.75 * (n_total - taus)) & (n_before >= _MIN_LEVEL)
+               & keep_after[rows, taus] & keep_after[rows, taus + 1])
+    if not counted.any():
+        return False
+    n_a, n_b = np.maximum(n_after, 1), np.maximum(n_before, 1)
+    diff = (keep_after @ logs) / n_a - (keep_before @ logs) / n_b
+    settled = n_before >= config.min_before
+    least_sigma = np.where(settled, noise.sd * np.sqrt(noise.df / np.maximum(n_a + n_b - 2 + noise.df, 1)), noise.sd)
+    reach = np.abs(diff) * (1.0 + 1e-6) + 1e-9 >= z_cap * least_sigma * np.sqrt(1.0 / n_a + 1.0 / n_b)
+    return bool(np.any(counted & reach))
+
+
 def _segment(logs: np.ndarray, raw: np.ndarray, offset: int, config: DetectionConfig, noise: Noise, z_cap: float,
              out: list[ChangePoint]) -> None:
     """Binary segmentation: the first candidate that is a change (or a boundary) splits the segment, and both sides
     are searched again."""
-    if len(logs) < _MIN_LEVEL + config.min_after:
+    if len(logs) < _MIN_LEVEL + config.min_after or not _any_split_possible(logs, config, noise, z_cap):
         return
     q = energy_statistic(logs)
     q[:_MIN_LEVEL] = -np.inf

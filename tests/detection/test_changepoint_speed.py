@@ -68,3 +68,23 @@ def test_the_statistics_are_the_same_to_the_last_bit() -> None:
         assert fast.series_noise(z, floor) == reference.series_noise(z, floor)
         if n:
             assert fast._median(z) == float(np.median(z)) and fast._mean(z) == float(z.mean())
+
+
+
+def test_a_segment_ruled_out_has_no_split_that_is_more_than_no_change() -> None:
+    """The pre-check that spares the E-divisive statistic (_any_split_possible) is a proof, not a heuristic: where it
+    says no, every split of the segment is "no change" in the full test (not even a boundary)."""
+    config = DetectionConfig()
+    floor = math.log1p(config.noise_floor)
+    z_cap = fast._least_z(config)
+    ruled_out = 0
+    for values in _corpus(11, 2, 120):
+        logs = np.log(values)
+        noise = fast.series_noise(logs, floor)
+        for start, end in ((60, 120), (0, 60), (90, 120), (100, 113)):
+            segment, raw = logs[start:end], values[start:end]
+            if not fast._any_split_possible(segment, config, noise, z_cap):
+                ruled_out += 1
+                assert all(fast._test_split(segment, raw, tau, config, noise, z_cap) is None
+                           for tau in range(1, len(segment) - 1)), (start, end, values.tolist())
+    assert ruled_out > 50
