@@ -12,8 +12,9 @@ load average, but CPU is what the load cannot inflate):
   (detect_change_points over the last window), ``--repeat`` times; per run and scaled to ``--runs`` runs a night;
 - ``--database``: the whole detector (reads, search, stored findings) on a throwaway Postgres (tests/pgcluster.py)
   filled by bench/synthetic_history.py with ``--configs`` configurations x 3 suites x ``--models`` models over
-  ``--nights`` nights; detect_run(incremental=True) on each run of the last night, in a transaction rolled back
-  afterwards; ``--profile`` prints where the CPU went (cProfile, top functions by own time).
+  ``--nights`` nights; detect_run(incremental=True) on each run of the last ``--timed-nights`` nights, after the
+  ``--warm-nights`` before them (untimed), in a transaction rolled back afterwards. ``--database-url``: a database
+  filled already. ``--profile`` prints where the CPU went (cProfile, top functions by own time).
 
 Run from the repository root: ``.venv/bin/python -m bench.detection_speed [--database] [--profile]``. Figures (and
 the figures before issue 31's speed work, from the same script over the older code) are in bench/README.md, "Issue
@@ -79,23 +80,27 @@ def search_only(series: int, nights: int, repeat: int, seed: int, profile: bool)
     return best
 
 
-def with_database(configs: int, models: int, nights: int, profile: bool, url: str | None) -> tuple[float, float, int]:
+def with_database(configs: int, models: int, nights: int, profile: bool, url: str | None, warm: int,
+                  timed: int) -> tuple[float, float, int]:
     """CPU and wall seconds of detect_run over the last night's runs, and how many runs that was. ``url``: a database
     bench/synthetic_history.py filled already (else a throwaway one, filled here)."""
     from tests.pgcluster import temporary_postgres
 
     if url is not None:
-        return _detect_last_night(url, profile)
+        return _detect_last_night(url, profile, warm, timed)
     from bench.synthetic_history import fill_database
 
     with temporary_postgres() as started:
         filled = fill_database(started, n_configs=configs, n_models=models, rows=nights * configs * 3 * models,
                                progress=False)
         print(f"  filled: {filled.runs} runs, {filled.results} results, {filled.first_night} .. {filled.last_night}")
-        return _detect_last_night(started, profile)
+        return _detect_last_night(started, profile, warm, timed)
 
 
-def _detect_last_night(url: str, profile: bool) -> tuple[float, float, int]:
+def _detect_last_night(url: str, profile: bool, warm: int, timed: int) -> tuple[float, float, int]:
+    """Detection as the hook runs it, night after night: the ``warm`` nights before the last ``timed`` ones first
+    (untimed: the first detection over a history that was never detected finds every step in its window, which a
+    steady night does not), then the ``timed`` nights; all in one transaction, rolled back."""
     import sqlalchemy as sa
 
     from service.db import make_engine, make_session_factory
@@ -104,8 +109,14 @@ def _detect_last_night(url: str, profile: bool) -> tuple[float, float, int]:
 
     engine = make_engine(url)
     with make_session_factory(engine)() as session:
-        last = session.scalar(sa.select(sa.func.max(Run.night)))
-        runs = list(session.scalars(sa.select(Run.id).where(Run.night == last).order_by(Run.id)))
+        nights = list(session.scalars(sa.select(Run.night).distinct().order_by(Run.night.desc()).limit(warm + timed)))
+
+        def runs_of(chosen: list) -> list[int]:
+            return list(session.scalars(sa.select(Run.id).where(Run.night.in_(chosen)).order_by(Run.night, Run.id)))
+
+        for run_id in runs_of(nights[timed:]):
+            detect_run(session, run_id, incremental=True)
+        runs = runs_of(nights[:timed])
 
         def work() -> int:
             return sum(detect_run(session, run_id, incremental=True).count for run_id in runs)
@@ -113,7 +124,7 @@ def _detect_last_night(url: str, profile: bool) -> tuple[float, float, int]:
         cpu, wall, found = _timed(work, profile)
         session.rollback()
     engine.dispose()
-    print(f"  {found} findings")
+    print(f"  {found} findings in {len(runs)} runs of the last {timed} nights, after {warm} nights detected untimed")
     return cpu, wall, len(runs)
 
 
@@ -128,11 +139,14 @@ def main() -> int:
     parser.add_argument("--configs", type=int, default=1, help="with --database: configurations (x 3 suites)")
     parser.add_argument("--models", type=int, default=180, help="with --database: models per suite")
     parser.add_argument("--database-url", help="with --database: a database filled already (SQLAlchemy URL)")
+    parser.add_argument("--warm-nights", type=int, default=5, help="with --database: nights detected untimed first")
+    parser.add_argument("--timed-nights", type=int, default=2, help="with --database: the last nights, timed")
     parser.add_argument("--profile", action="store_true", help="print the top of a cProfile of the (last) pass")
     args = parser.parse_args()
     print(f"machine: {_machine()}")
     if args.database:
-        cpu, wall, runs = with_database(args.configs, args.models, args.nights, args.profile, args.database_url)
+        cpu, wall, runs = with_database(args.configs, args.models, args.nights, args.profile, args.database_url,
+                                       args.warm_nights, args.timed_nights)
         per_run_cpu, per_run_wall = cpu / runs, wall / runs
         what = f"detect_run over {runs} runs of {args.models} models, {args.nights} nights of history"
     else:
