@@ -253,7 +253,7 @@ def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionCo
     # A dropped night that is an inlier of the old level says the "level" is the spikes.
     if n_all_after <= config.newest_splits and n_after < n_all_after:
         dropped = np.abs(after[~keep_after] - median_before)
-        if np.any(dropped <= limit):
+        if (dropped <= limit).any():
             return None
     b = before[keep_before] if n_before < tau else before
     a = after[keep_after] if n_after < n_all_after else after
@@ -353,7 +353,7 @@ def _any_split_possible(logs: np.ndarray, config: DetectionConfig, noise: Noise,
     settled = n_before >= config.min_before
     least_sigma = np.where(settled, noise.sd * np.sqrt(noise.df / np.maximum(n_a + n_b - 2 + noise.df, 1)), noise.sd)
     reach = np.abs(diff) * (1.0 + 1e-6) + 1e-9 >= z_cap * least_sigma * np.sqrt(1.0 / n_a + 1.0 / n_b)
-    return bool(np.any(counted & reach))
+    return bool((counted & reach).any())
 
 
 def _segment(logs: np.ndarray, raw: np.ndarray, offset: int, config: DetectionConfig, noise: Noise, z_cap: float,
