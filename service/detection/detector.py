@@ -335,7 +335,7 @@ def _series_points(session: Session, run: Run, series_ids: list[int],
     rows = series_history(session, run, series_ids, [getattr(Result, m.name) for m in DETECTED_METRICS],
                           last_runs=last_runs)
     by_series: dict[int, list[Any]] = defaultdict(list)
-    for row in rows:
+    for row in rows.all():  # one fetchall, not a fetchone per row
         by_series[row[0]].append(row)
     history: dict[tuple[int, str], SeriesPoints] = {}
     for series_id, series_rows in by_series.items():
