@@ -148,7 +148,8 @@ def main() -> int:
         cpu, wall, runs = with_database(args.configs, args.models, args.nights, args.profile, args.database_url,
                                        args.warm_nights, args.timed_nights)
         per_run_cpu, per_run_wall = cpu / runs, wall / runs
-        what = f"detect_run over {runs} runs of {args.models} models, {args.nights} nights of history"
+        what = f"detect_run over {runs} runs" + ("" if args.database_url else
+                                                 f" of {args.models} models, {args.nights} nights of history")
     else:
         cpu, wall = search_only(args.series, args.nights, args.repeat, args.seed, args.profile)
         scale = SERIES_PER_RUN / args.series
