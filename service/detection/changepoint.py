@@ -45,6 +45,13 @@ measured with bench/detection.py; its docstring has the figures):
 The E-divisive statistic is hand-written (numpy, O(n^2) over a window of at most ``window`` points) because scipy has
 no energy-statistics change-point routine and Otava's own package pulls in a CLI and database clients.
 
+Speed (issue 31: every series of PyTorch's whole matrix, ~200,000 searches a night): the arrays are 2 to 60 points,
+so the cost is numpy's per-call overhead, not arithmetic. Medians and means are taken with the same floating-point
+operations as np.median and ndarray.mean but fewer calls; a candidate split is rejected by its cheapest rule first;
+"no change" is proven from a bound on |t| before the full test; and a segment where no split can be more than "no
+change" (_any_split_possible, all splits at once) skips the E-divisive statistic. The answer is the search's before
+this, to the last bit (tests/detection/test_changepoint_speed.py; bench/detection_speed.py times it).
+
 A stored change point is the baseline: callers pass ``baseline_start`` (the index of the last stored change) and only
 the points from there on are searched, so an old change is never found again and the new level is what later nights
 are compared with.
@@ -142,29 +149,45 @@ def energy_statistic(z: np.ndarray, min_size: int = 2) -> np.ndarray:
     """E-divisive means' Q(tau) for every split tau of ``z`` (alpha = 1); -inf where a side has < min_size points.
 
     Q(tau) = m n / (m + n) * (2/(m n) sum|x-y| - 1/C(m,2) sum_{i<k}|x_i-x_k| - 1/C(n,2) sum_{j<k}|y_j-y_k|)
-    with x = z[:tau], y = z[tau:] (Matteson & James 2014). Block sums of the distance matrix come from a 2-D prefix sum.
+    with x = z[:tau], y = z[tau:] (Matteson & James 2014). Block sums of the distance matrix come from a 2-D prefix sum
+    P, read as whole rows, columns and its diagonal (slices, not fancy indexing: this runs for every series every
+    night). The block starting at row or column 0 drops the terms of P's zero row and column, which add or subtract
+    exactly 0.
     """
     n_total = len(z)
     q = np.full(n_total, -np.inf)
     if n_total < 2 * min_size:
         return q
-    distances = np.abs(z[:, None] - z[None, :])
     prefix = np.zeros((n_total + 1, n_total + 1))
-    prefix[1:, 1:] = distances.cumsum(0).cumsum(1)
-    taus = np.arange(min_size, n_total - min_size + 1)
-    end = n_total
-
-    def block(r0: np.ndarray | int, r1: np.ndarray | int, c0: np.ndarray | int, c1: np.ndarray | int) -> np.ndarray:
-        return prefix[r1, c1] - prefix[r0, c1] - prefix[r1, c0] + prefix[r0, c0]
-
-    m = taus.astype(float)
-    n = (end - taus).astype(float)
-    cross = block(0, taus, taus, end)
-    within_x = block(0, taus, 0, taus) / 2.0
-    within_y = block(taus, end, taus, end) / 2.0
+    np.cumsum(np.abs(z[:, None] - z[None, :]), axis=0, out=prefix[1:, 1:])
+    np.cumsum(prefix[1:, 1:], axis=1, out=prefix[1:, 1:])
+    lo, hi = min_size, n_total - min_size + 1
+    m = np.arange(lo, hi, dtype=float)
+    n = n_total - m
+    diagonal = prefix.diagonal()[lo:hi]
+    last_column = prefix[lo:hi, n_total]
+    cross = last_column - diagonal  # block(0, tau, tau, end)
+    within_x = diagonal / 2.0  # block(0, tau, 0, tau) / 2
+    within_y = (prefix[n_total, n_total] - last_column - prefix[n_total, lo:hi] + diagonal) / 2.0
     e_hat = 2.0 * cross / (m * n) - within_x / (m * (m - 1) / 2.0) - within_y / (n * (n - 1) / 2.0)
-    q[taus] = m * n / (m + n) * e_hat
+    q[lo:hi] = m * n / (m + n) * e_hat
     return q
+
+
+def _median(x: np.ndarray) -> float:
+    """np.median of a 1-D array without NaNs, to the last bit (the middle of the sorted values, or the mean of the
+    two middle ones), at a fraction of its per-call cost."""
+    s = np.sort(x)
+    half = len(s) // 2
+    return float(s[half]) if len(s) % 2 else float((s[half - 1] + s[half]) / 2.0)
+
+
+def _mean(x: np.ndarray) -> float:
+    """x.mean() to the last bit (numpy's own pairwise sum over the count), without its per-call dispatch."""
+    return float(_add(x) / len(x))
+
+
+_add = np.add.reduce
 
 
 def series_noise(logs: np.ndarray, floor: float) -> Noise:
@@ -178,13 +201,13 @@ def series_noise(logs: np.ndarray, floor: float) -> Noise:
     if len(logs) < 4:
         return Noise(floor, floor, 1)
     diffs = np.diff(logs)
-    spread = np.abs(diffs - np.median(diffs))
-    mad = 1.4826 * float(np.median(spread))
+    spread = np.abs(diffs - _median(diffs))
+    mad = 1.4826 * _median(spread)
     robust = max(mad / math.sqrt(2.0), floor)
     kept = diffs[spread <= 4.0 * max(mad, floor * math.sqrt(2.0))]
     if len(kept) < 3:
         return Noise(robust, robust, 1)
-    sd = float(np.sqrt(np.mean((kept - kept.mean()) ** 2))) / math.sqrt(2.0)
+    sd = math.sqrt(_mean((kept - _mean(kept)) ** 2)) / math.sqrt(2.0)
     return Noise(robust, max(sd, floor), max(2 * len(kept) // 3, 1))
 
 
@@ -203,75 +226,87 @@ class _Boundary:
 _BOUNDARY = _Boundary()
 
 
-def _t_test(a: np.ndarray, b: np.ndarray, noise: Noise, settled: bool) -> tuple[float, float, float]:
-    """(t, two-sided p, sigma): the pooled variance of both sides averaged with the series' noise, or, for a level too
-    short to estimate anything from (``settled`` false), the series' noise alone.
-
-    The series' noise comes from the same nights as the two sides (their first differences), so it is no independent
-    evidence: the degrees of freedom are those of the better of the two estimates, not their sum."""
-    n_a, n_b = len(a), len(b)
-    if settled:
-        squares = float(((a - a.mean()) ** 2).sum()) + float(((b - b.mean()) ** 2).sum())
-        df = max(n_a + n_b - 2, noise.df)
-        sigma = math.sqrt((squares + noise.sd**2 * noise.df) / (n_a + n_b - 2 + noise.df))
-    else:
-        sigma, df = noise.sd, noise.df
-    diff = float(a.mean() - b.mean())
-    t_stat = diff / (sigma * math.sqrt(1.0 / n_a + 1.0 / n_b))
-    return t_stat, float(2.0 * special.stdtr(df, -abs(t_stat))), sigma
-
-
-def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionConfig,
-                noise: Noise) -> ChangePoint | _Boundary | None:
+def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionConfig, noise: Noise,
+                z_cap: float) -> ChangePoint | _Boundary | None:
+    # Most candidates are no change (bench/detection_speed.py: 95 % of those tried on a night of PyTorch's matrix), so
+    # the rules that reject one run first, the cheapest (the few points after the split) before the rest; every value
+    # is computed with the same floating-point operations as np.median and ndarray.mean, so the answer is the same to
+    # the last bit (tests/detection/test_changepoint_speed.py compares it with the plain numpy form).
     before, after = logs[:tau], logs[tau:]
+    n_all_after = len(after)
     sigma = noise.robust
     effect = math.log1p(config.min_effect)
     noisy = noise.sd > config.noisy_above * effect
-    keep_before = np.abs(before - np.median(before)) <= config.outlier_k * sigma
-    keep_after = np.abs(after - np.median(after)) <= config.outlier_k * sigma
-    n_before, n_after = int(keep_before.sum()), int(keep_after.sum())
+    limit = config.outlier_k * sigma
     # A level needs most of its points to agree, and never starts on a spike: a spike among few points leaves too few
     # inliers to count, and one on the first or second night after the split leaves the level resting on one night.
-    min_after = config.min_after_noisy if noisy else config.min_after
-    if (n_before < _MIN_LEVEL or len(after) < min_after or n_after < config.min_after
-            or n_after < 0.75 * len(after) or not (keep_after[0] and keep_after[1])):
+    if n_all_after < (config.min_after_noisy if noisy else config.min_after):
+        return None
+    keep_after = np.abs(after - _median(after)) <= limit
+    n_after = int(np.count_nonzero(keep_after))
+    if n_after < config.min_after or n_after < 0.75 * n_all_after or not (keep_after[0] and keep_after[1]):
+        return None
+    # With exactly two points after, a spike and a normal night are equally far from their median, so the filter below
+    # cannot tell which is the spike: demand that the two agree as two draws of the same level would.
+    if n_all_after == 2 and abs(after[1] - after[0]) > config.pair_k * math.sqrt(2.0) * sigma:
+        return None
+    median_before = _median(before)
+    keep_before = np.abs(before - median_before) <= limit
+    n_before = int(np.count_nonzero(keep_before))
+    if n_before < _MIN_LEVEL:
         return None
     # On a new level's first nights its median is two or three points: if two of them are spikes in the same direction,
     # the median sits between them and the night that is dropped as the outlier is a normal one, back at the old level.
     # A dropped night that is an inlier of the old level says the "level" is the spikes.
-    if len(after) <= config.newest_splits:
-        dropped = np.abs(after[~keep_after] - np.median(before))
-        if np.any(dropped <= config.outlier_k * sigma):
+    if n_all_after <= config.newest_splits and n_after < n_all_after:
+        dropped = np.abs(after[~keep_after] - median_before)
+        if (dropped <= limit).any():
             return None
-    # With exactly two points after, a spike and a normal night are equally far from their median, so the filter above
-    # cannot tell which is the spike: demand that the two agree as two draws of the same level would.
-    if len(after) == 2 and abs(after[1] - after[0]) > config.pair_k * math.sqrt(2.0) * sigma:
-        return None
-    b, a = before[keep_before], after[keep_after]
-    diff = float(a.mean() - b.mean())
+    b = before[keep_before] if n_before < tau else before
+    a = after[keep_after] if n_after < n_all_after else after
+    mean_b, mean_a = _mean(b), _mean(a)
+    diff = mean_a - mean_b
     # ... and both must have moved, each by at least half the minimum effect: a spike next to a night that is merely a
     # little noisy in the same direction is not a new level.
-    if len(after) == 2 and np.any(np.sign(diff) * (after - b.mean()) < effect / 2):
+    if n_all_after == 2 and np.any(np.sign(diff) * (after - mean_b) < effect / 2):
         return None
     settled = n_before >= config.min_before
-    t_stat, p_value, test_sigma = _t_test(a, b, noise, settled)
+    # Anything but "no change" needs p <= p_cap, so |t| >= z_cap (a t quantile is never below the normal one): with
+    # the pooled variance at its smallest (no spread within the sides), a |t| below that is no change, and the squares,
+    # the leave-one-out test and the t distribution are not needed. The margin is far above rounding.
+    least_sigma = noise.sd * math.sqrt(noise.df / (n_after + n_before - 2 + noise.df)) if settled else noise.sd
+    if abs(diff) < z_cap * (1.0 - 1e-9) * least_sigma * math.sqrt(1.0 / n_after + 1.0 / n_before):
+        return None
+    # The t-test: the pooled variance of both sides averaged with the series' noise, or, for a level too short to
+    # estimate anything from (not settled), the series' noise alone. The series' noise comes from the same nights as
+    # the two sides (their first differences), so it is no independent evidence: the degrees of freedom are those of
+    # the better of the two estimates, not their sum.
+    if settled:
+        squares = float(_add((a - mean_a) ** 2)) + float(_add((b - mean_b) ** 2))
+        df = max(n_after + n_before - 2, noise.df)
+        test_sigma = math.sqrt((squares + noise.sd**2 * noise.df) / (n_after + n_before - 2 + noise.df))
+    else:
+        test_sigma, df = noise.sd, noise.df
+    t_stat = diff / (test_sigma * math.sqrt(1.0 / n_after + 1.0 / n_before))
     # No single night carries the change: without the most extreme point after the split it must still be there.
-    rest = np.delete(a, int(np.argmax(np.sign(diff) * (a - b.mean()))))
-    rest_diff = float(rest.mean() - b.mean())
+    extreme = int(np.argmax(np.sign(diff) * (a - mean_b)))
+    rest = np.concatenate((a[:extreme], a[extreme + 1 :]))
+    rest_diff = _mean(rest) - mean_b
     loo_z = config.loo_z_noisy if noisy else config.loo_z
     if rest_diff * diff <= 0 or abs(rest_diff) < loo_z * test_sigma * math.sqrt(1 / n_before + 1 / len(rest)):
         return None
-    if len(after) == 2:
+    p_value = float(2.0 * special.stdtr(df, -abs(t_stat)))
+    if n_all_after == 2:
         threshold = config.p_value_two_points
-    elif len(after) == 3:
+    elif n_all_after == 3:
         threshold = config.p_value_three_points
     else:
-        threshold = config.p_value_max * min(1.0, config.fresh_after / len(after)) ** 2
+        threshold = config.p_value_max * min(1.0, config.fresh_after / n_all_after) ** 2
     if not settled:
         threshold *= config.short_level_factor
     if noisy:
         threshold *= config.noisy_factor
-    significant = p_value <= config.p_value_max and min(len(after), n_before) >= config.boundary_min
+    significant = p_value <= config.p_value_max and min(n_all_after, n_before) >= config.boundary_min
     if not p_value <= threshold:
         return _BOUNDARY if significant else None
     se = abs(diff / t_stat) if t_stat else math.inf
@@ -281,8 +316,8 @@ def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionCo
     raw_before, raw_after = raw[:tau][keep_before], raw[tau:][keep_after]
     return ChangePoint(
         index=tau,
-        before_mean=float(raw_before.mean()),
-        after_mean=float(raw_after.mean()),
+        before_mean=_mean(raw_before),
+        after_mean=_mean(raw_after),
         change_pct=100.0 * math.expm1(diff),
         p_value=p_value,
         n_before=n_before,
@@ -290,11 +325,49 @@ def _test_split(logs: np.ndarray, raw: np.ndarray, tau: int, config: DetectionCo
     )
 
 
-def _segment(logs: np.ndarray, raw: np.ndarray, offset: int, config: DetectionConfig, noise: Noise,
+def _any_split_possible(logs: np.ndarray, config: DetectionConfig, noise: Noise, z_cap: float) -> bool:
+    """Whether any split of the segment could be more than "no change" in _test_split: its rules on the counts of
+    inliers, and a |t| that reaches z_cap with the smallest variance the t-test can use, for every split at once
+    (arrays of splits x points; each side's median is its middle value once the other side is set to infinity and
+    the row sorted, as np.median finds it). False proves that every candidate _segment would try is no change, so
+    the E-divisive statistic and the candidates are not needed: most segments of a night (a series that did not
+    move). The sides' means here are sums in another order than _test_split's, which may differ in the last bits:
+    the |t| test keeps a margin far above that."""
+    n_total = len(logs)
+    effect = math.log1p(config.min_effect)
+    noisy = noise.sd > config.noisy_above * effect
+    fewest_after = max(config.min_after, config.min_after_noisy if noisy else config.min_after)
+    taus = np.arange(_MIN_LEVEL, n_total - fewest_after + 1)
+    if not len(taus):
+        return False
+    rows = np.arange(len(taus))
+    after_side = np.arange(n_total)[None, :] >= taus[:, None]
+    limit = config.outlier_k * noise.robust
+    kept = []
+    for side, size in ((~after_side, taus), (after_side, n_total - taus)):
+        ordered = np.sort(np.where(side, logs, np.inf), axis=1)
+        # (x + x) / 2 is x exactly: one expression for odd and even sides
+        median = (ordered[rows, (size - 1) // 2] + ordered[rows, size // 2]) / 2.0
+        kept.append(side & (np.abs(logs[None, :] - median[:, None]) <= limit))
+    keep_before, keep_after = kept
+    n_after, n_before = keep_after.sum(axis=1), keep_before.sum(axis=1)
+    counted = ((n_after >= config.min_after) & (n_after >= 0.75 * (n_total - taus)) & (n_before >= _MIN_LEVEL)
+               & keep_after[rows, taus] & keep_after[rows, taus + 1])
+    if not counted.any():
+        return False
+    n_a, n_b = np.maximum(n_after, 1), np.maximum(n_before, 1)
+    diff = (keep_after @ logs) / n_a - (keep_before @ logs) / n_b
+    settled = n_before >= config.min_before
+    least_sigma = np.where(settled, noise.sd * np.sqrt(noise.df / np.maximum(n_a + n_b - 2 + noise.df, 1)), noise.sd)
+    reach = np.abs(diff) * (1.0 + 1e-6) + 1e-9 >= z_cap * least_sigma * np.sqrt(1.0 / n_a + 1.0 / n_b)
+    return bool((counted & reach).any())
+
+
+def _segment(logs: np.ndarray, raw: np.ndarray, offset: int, config: DetectionConfig, noise: Noise, z_cap: float,
              out: list[ChangePoint]) -> None:
     """Binary segmentation: the first candidate that is a change (or a boundary) splits the segment, and both sides
     are searched again."""
-    if len(logs) < _MIN_LEVEL + config.min_after:
+    if len(logs) < _MIN_LEVEL + config.min_after or not _any_split_possible(logs, config, noise, z_cap):
         return
     q = energy_statistic(logs)
     q[:_MIN_LEVEL] = -np.inf
@@ -303,14 +376,22 @@ def _segment(logs: np.ndarray, raw: np.ndarray, offset: int, config: DetectionCo
     candidates += [tau for tau in range(len(logs) - 2, len(logs) - config.newest_splits - 1, -1)
                    if tau >= _MIN_LEVEL and tau not in candidates]
     for tau in candidates:
-        found = _test_split(logs, raw, tau, config, noise)
+        found = _test_split(logs, raw, tau, config, noise, z_cap)
         if found is None:
             continue
         if isinstance(found, ChangePoint):
             out.append(ChangePoint(**{**_as_dict(found), "index": found.index + offset}))
-        _segment(logs[:tau], raw[:tau], offset, config, noise, out)
-        _segment(logs[tau:], raw[tau:], offset + tau, config, noise, out)
+        _segment(logs[:tau], raw[:tau], offset, config, noise, z_cap, out)
+        _segment(logs[tau:], raw[tau:], offset + tau, config, noise, z_cap, out)
         return
+
+
+def _least_z(config: DetectionConfig) -> float:
+    """The smallest |t| whose p-value can be a change or a boundary: the normal quantile of the loosest threshold that
+    _test_split can apply (a t quantile, for any degrees of freedom, is above it)."""
+    loosest = max(config.p_value_max, config.p_value_two_points, config.p_value_three_points)
+    p_cap = max(config.p_value_max, loosest * max(1.0, config.short_level_factor) * max(1.0, config.noisy_factor))
+    return float(-special.ndtri(min(p_cap, 1.0) / 2.0))
 
 
 def _as_dict(cp: ChangePoint) -> dict[str, float | int]:
@@ -334,6 +415,7 @@ def detect_change_points(values: Sequence[float], *, baseline_start: int = 0,
     if not 0 <= baseline_start <= len(raw):
         raise ValueError(f"baseline_start {baseline_start} outside 0..{len(raw)}")
     logs = np.log(raw)
+    z_cap = _least_z(config)
     found: list[ChangePoint] = []
     base = baseline_start
     # A long unexamined history (a backfill of old CSVs) is walked in overlapping windows, as the nightly run would
@@ -343,7 +425,7 @@ def detect_change_points(values: Sequence[float], *, baseline_start: int = 0,
         start = max(base, end - config.window)
         window: list[ChangePoint] = []
         noise = series_noise(logs[max(0, end - 2 * config.window) : end], math.log1p(config.noise_floor))
-        _segment(logs[start:end], raw[start:end], start, config, noise, window)
+        _segment(logs[start:end], raw[start:end], start, config, noise, z_cap, window)
         if window:
             found += window
             base = max(cp.index for cp in window)

@@ -30,6 +30,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 import sqlalchemy as sa
@@ -81,12 +82,48 @@ SUITE_METRIC = GEOMEAN.key  # change points of the suite's clipped geomean speed
 MODELS_DROP = 0.2  # relative: a fifth of the suite's models missing against the previous run
 
 
-@dataclass(frozen=True, slots=True)
-class Point:
+class Point(NamedTuple):
+    """One night of a series; a tuple, not a dataclass: a run's detection makes ~100,000 of them (issue 31)."""
+
     run_id: int
     night: date
     commit: str | None
     value: float
+
+
+class SeriesPoints(Sequence[Point]):
+    """A series' passing points, column by column: a night of PyTorch's matrix reads ~20,000 rows for every one of its
+    276 runs, and making a Point of each (4 metrics a row) cost more than the change-point search (issue 31). A Point
+    is made only where one is read: the change's two nights, the newest."""
+
+    __slots__ = ("commits", "nights", "run_ids", "values")
+
+    def __init__(self, run_ids: Sequence[int], nights: Sequence[date], commits: Sequence[str | None],
+                 values: Sequence[float]) -> None:
+        self.run_ids, self.nights, self.commits, self.values = run_ids, nights, commits, values
+
+    @classmethod
+    def of(cls, points: Sequence[Point]) -> SeriesPoints:
+        return cls(*(list(column) for column in zip(*points, strict=True))) if points else cls([], [], [], [])
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @overload
+    def __getitem__(self, i: int) -> Point: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> SeriesPoints: ...
+
+    def __getitem__(self, i: int | slice) -> Point | SeriesPoints:
+        if isinstance(i, slice):
+            return SeriesPoints(self.run_ids[i], self.nights[i], self.commits[i], self.values[i])
+        return Point(self.run_ids[i], self.nights[i], self.commits[i], self.values[i])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,18 +290,20 @@ def status_changes(d: RunDetection) -> list[Finding | None]:
 
 
 def _store_change_points(session: Session, run: Run, series_id: int | None, model: str | None, metric: str,
-                         points: list[Point], stored: set[int], config: DetectionConfig,
+                         points: SeriesPoints, stored: set[int], config: DetectionConfig,
                          incremental: bool) -> list[Finding]:
     if len(points) < 5:
         return []
-    positions = {p.run_id: i for i, p in enumerate(points)}
-    baseline = max((positions[r] for r in stored if r in positions), default=0)
+    baseline = 0
+    if stored:  # most series have no stored change point: no index of their runs to build
+        positions = {run_id: i for i, run_id in enumerate(points.run_ids)}
+        baseline = max((positions[r] for r in stored if r in positions), default=0)
     if incremental:
         # Every earlier window was the last window of an earlier run, examined when that run arrived: only the
         # window ending tonight is new. Keeps a night's detection cost flat however long the history grows.
         baseline = max(baseline, len(points) - config.window)
     found = []
-    for cp in detect_change_points([p.value for p in points], baseline_start=baseline, config=config):
+    for cp in detect_change_points(points.values, baseline_start=baseline, config=config):
         first, last_old = points[cp.index], points[cp.index - 1]
         if first.run_id in stored:
             continue
@@ -317,19 +356,28 @@ def _models_all_machine_changes(session: Session, run: Run, first_run_id: int) -
 
 
 def _series_points(session: Session, run: Run, series_ids: list[int],
-                   last_runs: int | None = None) -> dict[tuple[int, str], list[Point]]:
+                   last_runs: int | None = None) -> dict[tuple[int, str], SeriesPoints]:
     """(series id, metric) -> the passing points of each series up to ``run`` (in its last ``last_runs`` runs)."""
     rows = series_history(session, run, series_ids, [getattr(Result, m.name) for m in DETECTED_METRICS],
                           last_runs=last_runs)
-    history: dict[tuple[int, str], list[Point]] = defaultdict(list)
-    for series_id, run_id, night, commit, *values in rows:
-        for metric, value in zip(DETECTED_METRICS, values, strict=True):
-            if value is not None and value > 0:
-                history[(series_id, metric.name)].append(Point(run_id, night, commit, float(value)))
+    by_series: dict[int, list[Any]] = defaultdict(list)
+    for row in rows.all():  # one fetchall, not a fetchone per row
+        by_series[row[0]].append(row)
+    history: dict[tuple[int, str], SeriesPoints] = {}
+    for series_id, series_rows in by_series.items():
+        _, run_ids, nights, commits, *columns = zip(*series_rows, strict=True)
+        for metric, column in zip(DETECTED_METRICS, columns, strict=True):
+            keep = [i for i, value in enumerate(column) if value is not None and value > 0]
+            if len(keep) == len(column):  # the metric passed every night: the columns as they are
+                history[(series_id, metric.name)] = SeriesPoints(run_ids, nights, commits, [float(v) for v in column])
+            elif keep:
+                history[(series_id, metric.name)] = SeriesPoints(
+                    [run_ids[i] for i in keep], [nights[i] for i in keep], [commits[i] for i in keep],
+                    [float(column[i]) for i in keep])
     return history
 
 
-def _incremental_points(session: Session, run: Run, series_ids: list[int]) -> dict[tuple[int, str], list[Point]]:
+def _incremental_points(session: Session, run: Run, series_ids: list[int]) -> dict[tuple[int, str], SeriesPoints]:
     """What an incremental search reads of each series' history: its last two windows of points (the search looks
     at the last window, its noise estimate at the last two: changepoint.detect_change_points), the same answer as
     the whole history at a fraction of the rows. The last runs of the configuration hold them for a series that
@@ -337,7 +385,7 @@ def _incremental_points(session: Session, run: Run, series_ids: list[int]) -> di
     needed = max(2 * DetectionConfig.for_metric(m.name).window for m in DETECTED_METRICS)
     history = _series_points(session, run, series_ids, last_runs=needed + needed // 4)
     short = {series_id for (series_id, _metric), points in history.items()
-             if points[-1].run_id == run.id and len(points) < needed}
+             if points.run_ids[-1] == run.id and len(points) < needed}
     if not short:
         return history
     out = {key: points for key, points in history.items() if key[0] not in short}
@@ -356,7 +404,7 @@ def performance_change_points(d: RunDetection) -> list[Finding | None]:
     stored = _baselines(session, run.configuration_id)
     found = []
     for (series_id, metric), points in history.items():
-        if not points or points[-1].run_id != run.id:
+        if not points or points.run_ids[-1] != run.id:
             continue  # the metric is missing tonight: nothing new to say about it
         found += _store_change_points(session, run, series_id, series_in_run[series_id], metric, points,
                                       stored[(series_id, metric)], DetectionConfig.for_metric(metric), incremental)
@@ -386,8 +434,9 @@ def suite_geomean_change_points(d: RunDetection) -> list[Finding | None]:
     session, run = d.session, d.run
     if session.get(RunSummary, run.id) is None:
         return []
-    points = [Point(r, n, c, float(g)) for r, n, c, g in suite_geomean_history(session, run) if g is not None and g > 0]
-    if not points or points[-1].run_id != run.id:
+    points = SeriesPoints.of([Point(r, n, c, float(g)) for r, n, c, g in suite_geomean_history(session, run)
+                              if g is not None and g > 0])
+    if not points or points.run_ids[-1] != run.id:
         return []
     stored = _baselines(session, run.configuration_id)[(None, SUITE_METRIC)]
     return list(_store_change_points(session, run, None, None, SUITE_METRIC, points, stored,

@@ -1,0 +1,166 @@
+"""What detection of one night of PyTorch's matrix costs (issue 31: a whole night detected in < 60 s on 2 cores).
+
+A night of the matrix is 276 runs (92 configurations x 3 suites) of 180 models, and the post-ingest hook detects
+each run on its own (service.detection.detector.detection_hook, incremental): every series and metric the registry
+marks detected, 720 a run, each searched over its newest window (60 nights) with its noise from the last 120.
+
+Two measurements, both as CPU seconds of this process (the machine is shared: wall time is printed too, with the
+load average, but CPU is what the load cannot inflate):
+
+- the search alone (default): ``--series`` synthetic series of ``--nights`` nights (bench/detection.py's generator:
+  2 % and 5 % Gaussian noise, single-night spikes, a third with a 5 % step somewhere), each searched as the hook does
+  (detect_change_points over the last window), ``--repeat`` times; per run and scaled to ``--runs`` runs a night;
+- ``--database``: the whole detector (reads, search, stored findings) on a throwaway Postgres (tests/pgcluster.py)
+  filled by bench/synthetic_history.py with ``--configs`` configurations x 3 suites x ``--models`` models over
+  ``--nights`` nights; detect_run(incremental=True) on each run of the last ``--timed-nights`` nights, after the
+  ``--warm-nights`` before them (untimed), in a transaction rolled back afterwards. ``--database-url``: a database
+  filled already. ``--profile`` prints where the CPU went (cProfile, top functions by own time).
+
+Run from the repository root: ``.venv/bin/python -m bench.detection_speed [--database] [--profile]``. Figures (and
+the figures before issue 31's speed work, from the same script over the older code) are in bench/README.md, "Issue
+31".
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import platform
+import pstats
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+NIGHT_RUNS = 276  # --configs 92 x 3 suites: the matrix of bench/synthetic_history.py, PyTorch's size
+SERIES_PER_RUN = 720  # 180 models x 4 detected metrics
+
+
+def _machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+               platform.processor())
+    return f"{cpu}, {os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+
+
+def _timed(work: Callable[[], int], profile: bool) -> tuple[float, float, int]:
+    """(CPU s, wall s, what work returned); with ``profile``, the top of its cProfile by own time is printed."""
+    profiler = cProfile.Profile() if profile else None
+    cpu, wall = time.process_time(), time.perf_counter()
+    if profiler is not None:
+        profiler.enable()
+    out = work()
+    if profiler is not None:
+        profiler.disable()
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    if profiler is not None:
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
+    return cpu, wall, out
+
+
+def search_only(series: int, nights: int, repeat: int, seed: int, profile: bool) -> tuple[float, float]:
+    """CPU and wall seconds per ``series`` searches (the newest window of each), best of ``repeat``."""
+    from bench.detection import make_series
+    from service.detection.changepoint import DetectionConfig, detect_change_points
+
+    rng = np.random.default_rng(seed)
+    corpus = [make_series(rng, nights, (0.02, 0.05)[i % 2], () if i % 3 else (0.05,)).values for i in range(series)]
+    config = DetectionConfig()
+
+    def work() -> int:
+        return sum(len(detect_change_points(v, baseline_start=max(0, len(v) - config.window), config=config))
+                   for v in corpus)
+
+    best = None
+    for i in range(repeat):
+        cpu, wall, found = _timed(work, profile and i == repeat - 1)
+        print(f"  pass {i + 1}: {cpu:.3f} s CPU, {wall:.3f} s wall, {found} change points")
+        best = (cpu, wall) if best is None or cpu < best[0] else best
+    assert best is not None
+    return best
+
+
+def with_database(configs: int, models: int, nights: int, profile: bool, url: str | None, warm: int,
+                  timed: int) -> tuple[float, float, int]:
+    """CPU and wall seconds of detect_run over the last night's runs, and how many runs that was. ``url``: a database
+    bench/synthetic_history.py filled already (else a throwaway one, filled here)."""
+    from tests.pgcluster import temporary_postgres
+
+    if url is not None:
+        return _detect_last_night(url, profile, warm, timed)
+    from bench.synthetic_history import fill_database
+
+    with temporary_postgres() as started:
+        filled = fill_database(started, n_configs=configs, n_models=models, rows=nights * configs * 3 * models,
+                               progress=False)
+        print(f"  filled: {filled.runs} runs, {filled.results} results, {filled.first_night} .. {filled.last_night}")
+        return _detect_last_night(started, profile, warm, timed)
+
+
+def _detect_last_night(url: str, profile: bool, warm: int, timed: int) -> tuple[float, float, int]:
+    """Detection as the hook runs it, night after night: the ``warm`` nights before the last ``timed`` ones first
+    (untimed: the first detection over a history that was never detected finds every step in its window, which a
+    steady night does not), then the ``timed`` nights; all in one transaction, rolled back."""
+    import sqlalchemy as sa
+
+    from service.db import make_engine, make_session_factory
+    from service.detection.detector import detect_run
+    from service.models import Run
+
+    engine = make_engine(url)
+    with make_session_factory(engine)() as session:
+        nights = list(session.scalars(sa.select(Run.night).distinct().order_by(Run.night.desc()).limit(warm + timed)))
+
+        def runs_of(chosen: list) -> list[int]:
+            return list(session.scalars(sa.select(Run.id).where(Run.night.in_(chosen)).order_by(Run.night, Run.id)))
+
+        for run_id in runs_of(nights[timed:]):
+            detect_run(session, run_id, incremental=True)
+        runs = runs_of(nights[:timed])
+
+        def work() -> int:
+            return sum(detect_run(session, run_id, incremental=True).count for run_id in runs)
+
+        cpu, wall, found = _timed(work, profile)
+        session.rollback()
+    engine.dispose()
+    print(f"  {found} findings in {len(runs)} runs of the last {timed} nights, after {warm} nights detected untimed")
+    return cpu, wall, len(runs)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--series", type=int, default=SERIES_PER_RUN, help="series searched (a run's: 720)")
+    parser.add_argument("--nights", type=int, default=120, help="nights of history per series (default 120)")
+    parser.add_argument("--repeat", type=int, default=3, help="passes over the series; the best is kept")
+    parser.add_argument("--seed", type=int, default=31)
+    parser.add_argument("--runs", type=int, default=NIGHT_RUNS, help="runs a night, to scale to (276)")
+    parser.add_argument("--database", action="store_true", help="the whole detector on a throwaway Postgres")
+    parser.add_argument("--configs", type=int, default=1, help="with --database: configurations (x 3 suites)")
+    parser.add_argument("--models", type=int, default=180, help="with --database: models per suite")
+    parser.add_argument("--database-url", help="with --database: a database filled already (SQLAlchemy URL)")
+    parser.add_argument("--warm-nights", type=int, default=5, help="with --database: nights detected untimed first")
+    parser.add_argument("--timed-nights", type=int, default=2, help="with --database: the last nights, timed")
+    parser.add_argument("--profile", action="store_true", help="print the top of a cProfile of the (last) pass")
+    args = parser.parse_args()
+    print(f"machine: {_machine()}")
+    if args.database:
+        cpu, wall, runs = with_database(args.configs, args.models, args.nights, args.profile, args.database_url,
+                                       args.warm_nights, args.timed_nights)
+        per_run_cpu, per_run_wall = cpu / runs, wall / runs
+        what = f"detect_run over {runs} runs" + ("" if args.database_url else
+                                                 f" of {args.models} models, {args.nights} nights of history")
+    else:
+        cpu, wall = search_only(args.series, args.nights, args.repeat, args.seed, args.profile)
+        scale = SERIES_PER_RUN / args.series
+        per_run_cpu, per_run_wall = cpu * scale, wall * scale
+        what = f"the search over {args.series} series of {args.nights} nights (best of {args.repeat})"
+    print(f"{what}: {cpu:.3f} s CPU, {wall:.3f} s wall")
+    print(f"per run: {1000 * per_run_cpu:.1f} ms CPU ({1000 * per_run_wall:.1f} ms wall); a night of {args.runs} runs: "
+          f"{per_run_cpu * args.runs:.1f} s CPU of one core ({per_run_wall * args.runs:.1f} s wall at this load)")
+    print(f"after: load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
