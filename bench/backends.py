@@ -22,7 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfdash.contract import Manifest, read_accuracy_csv, read_performance_csv
+from perfdash.contract import read_accuracy_csv, read_performance_csv
+from perfdash.manifest import Manifest
 from runner.api import RunPaths, run_suite
 from runner.options import RunOptions
 

@@ -43,15 +43,8 @@ from datetime import UTC, date, datetime, timedelta
 import numpy as np
 import sqlalchemy as sa
 
-from perfdash.contract import (
-    AccuracyRow,
-    MachineInfo,
-    Manifest,
-    ModelResult,
-    PerformanceRow,
-    RunConfig,
-    header_for,
-)
+from perfdash.contract import AccuracyRow, ModelResult, PerformanceRow, header_for
+from perfdash.manifest import MachineInfo, Manifest, RunConfig
 from perfdash.metrics import model_warnings, summarize_results
 
 SUITES: tuple[str, ...] = ("torchbench", "huggingface", "timm_models")

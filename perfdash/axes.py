@@ -1,6 +1,6 @@
 """The axes of a configuration, defined once: what makes two runs of a suite comparable.
 
-Each axis says its name (the field of perfdash.contract.RunConfig, or of the stored configuration for the derived
+Each axis says its name (the field of perfdash.manifest.RunConfig, or of the stored configuration for the derived
 ones), its type, its vocabulary (from the contract), the ``perfdash run`` flag that sets it, the column of the stored
 configuration (service.models.Configuration), whether it enters the configuration key and whether pages and the API
 filter on it. What derives from this table:
@@ -26,7 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perfdash.contract import BACKENDS, COMPILE_MODES, DEVICES, DTYPES, MODES, SUITES, RunConfig
+from perfdash.contract import BACKENDS, COMPILE_MODES, DEVICES, DTYPES, MODES, SUITES
+from perfdash.manifest import RunConfig
 
 DISTRIBUTED_BACKENDS: tuple[str, ...] = ("gloo", "nccl")
 

@@ -20,10 +20,8 @@ from pathlib import Path
 from typing import Protocol
 
 from perfdash.contract import (
-    Manifest,
     ModelResult,
     ModelSamples,
-    RunConfig,
     append_row,
     append_samples,
     completed_models,
@@ -32,6 +30,7 @@ from perfdash.contract import (
     read_performance_csv,
     read_samples,
 )
+from perfdash.manifest import Manifest, RunConfig
 from perfdash.metrics import SuiteSummary, summarize_results
 from runner.backends import BACKEND_SPECS
 from runner.manifest import load_or_create

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-from perfdash.contract import (
+from perfdash.manifest import (
     ACTIVATION_PEAK_DEFINITION,
     MEMORY_DEFINITIONS,
     BackendInfo,

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from perfdash import torch_spec
 from perfdash.axes import CHECKED_FLAGS, RunAxes, run_axis_values
-from perfdash.contract import BACKENDS, RunConfig
+from perfdash.contract import BACKENDS
+from perfdash.manifest import RunConfig
 from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR, AllocatorUnavailable, allocator_env
 from runner.allocator import check as check_allocator
 from runner.backends import BACKEND_SPECS, RUNNABLE_BACKENDS, BackendUnavailable, check

@@ -29,7 +29,6 @@ from perfdash.axes import AXIS
 from perfdash.contract import (
     ModelSamples,
     PerformanceRow,
-    RunConfig,
     append_row,
     append_samples,
     completed_models,
@@ -37,6 +36,7 @@ from perfdash.contract import (
     read_performance_csv,
     read_samples,
 )
+from perfdash.manifest import RunConfig
 from runner.allocator import DEFAULT_ALLOCATOR
 from runner.api import RunPaths, make_job
 from runner.backends import BACKEND_SPECS

@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from rich.console import Group
 from rich.table import Table
 
-from perfdash.contract import ModelResult, ModelSamples, PerformanceRow, RunConfig
+from perfdash.contract import ModelResult, ModelSamples, PerformanceRow
+from perfdash.manifest import RunConfig
 from perfdash.metric_registry import RESULT_METRICS, SUMMARY_METRICS, ResultMetric, Source, shown_metrics
 from perfdash.metrics import SuiteSummary, model_warnings
 

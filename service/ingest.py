@@ -35,17 +35,13 @@ from perfdash.contract import (
     AccuracyRow,
     ContractError,
     GraphStats,
-    MachineInfo,
-    Manifest,
     ModelResult,
     ModelSamples,
     PerformanceRow,
     ResultFileName,
-    RunConfig,
     RunKey,
     find_unstorable_text,
     join_results,
-    json_int,
     parse_accuracy_csv,
     parse_performance_csv,
     parse_samples,
@@ -53,6 +49,7 @@ from perfdash.contract import (
 from perfdash.duplicates import csv_repeats, find_repeats
 from perfdash.generated_code import MAX_KERNEL_TIMES, MAX_SOURCE_CHARS, CodeFingerprint, KernelTime
 from perfdash.harness_files import Classified, Role, classify
+from perfdash.manifest import MachineInfo, Manifest, RunConfig, json_int
 from perfdash.metric_registry import RESULT_METRICS, Source
 from perfdash.metrics import model_warnings, summarize_results
 from perfdash.pytorch_json import KeyHints, ParsedRecords, looks_like_records, parse_records

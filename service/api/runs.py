@@ -11,7 +11,8 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from perfdash.contract import MAX_NAME_LENGTH, ContractError, parse_date_time
+from perfdash.contract import MAX_NAME_LENGTH, ContractError
+from perfdash.manifest import parse_date_time
 from service.api.auth import AUTH_RESPONSES, AdminScope, IngestScope, audit_detail
 from service.api.contract import NO_NUL
 from service.api.deps import RunFilterDep, SessionDep, json_response

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from perfdash.contract import MEMORY_DEFINITIONS, ContractError, Manifest, ModelSamples, RunConfig, parse_samples
+from perfdash.contract import ContractError, ModelSamples, parse_samples
+from perfdash.manifest import MEMORY_DEFINITIONS, Manifest, RunConfig
 
 
 def test_activation_peak_round_trips_and_older_lines_still_read() -> None:

@@ -24,7 +24,8 @@ def run_files(result_csv) -> RunFiles:
     The run's CSVs and manifest, written with the contract's own types (what the runner writes). Latency is
     10 ms / speedup, compile time 20 s and memory ratio 1.2 unless given. The run starts at 01:00 of its night,
     ``hours`` later for a second run of the night."""
-    from perfdash.contract import AccuracyRow, MachineInfo, Manifest, PerformanceRow, RunConfig
+    from perfdash.contract import AccuracyRow, PerformanceRow
+    from perfdash.manifest import MachineInfo, Manifest, RunConfig
 
     def make(night: int, speedups: dict[str, float | None], statuses: dict[str, str] | None = None,
              compile_s: dict[str, float] | None = None, suite: str = "timm_models", backend: str = "inductor",

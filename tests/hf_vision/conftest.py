@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from perfdash.contract import AccuracyRow, Manifest, PerformanceRow, append_row
+from perfdash.contract import AccuracyRow, PerformanceRow, append_row
+from perfdash.manifest import Manifest
 
 DATA = Path(__file__).parent / "data"
 

@@ -14,13 +14,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from perfdash.contract import (
-    KNOWN_STATUSES,
-    Manifest,
-    read_accuracy_csv,
-    read_performance_csv,
-    read_samples,
-)
+from perfdash.contract import KNOWN_STATUSES, read_accuracy_csv, read_performance_csv, read_samples
+from perfdash.manifest import Manifest
 
 STEM = "inductor_hf_vision_float32_inference_cpu"
 ROWS = ["ResNet_bs1", "Segformer_bs1"]  # the publication's order: classification before segmentation

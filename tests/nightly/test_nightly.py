@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from perfdash.cli import build_parser
-from perfdash.contract import AccuracyRow, MachineInfo, Manifest, PerformanceRow, RunConfig, append_row
+from perfdash.contract import AccuracyRow, PerformanceRow, append_row
+from perfdash.manifest import MachineInfo, Manifest, RunConfig
 from service import nightly
 
 

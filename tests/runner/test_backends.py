@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from perfdash.cli import main
-from perfdash.contract import Manifest, ResultFileName, read_accuracy_csv, read_performance_csv, read_samples
+from perfdash.contract import ResultFileName, read_accuracy_csv, read_performance_csv, read_samples
+from perfdash.manifest import Manifest
 from runner.api import RunReport, run_suite
 from runner.backends import BackendUnavailable, check, tensorrt_route
 from runner.options import OptionsError, RunOptions, validate

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from perfdash.contract import Manifest, ModelSamples, read_samples
+from perfdash.contract import ModelSamples, read_samples
+from perfdash.manifest import Manifest
 from runner.api import RunReport, run_suite
 from runner.inductor_overrides import ENV_NAME, encode, parse
 from runner.options import RunOptions

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfdash.axes import run_command, stored_axes
-from perfdash.contract import Manifest
+from perfdash.manifest import Manifest
 from runner.api import run_suite
 from runner.gpu_settings import CUDAGRAPHS, MATMUL_TF32, SDPA_REDUCED_PRECISION, in_force, timed_run_env
 from runner.options import OptionsError, RunOptions, _check_cudagraphs, validate

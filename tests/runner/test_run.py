@@ -10,12 +10,8 @@ import pytest
 from rich.console import Console
 
 from perfdash.cli import main
-from perfdash.contract import (
-    Manifest,
-    read_accuracy_csv,
-    read_performance_csv,
-    read_samples,
-)
+from perfdash.contract import read_accuracy_csv, read_performance_csv, read_samples
+from perfdash.manifest import Manifest
 from perfdash.metric_registry import EAGER_THROUGHPUT
 from perfdash.torch_spec import installed_torch
 from runner.api import RunReport, run_suite

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from perfdash.cli import main
-from perfdash.contract import Manifest, read_accuracy_csv, read_performance_csv, read_samples
+from perfdash.contract import read_accuracy_csv, read_performance_csv, read_samples
+from perfdash.manifest import Manifest
 from perfdash.resultfiles import collect
 from runner.distributed import cpu_slices, rank_environment
 from runner.options import OptionsError

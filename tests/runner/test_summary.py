@@ -7,7 +7,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from perfdash.contract import AccuracyRow, ModelSamples, PerformanceRow, RunConfig, append_row, throughput
+from perfdash.contract import AccuracyRow, ModelSamples, PerformanceRow, append_row, throughput
+from perfdash.manifest import RunConfig
 from perfdash.metrics import summarize_results
 from runner.api import RunPaths, read_results
 from runner.summary import render

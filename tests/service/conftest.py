@@ -94,7 +94,7 @@ def manifest():
     """make(night="2026-01-02", commit="abc", **config) -> a perfdash Manifest for a CPU run."""
     from datetime import datetime, timedelta
 
-    from perfdash.contract import MachineInfo, Manifest, RunConfig
+    from perfdash.manifest import MachineInfo, Manifest, RunConfig
 
     def make(night: str = "2026-01-02", commit: str = "c0ffee", suite: str = "timm_models",
              backend: str = "inductor", **config) -> Manifest:

@@ -188,16 +188,8 @@ def write_noise_nights(root: Path) -> list[Path]:
 
     import numpy as np
 
-    from perfdash.contract import (
-        AccuracyRow,
-        MachineInfo,
-        Manifest,
-        ModelSamples,
-        PerformanceRow,
-        RunConfig,
-        append_row,
-        append_samples,
-    )
+    from perfdash.contract import AccuracyRow, ModelSamples, PerformanceRow, append_row, append_samples
+    from perfdash.manifest import MachineInfo, Manifest, RunConfig
 
     rng = np.random.default_rng(7)
     base = {name: (10 * (1 + noise * rng.uniform(-1, 1, 40)), 5 * (1 + noise * rng.uniform(-1, 1, 40)))

@@ -13,17 +13,9 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from perfdash.contract import (
-    AccuracyRow,
-    MachineInfo,
-    Manifest,
-    ModelSamples,
-    PerformanceRow,
-    RunConfig,
-    append_row,
-    append_samples,
-)
+from perfdash.contract import AccuracyRow, ModelSamples, PerformanceRow, append_row, append_samples
 from perfdash.generated_code import KernelTime, fingerprint, normalise, pack_source
+from perfdash.manifest import MachineInfo, Manifest, RunConfig
 
 OUTPUT = normalise((Path(__file__).parents[1] / "contract" / "data" / "inductor_output_cpu.txt").read_text())
 NARROW = OUTPUT.replace("x1+=static_cast<int64_t>(16L)", "x1+=static_cast<int64_t>(8L)", 1)

@@ -19,17 +19,8 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from perfdash.contract import (
-    AccuracyRow,
-    MachineInfo,
-    Manifest,
-    ModelSamples,
-    PerformanceRow,
-    RunConfig,
-    append_row,
-    append_samples,
-    throughput,
-)
+from perfdash.contract import AccuracyRow, ModelSamples, PerformanceRow, append_row, append_samples, throughput
+from perfdash.manifest import MachineInfo, Manifest, RunConfig
 
 MACHINE = MachineInfo(host="release-01", device="cpu", cpu_model="Release Xeon", cpu_count=8)
 INFERENCE = RunConfig(suite="timm_models", backend="inductor", threads=8)

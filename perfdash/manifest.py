@@ -1,0 +1,276 @@
+"""The run manifest: what a run's CSVs lack (versions, machine, configuration, timing), as ``{stem}_manifest.json``
+carries it and the service's OpenAPI document publishes it. Torch-free, as perfdash.contract (the result files, the
+statuses and the names it builds on).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictBool,
+    ValidationError,
+    model_validator,
+)
+
+from perfdash.contract import (
+    BACKENDS,
+    COMPILE_MODES,
+    DEVICES,
+    DTYPES,
+    FOREIGN_BACKENDS,
+    INT32_MAX,
+    MAX_FINGERPRINT_LENGTH,
+    MAX_NAME_LENGTH,
+    MODES,
+    SCHEMA_VERSION,
+    SUITES,
+    ContractError,
+    RunKey,
+    check_vocabulary,
+    find_unstorable_text,
+)
+
+# The manifest's JSON is read as its schema says (the service's OpenAPI document publishes it): integers are JSON
+# integers (pydantic's lax mode took ``false`` for 0 and ``"3"`` for 3; ``3.0`` is an integer to JSON Schema and
+# stays one), booleans are ``true`` and ``false`` (lax mode took ``1`` and ``"yes"``), date-times are RFC 3339 text
+# with their offset (lax mode took ``0`` and ``"1700000000"`` for Unix times). Unknown fields are ignored, as the
+# schema allows (fields have been added without a new schema_version; older readers skip them), and the content hash
+# (service/ingest.py) is taken over the fields the model keeps, so an ignored field never changes a run's identity.
+
+# RFC 3339's date-time (JSON Schema's ``format: date-time``): date, ``T``, time, and an offset or ``Z``.
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+_WITHOUT_OFFSET = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?")
+
+
+def parse_date_time(value: str, *, naive_is_utc: bool = False) -> datetime:
+    """An RFC 3339 date-time (with its offset) as an aware datetime; ValueError for anything else. ``naive_is_utc``:
+    a time without an offset is UTC (the upload form's timestamp, which older clients sent without one)."""
+    if naive_is_utc and _WITHOUT_OFFSET.fullmatch(value):
+        value += "+00:00"
+    if not _RFC3339.fullmatch(value):
+        raise ValueError(f"{value[:40]!r} is not an RFC 3339 date-time with an offset (2026-01-02T01:00:00+00:00)")
+    try:
+        return datetime.fromisoformat(value.replace("z", "Z").replace("t", "T"))
+    except ValueError as exc:  # the right shape, an impossible date (2026-02-30)
+        raise ValueError(f"{value[:40]!r} is not a date-time: {exc}") from None
+
+
+def _date_time_input(value: object) -> object:
+    """A manifest's date-time: a datetime (Python callers) or RFC 3339 text; never a number, never bare digits."""
+    if value is None or isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        return parse_date_time(value)
+    raise ValueError(f"expected an RFC 3339 date-time string, got {type(value).__name__}")
+
+
+DateTime = Annotated[datetime, BeforeValidator(_date_time_input)]
+
+
+def _json_integer_input(value: object) -> object:
+    # bool is an int to Python, not to JSON; text is never a number (pydantic's lax int parses "3")
+    if isinstance(value, bool | str):
+        raise ValueError(f"expected an integer, got {json.dumps(value)[:40]}")
+    return value
+
+
+def json_int(ge: int, le: int) -> Any:
+    """An integer as JSON Schema says one, between ``ge`` and ``le``: a number without a fraction (3 and 3.0), never
+    true/false or text. Not strict (a model configured strict would refuse 3.0, which the schema allows). The bounds
+    come before the validator: after it (a Field's ge/le on the field), pydantic's JSON schema said them as unknown
+    ``ge``/``le`` keys, not ``minimum``/``maximum``, and the document then allowed what the model refuses."""
+    return Annotated[int, Field(ge=ge, le=le), BeforeValidator(_json_integer_input), Strict(False)]
+
+
+class JenkinsInfo(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    build_url: str | None = Field(None, max_length=500)
+    job_name: str | None = None
+    build_number: str | None = None
+
+
+class MachineInfo(BaseModel):
+    """The machine a run ran on. The fingerprint uses only stable, explicitly chosen fields."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    host: str = Field("unknown", max_length=MAX_NAME_LENGTH)
+    device: Literal["cpu", "cuda"] | str = "cpu"
+    cpu_model: str = Field("unknown", max_length=MAX_NAME_LENGTH)
+    cpu_count: json_int(1, INT32_MAX) | None = None
+    gpu_name: str | None = Field(None, max_length=MAX_NAME_LENGTH)
+    gpu_driver: str | None = Field(None, max_length=64)
+    cuda_version: str | None = Field(None, max_length=64)
+
+    def fingerprint(self) -> str:
+        if self.device == "cuda":
+            return " | ".join(x for x in (self.gpu_name or "unknown GPU", self.gpu_driver, self.cuda_version) if x)
+        cores = f"{self.cpu_count} cores" if self.cpu_count else None
+        return " | ".join(x for x in (self.cpu_model, cores) if x)
+
+    @model_validator(mode="after")
+    def _fingerprint_fits(self) -> MachineInfo:
+        if len(self.fingerprint()) > MAX_FINGERPRINT_LENGTH:
+            raise ValueError(f"the machine's fingerprint is longer than {MAX_FINGERPRINT_LENGTH} characters")
+        return self
+
+
+class RunConfig(BaseModel):
+    """Every setting that makes two runs comparable; all of it is part of the series."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    # The vocabularies are checked by the validators below; json_schema_extra says them in the JSON schema too (the
+    # service's OpenAPI document), so a client knows what is accepted before it is refused.
+    suite: str = Field(json_schema_extra={"enum": list(SUITES)})
+    backend: str = Field(json_schema_extra={"enum": [*BACKENDS, *FOREIGN_BACKENDS]})
+    variant: str = Field("", json_schema_extra={"pattern": "^([a-z0-9][a-z0-9_]*)?$", "maxLength": 64})
+    compile_mode: str = Field("default", json_schema_extra={"enum": list(COMPILE_MODES)})
+    dtype: str = Field("float32", json_schema_extra={"enum": list(DTYPES)})
+    mode: str = Field("inference", json_schema_extra={"enum": list(MODES)})
+    device: str = Field("cpu", json_schema_extra={"enum": list(DEVICES)})
+    threads: json_int(1, 1_000_000) | None = None  # None: all cores of the socket; 1: single-core
+    dynamic_shapes: StrictBool = False
+    cold_start: StrictBool = False
+    batch_size: json_int(0, INT32_MAX) | None = None  # an override; None: the suite's own batch sizes
+    repeat: json_int(0, INT32_MAX) | None = None
+    # warm-up iterations per side (compile latency and peak memory are taken over them)
+    warmup: json_int(0, INT32_MAX) | None = None
+    total_partitions: json_int(1, INT32_MAX) = 1
+    partition_id: json_int(0, INT32_MAX) = 0
+    env: dict[str, str] = Field(default_factory=dict)  # settings such as TORCHINDUCTOR_FREEZING
+    # DistributedDataParallel: processes (devices or CPU slices) of the run and their process-group backend;
+    # 1 and None: a single process, no torch.distributed
+    world_size: json_int(1, 65536) = 1
+    distributed_backend: Literal["gloo", "nccl"] | None = None
+
+    @property
+    def thread_config(self) -> str:
+        return "single-thread" if self.threads == 1 else (f"{self.threads}-threads" if self.threads else "all-cores")
+
+    def key(self) -> RunKey:
+        return RunKey(backend=self.backend, variant=self.variant, suite=self.suite, dtype=self.dtype,
+                      mode=self.mode, device=self.device)
+
+    @model_validator(mode="after")
+    def _known_vocabulary(self) -> RunConfig:
+        check_vocabulary(self.key())
+        if self.compile_mode not in COMPILE_MODES:
+            raise ValueError(f"unknown compile_mode {self.compile_mode!r}; expected one of {', '.join(COMPILE_MODES)}")
+        return self
+
+
+# What perfdash's runner means by its memory figures, per device; the manifest of each run carries the definition it
+# was measured with. The PyTorch columns follow run_performance_test's ``warmup`` in PyTorch's
+# benchmarks/dynamo/common.py.
+MEMORY_DEFINITIONS: dict[str, str] = {
+    "cpu": "eager_peak_mem/dynamo_peak_mem: the process's resident set (psutil RSS) right after the eager/compiled "
+           "warm-up, GB of 10^9 bytes, as PyTorch's harness (whose CPU figure is this times 100: it multiplies "
+           "psutil's memory percentage by the total memory); compression_ratio = eager/dynamo",
+    "cuda": "eager_peak_mem/dynamo_peak_mem: torch.cuda.max_memory_allocated() over the eager/compiled warm-up after "
+            "reset_peak_memory_stats(), weights and inputs included, GB of 10^9 bytes, as PyTorch's harness; "
+            "compression_ratio = eager/dynamo",
+}
+ACTIVATION_PEAK_DEFINITION = ("samples file's *_activation_peak_mem: peak of one warm step above what was in use "
+                              "before it (CPU: replayed from torch.profiler's memory events; CUDA: "
+                              "max_memory_allocated() minus memory_allocated() before the step), GB of 10^9 bytes; "
+                              "perfdash's own, not PyTorch's")
+
+
+class BackendInfo(BaseModel):
+    """A backend beyond Dynamo's own (onnxruntime, openvino, tensorrt): its packages and how it was set up."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    name: str
+    packages: dict[str, str] = Field(default_factory=dict)  # distribution -> version
+    settings: dict[str, str] = Field(default_factory=dict)  # execution provider, integration, precision hint
+    models: dict[str, dict[str, str]] = Field(default_factory=dict)  # model -> what it got (e.g. the exporter)
+
+
+class Manifest(BaseModel):
+    """What the CSVs of one run lack. Versioned: readers reject a schema newer than theirs."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    # readers refuse a newer schema (parse, and the schema's maximum says so to a client)
+    schema_version: json_int(1, SCHEMA_VERSION) = SCHEMA_VERSION
+    source: Literal["perfdash", "pytorch"] = "perfdash"
+    config: RunConfig
+    machine: MachineInfo = Field(default_factory=MachineInfo)
+    torch_version: str | None = Field(None, max_length=64)
+    torch_git_commit: str | None = Field(None, max_length=64)
+    # the torch the run was asked for (perfdash run --torch: a release, nightly, commit or version@commit); the two
+    # fields above are what it imported, and the runner stops before any model when they disagree with this one
+    torch_requested: str | None = Field(None, max_length=128)
+    suite_versions: dict[str, str] = Field(default_factory=dict)
+    jenkins: JenkinsInfo = Field(default_factory=JenkinsInfo)
+    command: str | None = None
+    start_time: DateTime | None = None
+    end_time: DateTime | None = None
+    # model name -> why it could not be loaded or run (the CSV only holds the status)
+    model_errors: dict[str, str] = Field(default_factory=dict)
+    # The machine's software beyond the configuration and the fingerprint (kernel, CPU microcode, perfdash version,
+    # allocator preload ...): not part of the series, but a change of it names an environment shift in detection.
+    environment: dict[str, str] = Field(default_factory=dict)
+    # what the memory figures of this run mean (MEMORY_DEFINITIONS, ACTIVATION_PEAK_DEFINITION); empty: not recorded
+    memory_definitions: dict[str, str] = Field(default_factory=dict)
+    backend: BackendInfo | None = None  # None: a torch.compile backend of torch itself
+
+    @model_validator(mode="after")
+    def _no_nul_bytes(self) -> Manifest:
+        # Postgres text cannot hold NUL; no field of a manifest has a use for one.
+        where = find_unstorable_text(self.model_dump(mode="json"))
+        if where is not None:
+            raise ValueError(f"NUL byte or lone surrogate in {where}")
+        return self
+
+    @classmethod
+    def read(cls, path: Path) -> Manifest:
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise ContractError(f"unreadable manifest: {exc}", file=path) from None
+        return cls.parse(raw, str(path))
+
+    @classmethod
+    def parse(cls, raw: bytes, path: str) -> Manifest:
+        """A manifest from bytes (an upload); ``path`` names it in errors."""
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ContractError(f"unreadable manifest: {exc}", file=path) from None
+        if not isinstance(data, dict):
+            raise ContractError(f"a manifest is a JSON object, not {type(data).__name__}", file=path)
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if isinstance(version, bool) or not isinstance(version, int | float):  # bool is an int to Python, not JSON
+            raise ContractError(f"manifest schema_version must be an integer, got {json.dumps(version)[:40]}",
+                                file=path)
+        if version > SCHEMA_VERSION:
+            raise ContractError(f"manifest schema_version {version!r} is newer than this reader ({SCHEMA_VERSION})",
+                                file=path)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            # one line, and without the input (it may be huge or hold control characters)
+            reasons = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'manifest'}: {e['msg']}"
+                                for e in exc.errors(include_url=False, include_input=False))
+            raise ContractError(f"invalid manifest: {reasons}", file=path) from None
+
+    def write(self, path: Path) -> None:
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(self.model_dump_json(indent=2), encoding="utf-8")
+        tmp.replace(path)
+
+
