@@ -33,6 +33,7 @@ from typing import Any
 
 import torch
 
+from perfdash.contract import GraphStats
 from perfdash.generated_code import KernelTime
 from runner import accuracy as acc
 from runner.backends import BACKEND_SPECS
@@ -417,6 +418,6 @@ def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) ->
                               else None,
                               eager_activation_peak_mem=eager_activation,
                               dynamo_activation_peak_mem=dynamo_activation, code=fingerprinted,
-                              kernel_times=kernels, code_source=packed, **stats)
+                              kernel_times=kernels, code_source=packed, stats=GraphStats(**stats))
     return performance
 

@@ -111,7 +111,7 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
             perf_row = PerformanceRow(
                 dev=dev, name=name, batch_size=batch_size, speedup=eager / compiled, abs_latency=compiled,
                 compilation_latency=perf.compilation_latency, compression_ratio=ratio, eager_peak_mem=eager_mem,
-                dynamo_peak_mem=compiled_mem, stats=GraphStats(**{c: getattr(perf, c) for c in STAT_COLUMNS}))
+                dynamo_peak_mem=compiled_mem, stats=perf.stats)
             samples = ModelSamples(name=name, batch_size=batch_size, eager_ms=perf.eager_ms,
                                    compiled_ms=perf.compiled_ms,
                                    eager_activation_peak_mem=perf.eager_activation_peak_mem,

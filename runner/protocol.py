@@ -13,6 +13,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from perfdash.contract import GraphStats
 from perfdash.generated_code import CodeFingerprint, KernelTime
 from runner.suites.base import ModelSpec, Tolerance
 
@@ -90,14 +91,7 @@ class Performance:
     dynamo_peak_mem: float | None
     eager_activation_peak_mem: float | None = None
     dynamo_activation_peak_mem: float | None = None
-    calls_captured: int | None = None
-    unique_graphs: int | None = None
-    graph_breaks: int | None = None
-    unique_graph_breaks: int | None = None
-    fallbacks_to_eager: int | None = None
-    autograd_captures: int | None = None
-    autograd_compiles: int | None = None
-    cudagraph_skips: int | None = None
+    stats: GraphStats = field(default_factory=GraphStats)  # Dynamo's counters (perfdash.contract.STAT_COLUMNS)
     # what Inductor generated and the profile after the timed loop (perfdash.generated_code; runner.generated_code)
     code: CodeFingerprint | None = None
     kernel_times: tuple[KernelTime, ...] = ()
@@ -151,7 +145,8 @@ class WorkerResult:
             performance=Performance(**{
                 **perf, "eager_ms": tuple(perf["eager_ms"]), "compiled_ms": tuple(perf["compiled_ms"]),
                 "code": CodeFingerprint.from_json(perf["code"]) if perf.get("code") else None,
-                "kernel_times": tuple(KernelTime(**k) for k in perf.get("kernel_times") or ())}) if perf else None,
+                "kernel_times": tuple(KernelTime(**k) for k in perf.get("kernel_times") or ()),
+                "stats": GraphStats(**(perf.get("stats") or {}))}) if perf else None,
             accuracy=data.get("accuracy"),
             failure=Failure(**failure) if failure else None,
             timings={k: float(v) for k, v in (data.get("timings") or {}).items()},

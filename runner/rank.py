@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from perfdash.contract import GraphStats
 from runner.distributed import CPUS_VARIABLE, process_group_backend
 from runner.execute import SEED, Phases, compiled, graph_stats, is_oom, make_step, prepare
 from runner.measure import synchronize, timed, warmup
@@ -138,7 +139,8 @@ def _measure(base: Any, job: Job, phases: Phases, place: RankPlace) -> Performan
             synchronize(job.device)
     return Performance(eager_ms=tuple(eager_ms), compiled_ms=tuple(compiled_ms),
                        compilation_latency=max(compiled_warm.seconds - eager_warm.seconds, 0.0),
-                       eager_peak_mem=eager_warm.peak_mem, dynamo_peak_mem=compiled_warm.peak_mem, **stats)
+                       eager_peak_mem=eager_warm.peak_mem, dynamo_peak_mem=compiled_warm.peak_mem,
+                       stats=GraphStats(**stats))
 
 
 def main() -> None:

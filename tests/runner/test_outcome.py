@@ -6,6 +6,7 @@ import signal
 
 import pytest
 
+from perfdash.contract import GraphStats
 from runner.outcome import interpret
 from runner.process import WorkerOutcome
 from runner.protocol import Failure, Performance, WorkerResult
@@ -54,8 +55,8 @@ def test_reported_errors_and_oom() -> None:
 
 def _performance(eager_gb: float | None, compiled_gb: float | None) -> Performance:
     return Performance(eager_ms=(4.0, 2.0, 3.0), compiled_ms=(1.0, 1.5, 2.0), compilation_latency=12.5,
-                       eager_peak_mem=eager_gb, dynamo_peak_mem=compiled_gb, calls_captured=5, unique_graphs=1,
-                       graph_breaks=0, unique_graph_breaks=0)
+                       eager_peak_mem=eager_gb, dynamo_peak_mem=compiled_gb,
+                       stats=GraphStats(calls_captured=5, unique_graphs=1, graph_breaks=0, unique_graph_breaks=0))
 
 
 def test_rows_from_a_successful_worker() -> None:
