@@ -10,6 +10,12 @@ fresh process (which PyTorch's compiled warm-up pays and perfdash's fork server 
 load (os.getloadavg) around every run. Run it as a module from the repository root:
 
     python -m bench.pt_parity --pytorch-dir DIR [--models timm_models:lcnet_050 ...] [--rounds 2] [--batch-size N]
+    python -m bench.pt_parity --pytorch-dir DIR --sample-suite timm_models --sample-suite huggingface --sample 15 \
+        --seed S
+
+With ``--sample-suite`` the models are a seeded sample of PyTorch's current list of that suite, read from DIR
+(bench.pt_lists: never the models already tuned on, never one PyTorch skips on the device), at the suite's sample
+batch size, and the report adds the share of cells within the issue's targets per metric.
 
 DIR is a checkout of PyTorch's benchmarks/dynamo (never part of this repository); bench/README.md says how to get
 one and what this compares.
@@ -30,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.pt_lists import LIST_FILES, MIN_SAMPLE, ListError, sample_suite
 from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,6 +48,10 @@ METRICS = ("speedup", "abs_latency", "compilation_latency", "compression_ratio",
 # The issue's targets: (metric, allowed relative difference of perfdash / PyTorch from 1).
 TARGETS = {"speedup": 0.05, "abs_latency": 0.05, "compilation_latency": 0.10, "compression_ratio": 0.10}
 SIDES = ("pytorch", "perfdash")
+# Sampled models run at these batch sizes (issue 32's settings for a 2-core machine) unless --batch-size is given.
+SAMPLE_BATCH = {"timm_models": 8, "huggingface": 2, "torchbench": 4}
+# The models parity was tuned on (issue 18's five, DEFAULT_MODELS): a sample never draws them.
+TUNED = frozenset(spec.partition("@")[0] for spec in DEFAULT_MODELS)
 
 # Timed in a fresh interpreter that has imported what PyTorch's common.py imports at its top. "import": importing
 # Inductor's compiler modules, which the first compile does; "first use": the first compile of a trivial function
@@ -283,6 +294,67 @@ def summary_table(models: list[Model], results: list[RunResult], first_use: list
     return lines
 
 
+@dataclass(frozen=True)
+class Share:
+    """How many of a metric's cells (one per model: the medians over the rounds) are within the target."""
+
+    metric: str
+    within: int
+    measured: int  # cells with a value on both sides
+    total: int  # models compared; a cell missing on either side counts as not within
+
+    @property
+    def share(self) -> float | None:
+        return self.within / self.total if self.total else None
+
+
+def within_target(metric: str, pd: float | None, pt: float | None) -> bool | None:
+    """Whether perfdash / PyTorch is within the issue's target for ``metric``; None when a side has no value."""
+    if pd is None or pt is None or pt == 0:
+        return None
+    return abs(pd / pt - 1) <= TARGETS[metric] + 1e-12  # an exact 5 % is within
+
+
+def accuracy_status(result: RunResult | None) -> str | None:
+    if result is None:
+        return None
+    return result.row.get("accuracy") or None
+
+
+def target_shares(models: list[Model], results: list[RunResult]) -> list[Share]:
+    """Per metric of TARGETS and for the accuracy status, the share of models within target over the medians of
+    the rounds (what the summary table marks ✓); a model one side did not measure counts against the share."""
+    shares = []
+    for metric in TARGETS:
+        within = measured = 0
+        for model in models:
+            med = {s: median([v for r in results if r.model == model.label and r.side == s
+                              and r.kind == "performance" and (v := number(r.row, metric)) is not None])
+                   for s in SIDES}
+            verdict = within_target(metric, med["perfdash"], med["pytorch"])
+            measured += verdict is not None
+            within += bool(verdict)
+        shares.append(Share(metric, within, measured, len(models)))
+    equal = measured = 0
+    for model in models:
+        status = {s: accuracy_status(next((r for r in results if r.model == model.label and r.side == s
+                                           and r.kind == "accuracy"), None)) for s in SIDES}
+        if status["pytorch"] is not None and status["perfdash"] is not None:
+            measured += 1
+            equal += status["pytorch"] == status["perfdash"]
+    shares.append(Share("accuracy", equal, measured, len(models)))
+    return shares
+
+
+def shares_table(shares: list[Share]) -> list[str]:
+    lines = ["| metric | target | within / models | share | measured on both sides |", "|---|---|---|---|---|"]
+    for sh in shares:
+        target = f"±{TARGETS[sh.metric]:.0%}" if sh.metric in TARGETS else "status equal"
+        share = "–" if sh.share is None else f"{sh.share:.0%}"
+        lines.append(f"| {sh.metric} | {target} | {sh.within} / {sh.total} | {share} | {sh.measured} |")
+    return lines
+
+
 def rounds_table(results: list[RunResult]) -> list[str]:
     lines = ["| round | side | model | speedup | abs_latency ms | compile s | compression | eager_peak_mem | "
              "dynamo_peak_mem | wall s | load before → after |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -316,7 +388,13 @@ def report(args: argparse.Namespace, models: list[Model], results: list[RunResul
             "Medians over the rounds; ✓/✗: within the issue's target (speedup, abs_latency ±5 %; compilation "
             "latency, compression ratio ±10 %). Peak memory is in each side's own unit (PyTorch's CPU value is "
             "psutil memory_percent × total / 1e9, i.e. 100 × GB of RSS).", ""]
-    return "\n".join(head + summary_table(models, results, first_use) + ["", "Every round:", ""]
+    sampled = [f"{suite} seed {args.seed}: {', '.join(names)}" for suite, names in args.sampled.items()]
+    if sampled:
+        head += ["Sampled from PyTorch's lists (bench.pt_lists; tuned models and PyTorch's skips left out): "
+                 + "; ".join(sampled) + ".", ""]
+    shares = ["Share of cells within target (medians over the rounds, one cell per model; a model one side did not "
+              "measure counts as a miss):", "", *shares_table(target_shares(models, results)), ""]
+    return "\n".join(head + shares + summary_table(models, results, first_use) + ["", "Every round:", ""]
                      + rounds_table(results)) + "\n"
 
 
@@ -351,6 +429,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an environment variable for PyTorch's side only, e.g. TORCH_WARM_POOL=0: its harness "
                         "compiles through torch._dynamo.optimize('inductor'), whose backend starts Inductor's compile "
                         "subprocess pool (maybe_warm_pool), which torch.compile (perfdash) does not")
+    p.add_argument("--sample-suite", action="append", default=[], choices=sorted(LIST_FILES), metavar="SUITE",
+                   help="compare a seeded sample of PyTorch's current list of SUITE (read from --pytorch-dir) instead "
+                        "of --models; repeat for several suites")
+    p.add_argument("--sample", type=int, default=MIN_SAMPLE,
+                   help=f"models per sampled suite (default and minimum {MIN_SAMPLE})")
+    p.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0); record it with the run")
     p.add_argument("--no-accuracy", action="store_true", help="skip the accuracy runs")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per run (default 1800)")
     p.add_argument("--nice", type=int, default=5, help="niceness of every run (default 5)")
@@ -359,8 +443,23 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def sampled_models(args: argparse.Namespace) -> list[Model]:
+    """The models of ``--sample-suite``: ``--sample`` of each suite's PyTorch list drawn with ``--seed``, never the
+    tuned ones, at ``--batch-size`` or the suite's SAMPLE_BATCH. Records the draw in ``args.sampled``."""
+    if args.sample < MIN_SAMPLE:
+        raise ListError(f"--sample {args.sample}: at least {MIN_SAMPLE} models a suite (issue 32)")
+    models = []
+    for suite in dict.fromkeys(args.sample_suite):
+        tuned = {label.partition(":")[2] for label in TUNED if label.startswith(f"{suite}:")}
+        names = sample_suite(args.pytorch_dir, suite, args.sample, args.seed, args.device, exclude=tuned)
+        args.sampled[suite] = names
+        models += [Model(suite, name, args.batch_size or SAMPLE_BATCH[suite]) for name in names]
+    return models
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.sampled = {}
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     if not (args.pytorch_dir / "common.py").is_file():
@@ -377,8 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1 or args.repeat < 1:
         raise SystemExit("--rounds and --repeat must be >= 1")
     try:
-        models = [parse_model(spec, args.batch_size) for spec in args.models]
-    except argparse.ArgumentTypeError as exc:
+        models = sampled_models(args) if args.sample_suite else [parse_model(spec, args.batch_size)
+                                                                 for spec in args.models]
+    except (argparse.ArgumentTypeError, ListError) as exc:
         raise SystemExit(str(exc)) from None
     work = args.workdir or Path(tempfile.mkdtemp(prefix="pt-parity-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,139 @@
+"""bench.pt_lists (PyTorch's lists read from a harness copy, the seeded sample) and bench.pt_parity's share of cells
+within target. The harness copy is written by the tests themselves: nothing of PyTorch's is in the repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import pt_parity
+from bench.pt_lists import (
+    ListedModel,
+    ListError,
+    candidates,
+    parse_models_list,
+    read_skips,
+    sample,
+    sample_suite,
+    skipped,
+)
+from bench.pt_parity import Model, RunResult, target_shares, within_target
+
+TIMM = [f"timm_model_{i:02d}" for i in range(22)] + ["lcnet_050", "mobilenetv2_100"]
+HF = [f"HfModel{i:02d}ForMaskedLM" for i in range(20)] + ["DistilBertForMaskedLM", "GPTJForCausalLM"]
+
+
+def harness_copy(root: Path) -> Path:
+    """A directory laid out as PyTorch's benchmarks/dynamo, with made-up lists in its formats."""
+    (root / "common.py").write_text("")
+    (root / "timm_models_list.txt").write_text("".join(f"{n} {8 * (i + 1)}\n" for i, n in enumerate(TIMM)))
+    (root / "huggingface_models_list.txt").write_text(
+        "".join(f"{n},{i + 1}\n" for i, n in enumerate(HF)) + "meta-llama/Llama-3.2-1B,1\n\n")
+    (root / "huggingface.yaml").write_text("skip:\n  all:\n    - GPTJForCausalLM\n  device:\n    cpu:\n"
+                                           "      - [HfModel00ForMaskedLM]\n")
+    return root
+
+
+def test_lists_in_each_suites_format() -> None:
+    assert parse_models_list("# c\nresnet50 128\n\nvit_tiny  64\n", "timm_models") == [
+        ListedModel("resnet50", 128), ListedModel("vit_tiny", 64)]
+    assert parse_models_list("BertForMaskedLM,32\nT5Small, 2\n", "huggingface") == [
+        ListedModel("BertForMaskedLM", 32), ListedModel("T5Small", 2)]
+    with pytest.raises(ListError, match="line 2"):
+        parse_models_list("BertForMaskedLM,32\nT5Small 2\n", "huggingface")
+
+
+def test_skips_nested_lists_all_and_device() -> None:
+    config = {"skip": {"all": ["a", ["b", ["c"]]], "device": {"cpu": ["d"], "cuda": ["e"]}}}
+    assert skipped(config, "cpu") == {"a", "b", "c", "d"}
+    assert skipped(config, "cuda") == {"a", "b", "c", "e"}
+    assert skipped({}, "cpu") == set()
+
+
+def test_candidates_leave_out_skips_llms_and_tuned(tmp_path: Path) -> None:
+    root = harness_copy(tmp_path)
+    assert read_skips(root, "huggingface", "cpu") == {"GPTJForCausalLM", "HfModel00ForMaskedLM"}
+    assert read_skips(root, "timm_models", "cpu") == set()  # no yaml in the copy: nothing skipped
+    listed = [ListedModel(n, 1) for n in ("b", "a", "org/llm", "skipme", "tuned")]
+    assert candidates(listed, {"skipme"}, exclude=["tuned"]) == ["a", "b"]
+
+
+def test_sample_is_seeded_sorted_and_bounded() -> None:
+    names = [f"m{i:02d}" for i in range(40)]
+    first = sample(names, 15, seed=1)
+    assert first == sample(list(reversed(names)), 15, seed=1)  # same seed, same draw, whatever the order given
+    assert first == sorted(first) and len(set(first)) == 15 and set(first) <= set(names)
+    assert sample(names, 15, seed=2) != first
+    assert sample(names[:5], 15, seed=1) == names[:5]  # fewer than asked: all of them
+    with pytest.raises(ListError):
+        sample(names, 0, seed=1)
+
+
+def test_sample_suite_from_the_copy(tmp_path: Path) -> None:
+    root = harness_copy(tmp_path)
+    drawn = sample_suite(root, "huggingface", 15, seed=3, exclude=["DistilBertForMaskedLM"])
+    assert len(drawn) == 15
+    assert not {"GPTJForCausalLM", "HfModel00ForMaskedLM", "DistilBertForMaskedLM"} & set(drawn)
+    assert not any("/" in n for n in drawn)
+    with pytest.raises(ListError, match="not there"):
+        sample_suite(tmp_path / "elsewhere", "timm_models", 15, seed=3)
+
+
+def test_sampled_models_never_draw_the_tuned_ones(tmp_path: Path) -> None:
+    root = harness_copy(tmp_path)
+    for seed in range(10):
+        args = pt_parity.build_parser().parse_args(["--pytorch-dir", str(root), "--sample-suite", "timm_models",
+                                                    "--sample-suite", "huggingface", "--seed", str(seed)])
+        args.sampled = {}
+        models = pt_parity.sampled_models(args)
+        assert len(models) == 30
+        assert {m.label for m in models}.isdisjoint(pt_parity.TUNED)
+        assert {m.batch_size for m in models if m.suite == "timm_models"} == {8}
+        assert {m.batch_size for m in models if m.suite == "huggingface"} == {2}
+        assert set(args.sampled) == {"timm_models", "huggingface"}
+    args.sample = 14
+    with pytest.raises(ListError, match="at least 15"):
+        pt_parity.sampled_models(args)
+
+
+def test_within_target_limits() -> None:
+    assert within_target("speedup", 1.05, 1.0) and within_target("speedup", 0.95, 1.0)
+    assert not within_target("speedup", 1.051, 1.0)
+    assert within_target("compilation_latency", 0.9, 1.0) and not within_target("compression_ratio", 0.89, 1.0)
+    assert within_target("abs_latency", None, 1.0) is None and within_target("abs_latency", 1.0, 0.0) is None
+
+
+def perf(side: str, model: Model, rnd: int, **row: float) -> RunResult:
+    return RunResult(side, model.label, rnd, "performance", row={k: str(v) for k, v in row.items()})
+
+
+def test_shares_over_model_medians() -> None:
+    a, b, c = (Model("timm_models", n, 8) for n in "abc")
+    results = [
+        # a: speedup medians 2.0 / 2.08 (within 5 %), compile 10 / 8.5 (outside 10 %)
+        perf("pytorch", a, 1, speedup=2.0, abs_latency=10, compilation_latency=10, compression_ratio=0.9),
+        perf("perfdash", a, 1, speedup=2.2, abs_latency=10, compilation_latency=8.0, compression_ratio=0.9),
+        perf("perfdash", a, 2, speedup=1.96, abs_latency=10, compilation_latency=9.0, compression_ratio=0.9),
+        # b: every metric far apart
+        perf("pytorch", b, 1, speedup=1.0, abs_latency=10, compilation_latency=10, compression_ratio=0.9),
+        perf("perfdash", b, 1, speedup=1.2, abs_latency=20, compilation_latency=20, compression_ratio=0.5),
+        # c: perfdash failed to run: counts against every share
+        perf("pytorch", c, 1, speedup=1.0, abs_latency=10, compilation_latency=10, compression_ratio=0.9),
+        RunResult("perfdash", c.label, 1, "performance", error="exit 1"),
+        RunResult("pytorch", a.label, 1, "accuracy", row={"accuracy": "pass"}),
+        RunResult("perfdash", a.label, 1, "accuracy", row={"accuracy": "pass"}),
+        RunResult("pytorch", b.label, 1, "accuracy", row={"accuracy": "pass"}),
+        RunResult("perfdash", b.label, 1, "accuracy", row={"accuracy": "fail_accuracy"}),
+        RunResult("pytorch", c.label, 1, "accuracy", row={"accuracy": "pass"}),
+        RunResult("perfdash", c.label, 1, "accuracy", error="exit 1"),
+    ]
+    shares = {s.metric: s for s in target_shares([a, b, c], results)}
+    assert (shares["speedup"].within, shares["speedup"].measured, shares["speedup"].total) == (1, 2, 3)
+    assert shares["abs_latency"].within == 1
+    assert shares["compilation_latency"].within == 0  # a's median 8.5 / 10
+    assert shares["compression_ratio"].within == 1
+    assert (shares["accuracy"].within, shares["accuracy"].measured) == (1, 2)
+    assert shares["speedup"].share == pytest.approx(1 / 3)
+    table = "\n".join(pt_parity.shares_table(list(shares.values())))
+    assert "| speedup | ±5% | 1 / 3 | 33% | 2 |" in table
