@@ -361,14 +361,16 @@ def _dynamo_graph(job: Job) -> bool:
 def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) -> Performance:
     """Timings, peak memory and graph stats.
 
-    What is alive matches PyTorch's performance process, so that peak memory counts the same weights: the model plus
-    the eager warm-up's deep copy during the eager warm-up, the model alone during the compiled one. With accuracy on,
-    ``base`` must stay pristine for the accuracy check's compiled run (a forward may change the model's state), so a
-    copy is measured: one more copy of the weights than PyTorch's performance-only process holds.
+    What is alive matches PyTorch's performance process, so that its resident-set peak memory counts the same
+    weights. There, ``run()`` keeps the loaded model while ``run_performance_test`` times a deep copy of it
+    (``deepcopy_and_maybe_parallelize``) and warms eager up on a further copy (benchmarks/dynamo/common.py,
+    pytorch/pytorch at 00391a7e): three copies of the weights in the eager reading, two in the compiled one. Here
+    ``base`` is the loaded model, which stays alive (and pristine, for the accuracy check's compiled run), the timed
+    model is its copy and the eager warm-up runs on a copy of that.
     """
     from torch._dynamo.utils import counters
 
-    model = copy.deepcopy(base.module) if job.accuracy else base.module
+    model = copy.deepcopy(base.module)
     with phases.enter(PHASE_EAGER_WARMUP):
         eager_warm = warmup(make_step(copy.deepcopy(model), base, job), job.warmup, job.device)
     inductor = job.backend == "inductor"

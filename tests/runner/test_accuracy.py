@@ -194,3 +194,16 @@ def test_a_model_that_cannot_run_eagerly_fails_its_validation() -> None:
     result = run_job(_job("py:models.py:raises"), phases.append)
     assert result.failure is not None and result.failure.phase == "eager_validate"
     assert "always raises" in result.failure.message and phases == ["load", "eager_validate"]
+
+
+def test_performance_times_a_copy_while_the_loaded_model_stays_alive() -> None:
+    """As PyTorch's run_performance_test (deepcopy_and_maybe_parallelize, the loaded model kept by run()): the timed
+    model is a copy, so the loaded one is never run and both are alive in the peak-memory readings; a performance-only
+    job too (until issue 32 it timed the loaded model itself, one copy of the weights fewer than PyTorch's)."""
+    from runner.execute import Phases, _measure
+
+    job = replace(_job("py:models.py:counting", performance=True), accuracy=False)
+    base = prepare(_built(job), job)
+    performance = _measure(base, job, Phases(lambda phase: None, {}), {})
+    assert len(performance.eager_ms) == job.repeat
+    assert float(base.module.calls) == 0  # Counting counts its forward calls in a buffer: the loaded model never ran
