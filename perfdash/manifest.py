@@ -177,7 +177,9 @@ class RunConfig(BaseModel):
 MEMORY_DEFINITIONS: dict[str, str] = {
     "cpu": "eager_peak_mem/dynamo_peak_mem: the process's resident set (psutil RSS) right after the eager/compiled "
            "warm-up, GB of 10^9 bytes, as PyTorch's harness (whose CPU figure is this times 100: it multiplies "
-           "psutil's memory percentage by the total memory); compression_ratio = eager/dynamo",
+           "psutil's memory percentage by the total memory); a forked worker adds the library pages resident in "
+           "its fork server that it has not touched, as a process that imported them itself counts them; "
+           "compression_ratio = eager/dynamo",
     "cuda": "eager_peak_mem/dynamo_peak_mem: torch.cuda.max_memory_allocated() over the eager/compiled warm-up after "
             "reset_peak_memory_stats(), weights and inputs included, GB of 10^9 bytes, as PyTorch's harness; "
             "compression_ratio = eager/dynamo",

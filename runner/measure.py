@@ -4,6 +4,7 @@ perfdash's own per-call activation peak."""
 from __future__ import annotations
 
 import gc
+import os
 import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -37,11 +38,50 @@ class Warmup:
     peak_mem: float
 
 
+# Set by runner.worker.run_forked: the pid of the fork server this worker was forked from.
+FORKED_FROM_ENV = "PERFDASH_FORKED_FROM"
+
+
+def _file_rss(pid: int | str) -> dict[tuple[str, str], int]:
+    """Resident bytes of each file-backed mapping of a process, keyed by (address range, path), from its smaps."""
+    resident: dict[tuple[str, str], int] = {}
+    key: tuple[str, str] | None = None
+    with open(f"/proc/{pid}/smaps", encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            fields = line.split()
+            if not fields:
+                continue
+            if "-" in fields[0] and not fields[0].endswith(":"):  # a header: range perms offset dev inode path
+                key = (fields[0], fields[5]) if len(fields) > 5 and fields[5].startswith("/") else None
+            elif fields[0] == "Rss:" and key is not None:
+                resident[key] = int(fields[1]) * 1024
+    return resident
+
+
+def untouched_parent_pages(parent_pid: int | str) -> int:
+    """Bytes of file-backed pages (the libraries' code and data) resident in the fork server that this forked worker
+    has not touched yet. A fork copies the page tables of anonymous memory but not of file mappings, so the worker's
+    resident set starts without the shared libraries' pages its parent faulted in while importing them (0.31 GB of
+    0.78 GB after importing torch, Dynamo, Inductor and timm: bench/README.md, "Issue 32"); a process that imported
+    them itself, as PyTorch's harness does, counts them. Per mapping: the parent's resident bytes less the worker's,
+    never below zero. 0 when the parent cannot be read."""
+    try:
+        parent, own = _file_rss(parent_pid), _file_rss("self")
+    except OSError:
+        return 0
+    return sum(max(0, nbytes - own.get(key, 0)) for key, nbytes in parent.items())
+
+
 def process_rss_bytes() -> int:
-    """The process's resident memory now (psutil reads /proc/self/statm, as PyTorch's harness does via psutil)."""
+    """The process's resident memory now (psutil reads /proc/self/statm, as PyTorch's harness does via psutil). In a
+    worker forked by the fork server, plus the libraries' pages resident in the server that the worker has not touched
+    (untouched_parent_pages), so that the figure is that of a process which imported everything itself, as PyTorch's
+    one-model process does."""
     import psutil
 
-    return int(psutil.Process().memory_info().rss)
+    rss = int(psutil.Process().memory_info().rss)
+    parent = os.environ.get(FORKED_FROM_ENV)
+    return rss + untouched_parent_pages(parent) if parent else rss
 
 
 def warmup(fn: Callable[[], Any], iterations: int, device: str) -> Warmup:

@@ -77,6 +77,9 @@ def run_forked(job_text: str, env: dict[str, str], protocol_fd: int, log_path: s
         os.close(log_fd)
         os.close(null_fd)
         os.environ.update(env)
+        from runner.measure import FORKED_FROM_ENV
+
+        os.environ[FORKED_FROM_ENV] = str(os.getppid())  # peak memory counts the server's library pages too
         from runner.allocator import restart_jemalloc_threads
 
         restart_jemalloc_threads()  # the fork left them behind: run the recorded MALLOC_CONF, as a fresh process would
