@@ -81,7 +81,8 @@ def process_rss_bytes() -> int:
 
     rss = int(psutil.Process().memory_info().rss)
     parent = os.environ.get(FORKED_FROM_ENV)
-    return rss + untouched_parent_pages(parent) if parent else rss
+    # Only the forked worker itself: a process it starts inherits the variable but not the server's address space.
+    return rss + untouched_parent_pages(parent) if parent and parent == str(os.getppid()) else rss
 
 
 def warmup(fn: Callable[[], Any], iterations: int, device: str) -> Warmup:

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import psutil
+import pytest
 
 from runner.measure import FORKED_FROM_ENV, process_rss_bytes, untouched_parent_pages
 
@@ -57,7 +58,12 @@ def test_file_pages_of_the_parent_count_until_the_child_touches_them(tmp_path: P
     mapped.close()
 
 
-def test_no_parent_no_addition(tmp_path: Path) -> None:
+def test_no_parent_no_addition(monkeypatch: pytest.MonkeyPatch) -> None:
     assert untouched_parent_pages(2**22 + 12345) == 0  # no such process: nothing added
-    os.environ.pop(FORKED_FROM_ENV, None)
+    monkeypatch.delenv(FORKED_FROM_ENV, raising=False)
+    assert abs(process_rss_bytes() - psutil.Process().memory_info().rss) < 8 * 2**20
+    # A process the worker started inherits the variable, but its parent is not the server: nothing added (the
+    # server's mappings are not its own, whatever their addresses).
+    monkeypatch.setenv(FORKED_FROM_ENV, "1")
+    assert os.getppid() != 1
     assert abs(process_rss_bytes() - psutil.Process().memory_info().rss) < 8 * 2**20
