@@ -108,10 +108,13 @@ def parse_model(spec: str, batch_size: int | None) -> Model:
     return Model(suite, name, int(bs) if at else batch_size)
 
 
-def perfdash_models(suite: str) -> dict[str, int]:
+def perfdash_models(suite: str, model_list: str = "default") -> dict[str, int]:
     from runner.suites import get_suite  # torch-free: reads the suite's data file
 
-    return {m.name: m.batch_size for m in get_suite(suite).models()}
+    suite_obj = get_suite(suite)
+    if model_list not in suite_obj.model_lists():
+        return {}
+    return {m.name: m.batch_size for m in suite_obj.models(model_list=model_list)}
 
 
 def common_env(args: argparse.Namespace, cache_dir: Path) -> dict[str, str]:
@@ -160,9 +163,10 @@ def perfdash_command(args: argparse.Namespace, model: Model, kind: str, out_dir:
     cmd = [str(Path(sys.executable).parent / "perfdash"), "run", "--suite", model.suite, f"--{kind}",
            "--device", args.device, "--repeat", str(args.repeat), "--output-dir", str(out_dir), "--no-progress",
            "--cold-start", "--allocator", args.allocator]
-    known = perfdash_models(model.suite)
-    if model.name in known:
+    if model.name in perfdash_models(model.suite):
         cmd += ["--only", model.name]
+    elif model.name in perfdash_models(model.suite, "extended"):  # e.g. a model PyTorch's older lists had
+        cmd += ["--model-list", "extended", "--only", model.name]
     else:  # a model perfdash's list lacks (timm resnet18): a one-model list in the suite's data-file format
         if model.batch_size is None:
             raise SystemExit(f"{model.label} is not in perfdash's {model.suite} list: give its batch size "

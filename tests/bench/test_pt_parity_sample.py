@@ -137,3 +137,17 @@ def test_shares_over_model_medians() -> None:
     assert shares["speedup"].share == pytest.approx(1 / 3)
     table = "\n".join(pt_parity.shares_table(list(shares.values())))
     assert "| speedup | ±5% | 1 / 3 | 33% | 2 |" in table
+
+
+def test_perfdash_side_finds_a_model_in_its_lists(tmp_path: Path) -> None:
+    """A sampled model runs from perfdash's own list entry (its builder options), the extended list if need be; only a
+    model in neither gets a one-model list."""
+    args = pt_parity.build_parser().parse_args(["--pytorch-dir", str(tmp_path)])
+    default = pt_parity.perfdash_command(args, Model("huggingface", "GoogleFnet", 2), "performance", tmp_path / "a")
+    assert default[default.index("--only") + 1] == "GoogleFnet" and "--model-list" not in default
+    extended = next(n for n in pt_parity.perfdash_models("timm_models", "extended")
+                    if n not in pt_parity.perfdash_models("timm_models"))
+    cmd = pt_parity.perfdash_command(args, Model("timm_models", extended, 8), "performance", tmp_path / "b")
+    assert cmd[cmd.index("--model-list") + 1] == "extended" and cmd[cmd.index("--only") + 1] == extended
+    cmd = pt_parity.perfdash_command(args, Model("timm_models", "resnet18", 8), "performance", tmp_path / "c")
+    assert "--models-file" in cmd and (tmp_path / "c" / "models.toml").is_file()
