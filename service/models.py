@@ -88,7 +88,12 @@ class Configuration(Base):
 
     @property
     def backend_variant(self) -> str:
-        return f"{self.backend}_{self.variant}" if self.variant else self.backend
+        return backend_variant(self.backend, self.variant)
+
+
+def backend_variant(backend: str, variant: str) -> str:
+    """A configuration's compiler as PyTorch names it (``inductor_no_cudagraphs``): the backend and its variant."""
+    return f"{backend}_{variant}" if variant else backend
 
 
 class Run(Base):
