@@ -129,8 +129,9 @@ class Run(Base):
     # True from the ingest's commit until the post-ingest hooks (detection) have run: a run committed just before
     # the database went away is picked up by the next ingest or `perfdash detect`.
     hooks_pending: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
-    # when the raw timings of this run's results were dropped (service/retention.py); None: they are kept
-    samples_compacted_at: Mapped[datetime | None]
+    # when the raw timings of this run's results were dropped (service/retention.py); None: they are kept.
+    # Deferred: only retention reads it, and a run loaded by any page does not need it
+    samples_compacted_at: Mapped[datetime | None] = mapped_column(deferred=True)
 
     configuration: Mapped[Configuration] = relationship(lazy="joined")
     summary: Mapped[RunSummary | None] = relationship(back_populates="run", lazy="joined")
