@@ -296,7 +296,7 @@ RESULT_COLUMNS = ("run_id", "series_id", "name", "batch_size", "accuracy", "pass
                   "unique_graphs", "graph_breaks", "unique_graph_breaks", "eager_throughput", "compiled_throughput",
                   "samples")
 SUMMARY_COLUMNS = ("run_id", "passed", "total", "geomean_speedup", "geomean_speedup_unclipped",
-                   "mean_compile_time_s", "mean_compression_ratio", "warnings")
+                   "mean_compile_time_s", "mean_compression_ratio", "warnings", "warnings_count")
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,7 +503,7 @@ def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_config
                 warnings = [{"name": w.name, "reason": w.reason} for w in model_warnings(night_results)]
                 summaries.append("\t".join(map(_text, (
                     run_id, s.passed, s.total, s.geomean_speedup, s.geomean_speedup_unclipped, s.mean_compile_time_s,
-                    s.mean_compression_ratio, json.dumps(warnings)))) + "\n")
+                    s.mean_compression_ratio, json.dumps(warnings), len(warnings)))) + "\n")
             if not runs:
                 continue
             loader.put(runs, summaries, results, next_id - 1)

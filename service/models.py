@@ -217,6 +217,10 @@ class RunSummary(Base):
     mean_compile_time_s: Mapped[float | None]
     mean_compression_ratio: Mapped[float | None]
     warnings: Mapped[list[dict[str, str]]] = mapped_column(sa.JSON, default=list)  # [{"name", "reason"}]
+    # len(warnings), stored at ingest: lists and the night summary show the count, and counting in the database
+    # (json_array_length) parsed ~4 kB of JSON a run, 70 ms of a night's summary at PyTorch's matrix (issue 31).
+    # Deferred: read as a column (queries/runs.py WARNINGS_COUNT), never through a loaded summary
+    warnings_count: Mapped[int | None] = mapped_column(deferred=True)
 
     run: Mapped[Run] = relationship(back_populates="summary")
 
