@@ -6,7 +6,7 @@ reads them: the speedup's confidence interval, computed once at ingest into ``sp
 the Model page's activation-peak history (service/queries/history.py, the two peaks, which compaction keeps); the
 vision tables (service/web/vision.py: the mean or median of the timings, else the CSV's medians, which the page
 then says); the run API with ``samples=true`` (which then returns what is kept). Detection, summaries, Compare,
-Releases, Training and the A/B (perfbisect keeps its own samples) never read them.
+Releases, Training, `perfdash export` and the A/B (perfbisect keeps its own samples) never read them.
 
 The policy (service/settings.py): a run keeps its raw timings while it is younger than ``samples_keep_days`` OR
 among the latest ``samples_keep_runs`` runs of its configuration and partition; with neither set nothing is dropped.
