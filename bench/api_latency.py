@@ -173,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database-url", help="use this Postgres (filled on the first run, reused afterwards; "
                                                "each run adds two nights) instead of a throwaway one")
     parser.add_argument("--with-hooks", action="store_true", help="serve the default app with its post-ingest hooks")
+    parser.add_argument("--queries-only", action="store_true",
+                        help="time the queries only: no ingest, no detection, nothing written (a database others "
+                             "measure on stays as it is)")
+    parser.add_argument("--only", nargs="+", help="time only the HTTP queries whose label contains one of these words")
     args = parser.parse_args(argv)
 
     from tests.pgcluster import temporary_postgres
@@ -249,6 +253,13 @@ def _run(url: str, args: argparse.Namespace) -> None:
 
 def _report(client: httpx.Client, url: str, filled, args: argparse.Namespace, rng: random.Random,
             server_pid: int) -> None:
+    nightly = [sc for sc in configurations(args.configs) if not sc.releases_only]
+    if not args.queries_only:
+        _ingest(client, url, filled, args, server_pid)
+    _queries(client, url, filled, args, rng, server_pid, nightly)
+
+
+def _ingest(client: httpx.Client, url: str, filled, args: argparse.Namespace, server_pid: int) -> None:
     new_night = filled.last_night + timedelta(days=1)
     uploads = _night_uploads(new_night, args.models, args.configs)
     nightly = [sc for sc in configurations(args.configs) if not sc.releases_only]
@@ -294,6 +305,9 @@ def _report(client: httpx.Client, url: str, filled, args: argparse.Namespace, rn
               f"{night_detect_s:6.2f} s{scaled}, {findings} findings   target < {DETECT_TARGET_S:.0f} s   "
               f"{'OK' if night_detect_s < DETECT_TARGET_S else 'MISSED'}")
 
+
+def _queries(client: httpx.Client, url: str, filled, args: argparse.Namespace, rng: random.Random, server_pid: int,
+             nightly: list) -> None:
     # Inputs for the queries, from the API itself.
     configurations_list = client.get("/api/v1/configurations").json()
     runs_by_configuration = {
@@ -310,6 +324,10 @@ def _report(client: httpx.Client, url: str, filled, args: argparse.Namespace, rn
 
     def latest_summary() -> None:
         client.get("/api/v1/summary").raise_for_status()
+
+    def summary_with_warnings() -> None:
+        client.get("/api/v1/summary", params={"night": rng.choice(nights).isoformat(),
+                                              "warnings": "true"}).raise_for_status()
 
     def model_history() -> None:
         client.get(f"/api/v1/series/{rng.choice(series_ids)}/history").raise_for_status()
@@ -344,6 +362,7 @@ def _report(client: httpx.Client, url: str, filled, args: argparse.Namespace, rn
 
     http_cases = [(f"summary of a night ({len(nightly)} rows + previous)", summary),
                   ("summary, latest night", latest_summary),
+                  ("summary of a night, warnings listed", summary_with_warnings),
                   ("model history, all nights", model_history), ("model history, last 90 days", model_history_90d),
                   ("suite summary history, all nights", suite_history), ("compare two runs", compare),
                   ("runs list, 30 days, filtered", runs_list),
@@ -354,6 +373,8 @@ def _report(client: httpx.Client, url: str, filled, args: argparse.Namespace, rn
     print(f"  {'query':42s} {'p50':>7s} {'p95':>7s} {'cpu':>7s}  target p95 < {QUERY_P95_TARGET_MS:.0f} ms "
           "(cpu: the app's mean CPU ms per request, Postgres not included)")
     for label, call in http_cases:
+        if args.only and not any(word in label for word in args.only):
+            continue
         cpu: list[float] = []
         p50, p95 = _percentiles(_time_calls(call, args.requests, cpu_of=server_pid, cpu_out=cpu))
         print(f"  {label:42s} {p50:7.1f} {p95:7.1f} {sum(cpu) / len(cpu):7.1f}  "

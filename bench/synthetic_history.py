@@ -293,9 +293,10 @@ RUN_COLUMNS = ("id", "run_key", "content_sha256", "configuration_id", "night", "
                "partition_id", "total_partitions", "ingested_at")
 RESULT_COLUMNS = ("run_id", "series_id", "name", "batch_size", "accuracy", "passed", "speedup", "abs_latency",
                   "compilation_latency", "compression_ratio", "eager_peak_mem", "dynamo_peak_mem", "calls_captured",
-                  "unique_graphs", "graph_breaks", "unique_graph_breaks", "eager_throughput", "compiled_throughput")
+                  "unique_graphs", "graph_breaks", "unique_graph_breaks", "eager_throughput", "compiled_throughput",
+                  "samples")
 SUMMARY_COLUMNS = ("run_id", "passed", "total", "geomean_speedup", "geomean_speedup_unclipped",
-                   "mean_compile_time_s", "mean_compression_ratio", "warnings")
+                   "mean_compile_time_s", "mean_compression_ratio", "warnings", "warnings_count")
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,8 +342,26 @@ class _Loaded:
     scale: float
 
 
-def _result_lines(run_id: int, loaded: _Loaded, night_results: Sequence[ModelResult]) -> list[str]:
-    """The COPY lines of one run's results (text format; names are plain ASCII)."""
+@dataclass(frozen=True, slots=True)
+class RawSamples:
+    """Raw samples for the last ``nights`` nights of a history, as the runner stores them (service/ingest.py
+    ``_samples_json``): ``per_side`` timings each of eager and compiled, in ms at full float precision, around the
+    night's medians with 2 % noise, and the activation peaks perfdash's runner measures."""
+
+    nights: int
+    per_side: int = 50
+
+    def json_of(self, rng: np.random.Generator, eager_ms: float, compiled_ms: float, peak_gb: float) -> str:
+        eager, compiled = (base * (1 + 0.02 * rng.standard_normal(self.per_side)) for base in (eager_ms, compiled_ms))
+        return (f'{{"eager_ms": [{", ".join(map(repr, eager.tolist()))}], '
+                f'"compiled_ms": [{", ".join(map(repr, compiled.tolist()))}], '
+                f'"eager_activation_peak_mem": {peak_gb!r}, "dynamo_activation_peak_mem": {peak_gb * 0.8!r}}}')
+
+
+def _result_lines(run_id: int, loaded: _Loaded, night_results: Sequence[ModelResult],
+                  samples: RawSamples | None = None, rng: np.random.Generator | None = None) -> list[str]:
+    """The COPY lines of one run's results (text format; names are plain ASCII); raw samples for the measured
+    models when ``samples`` is given."""
     training = loaded.sc.config.mode == "training"
     lines = []
     for r in night_results:
@@ -352,11 +371,14 @@ def _result_lines(run_id: int, loaded: _Loaded, night_results: Sequence[ModelRes
         # training: samples/s of the global batch, compiled from the latency, eager from the speedup
         compiled_tp = None if failure or not training else r.batch_size * 1000.0 / p.abs_latency * loaded.scale
         eager_tp = compiled_tp / p.speedup if compiled_tp is not None else None
+        raw = "\\N" if samples is None or rng is None or failure or not p.abs_latency else samples.json_of(
+            rng, p.abs_latency * p.speedup, p.abs_latency, p.dynamo_peak_mem or 1.0)
         lines.append(
             f"{run_id}\t{loaded.series[r.name]}\t{r.name}\t{r.batch_size}\t{r.accuracy}\t"
             f"{'t' if r.gated_speedup > 0 else 'f'}\t{p.speedup!r}\t{p.abs_latency!r}\t{_f(p.compilation_latency)}\t"
             f"{_f(p.compression_ratio)}\t{_f(None if failure else p.eager_peak_mem)}\t"
-            f"{_f(None if failure else p.dynamo_peak_mem)}\t\\N\t\\N\t\\N\t\\N\t{_f(eager_tp)}\t{_f(compiled_tp)}\n")
+            f"{_f(None if failure else p.dynamo_peak_mem)}\t\\N\t\\N\t\\N\t\\N\t{_f(eager_tp)}\t{_f(compiled_tp)}\t"
+            f"{raw}\n")
     return lines
 
 
@@ -407,12 +429,13 @@ class _Loader:
 
 def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_configs: int = len(TODAY),
                   rows: int | None = None, last_night: date | None = None, seed: int = 0,
-                  progress: bool = True) -> Filled:
+                  progress: bool = True, samples: RawSamples | None = None) -> Filled:
     """Migrate ``url`` and fill it with SYNTHETIC history ending at ``last_night`` (default: yesterday, UTC): the
     first ``n_configs`` configurations of the matrix for each suite, ``years`` of nights or, with ``rows``, as many
     nights as hold that many results. Nights are loaded in order, all configurations of a night together, as the
     nightly's ingest writes them (so a series' rows lie as far apart on disk as in production); one transaction a
-    night."""
+    night. ``samples``: the last nights carry raw samples (none by default: the size of a history without them).
+    """
     from service.db import make_engine, make_session_factory
     from service.ingest import RunBundle, ingest, run_key
     from service.migrate import upgrade
@@ -459,6 +482,7 @@ def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_config
             next_id = connection.scalar(sa.text("SELECT coalesce(max(id), 0) + 1 FROM runs"))
         # Postgres loads a night (COPY, in a thread) while the next one is generated: the two take a core each.
         loader = _Loader(engine)
+        samples_rng = np.random.default_rng(seed)
         for night_index, night in enumerate(all_nights):
             runs, summaries, results = [], [], []
             for one, offset_of in zip(loaded, offsets, strict=True):
@@ -473,12 +497,13 @@ def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_config
                     manifest.start_time, manifest.end_time, manifest.torch_version, manifest.torch_git_commit,
                     json.dumps(manifest.suite_versions), manifest.machine.host, None, "perfdash", manifest.command, 0,
                     1, manifest.end_time))) + "\n")
-                results += _result_lines(run_id, one, night_results)
+                with_samples = samples is not None and night_index >= len(all_nights) - samples.nights
+                results += _result_lines(run_id, one, night_results, samples if with_samples else None, samples_rng)
                 s = summarize_results(night_results)
                 warnings = [{"name": w.name, "reason": w.reason} for w in model_warnings(night_results)]
                 summaries.append("\t".join(map(_text, (
                     run_id, s.passed, s.total, s.geomean_speedup, s.geomean_speedup_unclipped, s.mean_compile_time_s,
-                    s.mean_compression_ratio, json.dumps(warnings)))) + "\n")
+                    s.mean_compression_ratio, json.dumps(warnings), len(warnings)))) + "\n")
             if not runs:
                 continue
             loader.put(runs, summaries, results, next_id - 1)
@@ -515,9 +540,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"configurations per suite, the first N of the matrix (1..{len(CONFIGS)}; 6: today's)")
     parser.add_argument("--rows", type=float, help="result rows to reach (e.g. 30e6): sets the nights, not --years")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--samples-nights", type=int, default=0,
+                        help="the last N nights carry raw samples as the runner stores them (default none)")
+    parser.add_argument("--samples-per-side", type=int, default=50,
+                        help="raw timings per side (eager, compiled) of a result with samples (default 50)")
     args = parser.parse_args(argv)
+    samples = RawSamples(args.samples_nights, args.samples_per_side) if args.samples_nights else None
     filled = fill_database(args.url, years=args.years, n_models=args.models, n_configs=args.configs,
-                           rows=None if args.rows is None else int(args.rows), seed=args.seed)
+                           rows=None if args.rows is None else int(args.rows), seed=args.seed, samples=samples)
     print(f"SYNTHETIC history: {filled.runs:,} runs, {filled.results:,} result rows, nights {filled.first_night} .. "
           f"{filled.last_night}, {filled.seconds:.1f} s")
     return 0

@@ -23,6 +23,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     downgrade.set_defaults(handler=_db_downgrade, reads_settings=True)
     current = db_sub.add_parser("current", help="print the revision(s) DATABASE_URL is at")
     current.set_defaults(handler=_db_current, reads_settings=True)
+    compact = db_sub.add_parser(
+        "compact-samples", help="drop the raw timings of old runs' results (PERFDASH_SAMPLES_KEEP_DAYS / _RUNS)",
+        description="A result's raw timings (eager_ms, compiled_ms) are dropped once its run is older than "
+                    "PERFDASH_SAMPLES_KEEP_DAYS days and not among the latest PERFDASH_SAMPLES_KEEP_RUNS runs of its "
+                    "configuration; medians, speedups, confidence intervals and activation peaks stay. Neither set "
+                    "(nor given here): nothing is dropped. Run it after each nightly (cron, the Jenkins job).")
+    compact.add_argument("--keep-days", type=int, help="override PERFDASH_SAMPLES_KEEP_DAYS")
+    compact.add_argument("--keep-runs", type=int, help="override PERFDASH_SAMPLES_KEEP_RUNS")
+    compact.add_argument("--batch-runs", type=int, default=20, help="runs per transaction (default 20)")
+    compact.add_argument("--limit-runs", type=int, help="at most this many runs in this pass")
+    compact.set_defaults(handler=_db_compact_samples, reads_settings=True)
 
     ingest = subparsers.add_parser(
         "ingest", help="store result CSVs (PyTorch's or perfdash's) in DATABASE_URL, or post them to a service",
@@ -105,6 +116,29 @@ def _db_current(args: argparse.Namespace) -> int:
     from service.migrate import current_heads
 
     print(" ".join(sorted(current_heads(args.settings.database_url))) or "(empty: run `perfdash db upgrade`)")
+    return 0
+
+
+def _db_compact_samples(args: argparse.Namespace) -> int:
+    from service.db import make_engine, make_session_factory
+    from service.retention import SamplesRetention, compact_samples
+
+    settings = args.settings
+    policy = SamplesRetention(
+        keep_days=args.keep_days if args.keep_days is not None else settings.samples_keep_days,
+        keep_runs=args.keep_runs if args.keep_runs is not None else settings.samples_keep_runs)
+    if not policy.enabled:
+        print("no retention set (PERFDASH_SAMPLES_KEEP_DAYS, PERFDASH_SAMPLES_KEEP_RUNS): raw samples are kept")
+        return 0
+    engine = make_engine(settings.database_url)
+    try:
+        done = compact_samples(make_session_factory(engine), policy, batch_runs=args.batch_runs,
+                               limit_runs=args.limit_runs,
+                               progress=lambda n, total, results: print(f"  {n}/{total} runs, {results:,} results",
+                                                                        file=sys.stderr, flush=True))
+    finally:
+        engine.dispose()
+    print(f"compacted the raw samples of {done.runs} runs ({done.results:,} results) in {done.seconds:.1f} s")
     return 0
 
 

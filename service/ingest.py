@@ -617,7 +617,8 @@ def store_runs(session: Session, bundles: Sequence[RunBundle]) -> list[IngestedR
                 geomean_speedup_unclipped=summary.geomean_speedup_unclipped,
                 mean_compile_time_s=summary.mean_compile_time_s,
                 mean_compression_ratio=summary.mean_compression_ratio,
-                warnings=[{"name": w.name, "reason": w.reason} for w in model_warnings(bundle.results)]))
+                warnings=(warned := [{"name": w.name, "reason": w.reason} for w in model_warnings(bundle.results)]),
+                warnings_count=len(warned)))
             config = bundle.manifest.config
             out[index] = IngestedRun(run.id, key, True, config.suite, config.key().backend_variant,
                                      len(bundle.results))

@@ -88,7 +88,12 @@ class Configuration(Base):
 
     @property
     def backend_variant(self) -> str:
-        return f"{self.backend}_{self.variant}" if self.variant else self.backend
+        return backend_variant(self.backend, self.variant)
+
+
+def backend_variant(backend: str, variant: str) -> str:
+    """A configuration's compiler as PyTorch names it (``inductor_no_cudagraphs``): the backend and its variant."""
+    return f"{backend}_{variant}" if variant else backend
 
 
 class Run(Base):
@@ -124,6 +129,9 @@ class Run(Base):
     # True from the ingest's commit until the post-ingest hooks (detection) have run: a run committed just before
     # the database went away is picked up by the next ingest or `perfdash detect`.
     hooks_pending: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
+    # when the raw timings of this run's results were dropped (service/retention.py); None: they are kept.
+    # Deferred: only retention reads it, and a run loaded by any page does not need it
+    samples_compacted_at: Mapped[datetime | None] = mapped_column(deferred=True)
 
     configuration: Mapped[Configuration] = relationship(lazy="joined")
     summary: Mapped[RunSummary | None] = relationship(back_populates="run", lazy="joined")
@@ -209,6 +217,10 @@ class RunSummary(Base):
     mean_compile_time_s: Mapped[float | None]
     mean_compression_ratio: Mapped[float | None]
     warnings: Mapped[list[dict[str, str]]] = mapped_column(sa.JSON, default=list)  # [{"name", "reason"}]
+    # len(warnings), stored at ingest: lists and the night summary show the count, and counting in the database
+    # (json_array_length) parsed ~4 kB of JSON a run, 70 ms of a night's summary at PyTorch's matrix (issue 31).
+    # Deferred: read as a column (queries/runs.py WARNINGS_COUNT), never through a loaded summary
+    warnings_count: Mapped[int | None] = mapped_column(deferred=True)
 
     run: Mapped[Run] = relationship(back_populates="summary")
 

@@ -110,6 +110,8 @@ def plan(config: NightlyConfig) -> list[Step]:
         Step("ingest the results", ("ingest", str(config.results_dir)), required=True),
         Step("detect regressions", ("detect",)),
         Step("write the report", ("report", "--output", str(config.report))),
+        # retention of raw samples (PERFDASH_SAMPLES_KEEP_DAYS / _RUNS); says so and does nothing when neither is set
+        Step("compact old raw samples", ("db", "compact-samples")),
     ]
     return steps
 

@@ -96,6 +96,12 @@ class Settings(BaseSettings):
     # Where `perfdash ingest --url` keeps uploads the service could not take, to retry on the next invocation.
     spool_dir: Path = Field(Path.home() / ".cache" / "perfdash" / "spool", validation_alias=_env("PERFDASH_SPOOL_DIR"))
     sql_echo: bool = Field(False, validation_alias=_env("PERFDASH_SQL_ECHO"))
+    # Retention of raw samples (service/retention.py, `perfdash db compact-samples`): a result's raw timings (~100
+    # floats, most of its row) are dropped once its run is older than this many days AND not among the latest this
+    # many runs of its configuration; every statistic the pages and detection read (medians, speedup and its
+    # confidence interval, activation peaks) stays. Neither set: raw samples are kept forever.
+    samples_keep_days: int | None = Field(None, ge=0, validation_alias=_env("PERFDASH_SAMPLES_KEEP_DAYS"))
+    samples_keep_runs: int | None = Field(None, ge=0, validation_alias=_env("PERFDASH_SAMPLES_KEEP_RUNS"))
     # `perfdash serve` over TLS: the certificate chain and its key (PEM), both or neither.
     tls_cert_file: Path | None = Field(None, validation_alias=_env("PERFDASH_TLS_CERT_FILE"))
     tls_key_file: Path | None = Field(None, validation_alias=_env("PERFDASH_TLS_KEY_FILE"))

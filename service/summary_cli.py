@@ -119,7 +119,7 @@ def run_summary(args: argparse.Namespace, settings: Settings) -> int:
         else:
             filters = ConfigFilter(suite=args.suite, backend=args.backend, dtype=args.dtype, mode=args.mode,
                                    device=args.device)
-            summary = night_summary(session, filters, args.night)
+            summary = night_summary(session, filters, args.night, with_warnings=True)  # JSON output lists them
     if args.format == "json":
         print(summary.model_dump_json(indent=2))
     elif args.format == "markdown":

@@ -1,5 +1,6 @@
 """/api/v1/summary: a night's summary per suite x backend (each configuration's latest run that night), with each
-run's previous run."""
+run's previous run. A night's summaries carry the number of their warnings (``warnings_count``) and list the warnings
+themselves only with ``warnings=true``; one run's summary (``/runs/{run_id}``) lists them."""
 
 from __future__ import annotations
 
@@ -18,11 +19,16 @@ def summary_get(
     session: SessionDep,
     filters: ConfigFilterDep,
     night: Annotated[IsoDate | None, Query(description="UTC date the runs started; default the latest")] = None,
+    warnings: Annotated[bool, Query(description="list each run's warnings (the models that failed or fell back) in "
+                                                "`summary.warnings`; without it `summary.warnings` is empty and "
+                                                "`summary.warnings_count` says how many there are: a night of "
+                                                "PyTorch's matrix has thousands")] = False,
 ) -> Response:
-    return json_response(night_summary(session, filters, night))
+    return json_response(night_summary(session, filters, night, with_warnings=warnings))
 
 
-@router.get("/runs/{run_id}", response_model=NightSummary, summary="Summary of one run with its previous run")
+@router.get("/runs/{run_id}", response_model=NightSummary,
+            summary="Summary of one run, its warnings listed, with its previous run")
 def summary_of_run(session: SessionDep, run_id: int) -> Response:
     found = run_summary(session, run_id)
     if found is None:

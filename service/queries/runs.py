@@ -6,19 +6,26 @@ API gets :class:`~service.queries.schemas.RunOut`. Both come from one selection 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
 import sqlalchemy as sa
-from sqlalchemy import orm
 from sqlalchemy.orm import Session
 
 from perfdash.metrics import SuiteSummary
-from service.models import Configuration, Result, Run, RunSummary
+from service.models import Configuration, Machine, Result, Run, RunSummary, backend_variant
 from service.queries.filters import ConfigFilter, RunFilter
 from service.queries.order import earlier, latest_nights, latest_of_each, run_order
-from service.queries.schemas import RESULT_COLUMNS, ConfigurationOut, ResultOut, RunDetail, RunOut
+from service.queries.schemas import (
+    RESULT_COLUMNS,
+    ConfigurationOut,
+    MachineOut,
+    ResultOut,
+    RunDetail,
+    RunOut,
+    SummaryOut,
+)
 
 
 def has_runs(session: Session) -> bool:
@@ -43,22 +50,66 @@ def list_runs(session: Session, filters: RunFilter = RunFilter(), *, limit: int 
     return runs_out_counting_warnings(session, query)
 
 
-# The number of a stored summary's warnings, counted by the database: lists show the count, and decoding a night's
-# warnings (~60 a run at PyTorch's matrix) was most of a list's time (issue 31).
-WARNINGS_COUNT = sa.func.json_array_length(RunSummary.warnings)
+# The number of a stored summary's warnings, stored at ingest (run_summaries.warnings_count); counted from the JSON
+# only for a row stored without it. Lists show the count: decoding a night's warnings (~60 a run at PyTorch's matrix)
+# was most of a list's time (issue 31).
+WARNINGS_COUNT = sa.func.coalesce(RunSummary.warnings_count, sa.func.json_array_length(RunSummary.warnings))
+
+
+# What a RunOut carries of its run, read as columns: building ORM objects (with their joined configuration and
+# machine) and then validating each model apart was most of a list's CPU (issue 31: 276 runs a night).
+_RUN_OUT_COLUMNS = (Run.id, Run.run_key, Run.night, Run.started_at, Run.ended_at, Run.torch_version,
+                    Run.torch_git_commit, Run.suite_versions, Run.host, Run.jenkins_url, Run.source, Run.partition_id,
+                    Run.total_partitions, Run.ingested_at, Run.configuration_id)
+
+
+_MACHINE_OUT_COLUMNS = tuple(getattr(Machine, name) for name in MachineOut.model_fields)
+_CONFIGURATION_OUT_COLUMNS = tuple(getattr(Configuration, name) for name in ConfigurationOut.model_fields
+                                   if name not in ("machine", "backend_variant"))
+
+
+def configuration_outs(session: Session, ids: Iterable[int]) -> dict[int, ConfigurationOut]:
+    """ConfigurationOut of the given configurations, by id (one statement of columns; configurations of one machine
+    share its MachineOut)."""
+    wanted = list(set(ids))
+    if not wanted:
+        return {}
+    rows = session.execute(sa.select(*_CONFIGURATION_OUT_COLUMNS, *_MACHINE_OUT_COLUMNS)
+                           .join(Machine, Machine.id == Configuration.machine_id)
+                           .where(Configuration.id.in_(wanted))).all()
+    at = len(_CONFIGURATION_OUT_COLUMNS)
+    config_keys, machine_keys = [c.key for c in _CONFIGURATION_OUT_COLUMNS], [c.key for c in _MACHINE_OUT_COLUMNS]
+    machines: dict[int, MachineOut] = {}
+    out = {}
+    for row in rows:
+        machine = dict(zip(machine_keys, row[at:], strict=True))
+        made = machines.get(machine["id"]) or machines.setdefault(machine["id"], MachineOut.model_validate(machine))
+        values = dict(zip(config_keys, row[:at], strict=True))
+        values["backend_variant"] = backend_variant(values["backend"], values["variant"])
+        values["machine"] = made
+        out[values["id"]] = ConfigurationOut.model_validate(values)
+    return out
 
 
 def runs_out_counting_warnings(session: Session, query: sa.Select) -> list[RunOut]:
-    """The Run rows of ``query`` as RunOut whose summaries carry warnings_count, the warnings themselves not loaded;
-    runs of one configuration share its ConfigurationOut."""
-    query = (query.outerjoin(RunSummary, RunSummary.run_id == Run.id).add_columns(WARNINGS_COUNT)
-             .options(orm.contains_eager(Run.summary).defer(RunSummary.warnings)))
-    made: dict[int, ConfigurationOut] = {}
+    """The runs ``query`` selects (a select of the Run entity: its joins, conditions, order and limit are kept) as
+    RunOut whose summaries carry warnings_count, the warnings themselves not loaded; runs of one configuration share
+    its ConfigurationOut."""
+    query = (query.with_only_columns(*_RUN_OUT_COLUMNS, *SUMMARY_COLUMNS, WARNINGS_COUNT, maintain_column_froms=False)
+             .outerjoin(RunSummary, RunSummary.run_id == Run.id))
+    rows = session.execute(query).all()
+    made = configuration_outs(session, (row.configuration_id for row in rows))
+    summary_at = len(_RUN_OUT_COLUMNS)
+    run_keys = [c.key for c in _RUN_OUT_COLUMNS[:-1]]  # all but configuration_id, the last
     out = []
-    for run, count in session.execute(query).unique():
-        configuration = made.get(run.configuration_id) or made.setdefault(
-            run.configuration_id, ConfigurationOut.from_row(run.configuration))
-        out.append(RunOut.from_row(run, warnings_count=count or 0, configuration=configuration))
+    for row in rows:
+        passed, total, geomean, unclipped, compile_s, ratio, count = row[summary_at:]
+        summary = None if passed is None else SummaryOut.values(passed, total, geomean, unclipped, compile_s, ratio,
+                                                                None, with_warnings=False, warnings_count=count or 0)
+        values = dict(zip(run_keys, row[:summary_at - 1], strict=True))
+        values["configuration"] = made[row.configuration_id]
+        values["summary"] = summary
+        out.append(RunOut.model_validate(values))
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from perfdash.contract import gated_speedup
 from perfdash.metric_registry import RESULT_METRICS
@@ -81,8 +81,11 @@ class SummaryOut(BaseModel):
     compile_time_text: str
     mean_compression_ratio: float | None
     compression_text: str
-    warnings_count: int | None  # None where the warnings were not loaded (suite history)
-    warnings: list[WarningOut]  # may be left empty in lists and histories; then see warnings_count
+    warnings_count: int | None = Field(description="how many models of the run failed or fell back (the summary's "
+                                                   "warnings); null where not counted (suite history)")
+    warnings: list[WarningOut] = Field(description="those models with the reason; empty in lists, histories and a "
+                                                   "night's summary unless asked for (`warnings=true`): see "
+                                                   "warnings_count")
 
     @classmethod
     def from_row(cls, row: RunSummary, *, with_warnings: bool = True) -> SummaryOut:

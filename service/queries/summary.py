@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from service.models import Run
+from service.models import Configuration, Run
 from service.queries.filters import ConfigFilter
 from service.queries.order import latest_night, latest_of_each, latest_run_ids, previous_run_ids
 from service.queries.runs import RunLite, lite_runs, runs_out_counting_warnings
@@ -22,7 +22,7 @@ from service.queries.schemas import RunOut
 
 
 class SummaryRow(BaseModel):
-    run: RunOut  # carries its configuration and stored summary
+    run: RunOut  # carries its configuration and stored summary (its warnings only when asked for)
     previous: RunOut | None  # summary without the warnings list (warnings_count only)
 
 
@@ -31,42 +31,57 @@ class NightSummary(BaseModel):
     rows: list[SummaryRow]
 
 
-def _rows(session: Session, runs: list[Run]) -> list[SummaryRow]:
-    """Rows with their previous runs, found in one statement rather than one round trip per configuration."""
-    pairs = previous_run_ids(session, [r.id for r in runs])
+def _rows(session: Session, run_ids: list[int], *, with_warnings: bool) -> list[SummaryRow]:
+    """Rows of the given runs with their previous runs, found in a fixed number of statements whatever the number of
+    runs. Every summary carries ``warnings_count`` (stored at ingest); the runs' own warnings are decoded only
+    ``with_warnings``: at PyTorch's matrix a night is 276 runs with ~60 warnings each, ~1.2 MB of the answer's 2 MB
+    and most of its time (issue 31), where a summary shows their number and the run's own endpoint
+    (/api/v1/summary/runs/{id}, /api/v1/runs/{id}) lists them."""
+    pairs = previous_run_ids(session, run_ids)
     wanted = [p for p in pairs.values() if p is not None]
-    # the previous run comes with its numbers and warnings_count (counted by the database, not decoded); its
-    # warnings are that run's business
-    previous = {r.id: r for r in runs_out_counting_warnings(session, sa.select(Run).where(Run.id.in_(wanted)))} \
-        if wanted else {}
-    out = []
-    for r in runs:
-        before = previous.get(pairs.get(r.id))  # type: ignore[arg-type]
-        out.append(SummaryRow(run=RunOut.from_row(r, configuration=before.configuration if before else None),
-                              previous=before))
-    return out
+    counted = runs_out_counting_warnings(
+        session, sa.select(Run).where(Run.id.in_(wanted + ([] if with_warnings else run_ids))))
+    by_id = {r.id: r for r in counted}
+    if with_warnings:
+        made = {r.configuration.id: r.configuration for r in counted}
+        for run in session.scalars(sa.select(Run).where(Run.id.in_(run_ids))).unique():
+            by_id[run.id] = RunOut.from_row(run, configuration=made.get(run.configuration_id))
+    # model_construct: both are RunOut, validated as they were made; nothing is left to check
+    return [SummaryRow.model_construct(run=by_id[run_id], previous=by_id.get(pairs.get(run_id)))  # type: ignore[arg-type]
+            for run_id in run_ids]
 
 
-def night_summary(session: Session, filters: ConfigFilter = ConfigFilter(), night: date | None = None) -> NightSummary:
-    """Summaries of every configuration matching ``filters`` on ``night`` (default: the latest night that has one)."""
+def night_run_ids(session: Session, filters: ConfigFilter, night: date) -> list[int]:
+    """The runs a night's summary shows: the latest run of each matching configuration and partition that night,
+    picked from their keys alone (no summary, no JSON read)."""
+    rows = session.execute(
+        sa.select(Run.id, Run.night, Run.started_at, Run.configuration_id, Run.partition_id, Run.total_partitions)
+        .join(Configuration, Configuration.id == Run.configuration_id).where(Run.night == night, *filters.clauses())
+    ).all()
+    return [r.id for r in latest_of_each(rows)]
+
+
+def night_summary(session: Session, filters: ConfigFilter = ConfigFilter(), night: date | None = None, *,
+                  with_warnings: bool = False) -> NightSummary:
+    """Summaries of every configuration matching ``filters`` on ``night`` (default: the latest night that has one);
+    each summary's warnings listed only ``with_warnings`` (their number always)."""
     night = night or latest_night(session, filters)
     if night is None:
         return NightSummary(night=None, rows=[])
-    runs = session.scalars(sa.select(Run).join(Run.configuration).where(Run.night == night, *filters.clauses())
-                           ).unique().all()
-    rows = _rows(session, latest_of_each(runs))
+    rows = _rows(session, night_run_ids(session, filters, night), with_warnings=with_warnings)
     rows.sort(key=lambda r: (r.run.configuration.suite, r.run.configuration.backend_variant,
                              r.run.configuration.device, r.run.configuration.dtype, r.run.configuration.mode,
                              r.run.configuration.id))
-    return NightSummary(night=night, rows=rows)
+    return NightSummary.model_construct(night=night, rows=rows)
 
 
 def run_summary(session: Session, run_id: int) -> NightSummary | None:
-    """The summary of one run, with its previous run, in the same shape as :func:`night_summary`."""
-    run = session.get(Run, run_id)
-    if run is None:
+    """The summary of one run, its warnings listed, with its previous run, in the same shape as
+    :func:`night_summary`."""
+    night = session.scalar(sa.select(Run.night).where(Run.id == run_id))
+    if night is None:
         return None
-    return NightSummary(night=run.night, rows=_rows(session, [run]))
+    return NightSummary(night=night, rows=_rows(session, [run_id], with_warnings=True))
 
 
 def latest_runs_with_base(session: Session, filters: ConfigFilter = ConfigFilter()

@@ -47,7 +47,7 @@ def test_plan_runs_each_suite_then_ingests_detects_and_reports() -> None:
     config = _config(argv=["--models", "timm_models=lcnet_050", "--repeat", "5", "--report", "night.md"])
     steps = nightly.plan(config)
     commands = [step.argv[0] for step in steps]
-    assert commands == ["db", "run", "run", "run", "ingest", "detect", "report"]
+    assert commands == ["db", "run", "run", "run", "ingest", "detect", "report", "db"]
     runs = {step.argv[step.argv.index("--suite") + 1]: step.argv for step in steps if step.argv[0] == "run"}
     assert set(runs) == {"torchbench", "huggingface", "timm_models"}
     timm = runs["timm_models"]
@@ -58,7 +58,8 @@ def test_plan_runs_each_suite_then_ingests_detects_and_reports() -> None:
     assert all(argv[argv.index("--output-dir") + 1] == str(config.results_dir) for argv in runs.values())
     assert config.results_dir == Path("results/nightly/20261122T210000Z")
     assert steps[4].argv == ("ingest", str(config.results_dir)) and steps[4].required
-    assert steps[-1].argv == ("report", "--output", "night.md")
+    assert steps[-2].argv == ("report", "--output", "night.md")
+    assert steps[-1].argv == ("db", "compact-samples") and not steps[-1].required  # retention, when set
 
 
 def test_a_whole_suite_or_a_models_file_runs_without_the_picks_model_list(tmp_path: Path) -> None:
