@@ -11,8 +11,9 @@ each model's median, pooled over its models, drawn at random). "null" histories 
 is "not reproduced".
 
 perfbisect runs as the CLI does (perfbisect.procedure.Bisector; every comparison the sequential paired A/B of
-perfdash/ab.py: a paired SPRT from 6 pairs (steps 2) to at most 160, alpha 0.01 per A/B; the culprit verified
-against its parent).
+perfdash/ab.py: a paired SPRT from 6 pairs (steps 2) to at most 160, alpha 0.01 per A/B; each step against the
+nearest commit found good; the culprit verified against its parent, continuing the last step when that step compared
+the same two commits). "conf./steps/verif." shows where the runs went.
 Beside it, the single-sample fixed-10 % rule of the existing Jenkins bisect scripts (one run of good as reference,
 one run per step, bad when 10 % worse; no confirmation).
 

@@ -34,8 +34,12 @@ How (the shape of Chromium's Pinpoint, with a paired sequential probability rati
   the looks of the schedule); every A run passing and every B run failing is "different" at once (the
   deterministic case), equal rates with every run the same is "same".
 
+- A continuation (``run_ab(carried=...)``): an A/B may start from the pairs of an earlier A/B of the same two sides
+  (perfbisect's verification of a culprit whose last step was already against its parent); its ratio runs over
+  every pair from the first, so its bound holds whatever made the caller look at those sides.
+
 Everything the decision saw is in the result (``AbRecord``): samples per side, the order they were measured in, every
-look's sizes, scale, log likelihood ratio and p-values, the cap.
+look's sizes, scale, log likelihood ratio and p-values, the cap, and how many pairs it carried over.
 """
 
 from __future__ import annotations
