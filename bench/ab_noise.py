@@ -39,7 +39,8 @@ from perfdash.confidence import speedup_interval
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "bench" / "data" / "ab_noise_models.toml"
-OUTPUT = ROOT / "bench" / "data" / "ab_noise.json"
+OUTPUT = ROOT / "bench" / "data" / "ab_noise.json"  # measured on a quiet machine (the benches' default)
+BUSY = ROOT / "bench" / "data" / "ab_noise_busy.json"  # the first measurement, under load 6.5-10 (bench/README.md)
 SUITE = "timm_models"  # the suite only names the files here: every model brings its own builder
 SAMPLES_FILE = "inductor_timm_models_float32_inference_cpu_samples.jsonl"
 CSV_FILE = "inductor_timm_models_float32_inference_cpu_performance.csv"

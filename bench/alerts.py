@@ -49,13 +49,15 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from perfbisect.procedure import Bisector
 from perfbisect.state import BisectState
 from perfbisect.stats import Policy
 
-from bench.ab_noise import load_noise
+from bench.ab_noise import OUTPUT as AB_NOISE
+from bench.ab_noise import ROOT, load_noise
 from service.detection.changepoint import DetectionConfig, detect_change_points
 from service.detection.confirmation import CONFIRM_MARGIN
 from service.detection.environment import ShiftConfig, common_shift, series_move
@@ -284,15 +286,15 @@ def figures(configs: Sequence[Configuration], outcomes: Sequence[AlertTally]) ->
 
 
 def run(series: int, nights: int, configurations: int, seed: int, noise_models: Sequence[str] = NOISE_MODELS,
-        margin: int = CONFIRM_MARGIN, ab_noise_scale: float = 1.0) -> int:
-    measured = load_noise()
+        margin: int = CONFIRM_MARGIN, ab_noise_scale: float = 1.0, noise_file: Path = AB_NOISE) -> int:
+    measured = load_noise(noise_file)
     ab_noise = measured.residuals("speedup") * ab_noise_scale
     ab_cv = float(np.std(ab_noise, ddof=1))
     print(f"{configurations} configuration(s) x {series} series x {nights} nights per noise model "
           f"({configurations * (nights - WARMUP) / NIGHTS_PER_MONTH:.1f} configuration-months scored after a "
           f"{WARMUP}-night warm-up); planted regressions: "
           + ", ".join(f"{100 * share:.0f}% of series a {100 * size:.0f}% step" for size, share in STEP_SHARE.items())
-          + f"; A/B noise: measured (bench/data/ab_noise.json, {len(ab_noise)} run-to-run speedup deviations, SD "
+          + f"; A/B noise: measured ({_shown(noise_file)}, {len(ab_noise)} run-to-run speedup deviations, SD "
             f"{100 * ab_cv:.2f}%, scale {ab_noise_scale:g}), range widened by {margin} night(s) each way, issue "
             f"{CONFIRM_DELAY} night after the change point")
     header = (f"{'noise':9} {'method':24} {'5% <=3n':>8} {'5% <=5n':>8} {'10% <=3n':>8} {'false/1k':>8} | "
@@ -322,3 +324,8 @@ def run(series: int, nights: int, configurations: int, seed: int, noise_models: 
                       f"A/B re-measurements: {sum(o.confirmations for o in outcomes)}, "
                       f"{sum(o.seconds for o in outcomes):.0f} s")
     return 0
+
+
+def _shown(path: Path) -> str:
+    """A noise file as printed: relative to the repository when it is in it."""
+    return str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)

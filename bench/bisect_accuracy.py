@@ -5,13 +5,15 @@ Each history has N commits after the good one (N = 16, 64, 256); the culprit (un
 worse by the regression size; 10 % of the other commits do not build. Every measurement is the commit's true value
 times a noise factor, from one of three noise models: ``2%`` and ``5%`` (Gaussian, that CV, and with probability 1 %
 an outlier 30 % slower: a busy machine), and ``measured``: the between-run deviations this machine showed in
-bench/ab_noise.py's A/A runs of the harness (bench/data/ab_noise.json; the compiled latency's log deviations from
+bench/ab_noise.py's A/A runs of the harness (``--noise-file``: bench/data/ab_noise.json, measured on a quiet machine,
+or bench/data/ab_noise_busy.json, under load; the compiled latency's log deviations from
 each model's median, pooled over its models, drawn at random). "null" histories have no regression: the right answer
 is "not reproduced".
 
 perfbisect runs as the CLI does (perfbisect.procedure.Bisector; every comparison the sequential paired A/B of
-perfdash/ab.py: a paired SPRT from 6 pairs (steps 2) to at most 160, alpha 0.01 per A/B; the culprit verified
-against its parent).
+perfdash/ab.py: a paired SPRT from 6 pairs (steps 2) to at most 160, alpha 0.01 per A/B; each step against the
+nearest commit found good; the culprit verified against its parent, continuing the last step when that step compared
+the same two commits). "conf./steps/verif." shows where the runs went.
 Beside it, the single-sample fixed-10 % rule of the existing Jenkins bisect scripts (one run of good as reference,
 one run per step, bad when 10 % worse; no confirmation).
 
@@ -34,6 +36,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from perfbisect.procedure import Bisector
 from perfbisect.search import search
@@ -42,6 +45,7 @@ from perfbisect.stats import Policy
 from rich.console import Console
 from rich.table import Table
 
+from bench.ab_noise import OUTPUT as AB_NOISE
 from bench.ab_noise import load_noise
 from perfdash.bisection import StepDecision
 
@@ -66,9 +70,9 @@ class Noise:
         return value * (1 + OUTLIER_SIZE) if rng.random() < OUTLIER_SHARE else value
 
 
-def noise_model(name: str) -> Noise:
+def noise_model(name: str, noise_file: Path = AB_NOISE) -> Noise:
     if name == "measured":
-        return Noise(name, residuals=tuple(float(r) for r in load_noise().residuals("abs_latency")))
+        return Noise(name, residuals=tuple(float(r) for r in load_noise(noise_file).residuals("abs_latency")))
     return Noise(name, cv=float(name.rstrip("%")) / 100)
 
 
@@ -116,6 +120,7 @@ class Trial:
     wrong: bool  # named a culprit (or range) that is not the culprit's
     steps: int
     measurements: int
+    spent: tuple[int, int, int] = (0, 0, 0)  # measurements of the confirmation, the steps, the verification
 
 
 def run_perfbisect(history: History, rng: random.Random, policy: Policy) -> Trial:
@@ -128,7 +133,8 @@ def run_perfbisect(history: History, rng: random.Random, policy: Policy) -> Tria
     else:
         right = named and right_answer(history, outcome.culprit, outcome.candidates)
         correct, wrong = right, named and not right
-    return Trial(correct, wrong, len(outcome.steps), bisector.measurements)
+    spent = tuple(bisector.spent.get(purpose, 0) for purpose in ("confirm", "step", "verify"))
+    return Trial(correct, wrong, len(outcome.steps), bisector.measurements, spent)  # type: ignore[arg-type]
 
 
 def right_answer(history: History, culprit: str | None, candidates: tuple[str, ...]) -> bool:
@@ -170,20 +176,23 @@ def main(argv: list[str] | None = None) -> int:
                         help="perfbisect --threshold, %% (the A/B line is half of it)")
     parser.add_argument("--repeats", type=int, default=6, help="pairs at the confirmation's first look")
     parser.add_argument("--max-pairs", type=int, default=160)
+    parser.add_argument("--noise-file", type=Path, default=AB_NOISE,
+                        help="the \"measured\" noise model's file (bench/ab_noise.py's output; default the quiet "
+                             "machine's bench/data/ab_noise.json, bench/data/ab_noise_busy.json the loaded one's)")
     args = parser.parse_args(argv)
 
     policy = Policy(direction="lower", threshold_pct=args.threshold, repeats=args.repeats,
                     max_pairs=args.max_pairs)
     table = Table(title=f"perfbisect vs single-sample fixed-10% rule ({args.histories} histories per row, threshold "
                         f"{args.threshold}%, sequential paired A/B from {policy.repeats} pairs to {policy.cap}, "
-                        f"{BROKEN_SHARE:.0%} broken builds)")
+                        f"{BROKEN_SHARE:.0%} broken builds; measured noise: {args.noise_file.name})")
     for column in ("N", "noise", "regression", "correct", "wrong", "no name", "steps", "median meas.",
-                   "fixed-10% correct", "wrong ", "meas."):
+                   "conf./steps/verif.", "fixed-10% correct", "wrong ", "meas."):
         table.add_column(column, justify="right")
     started = time.perf_counter()
     for n in args.sizes:
         for name in args.noise:
-            noise = noise_model(name)
+            noise = noise_model(name, args.noise_file)
             for regression in (0.0, 0.05, 0.20):
                 rng = random.Random(f"{args.seed}-{n}-{name}-{regression}")
                 ours, fixed = [], []
@@ -199,13 +208,15 @@ def main(argv: list[str] | None = None) -> int:
                     f"{sum(not t.correct and not t.wrong for t in ours) / share:.1%}",
                     f"{statistics.mean(t.steps for t in bisected):.2f}" if bisected else "-",
                     f"{statistics.median(t.measurements for t in ours):.0f}",
+                    "/".join(f"{statistics.mean(t.spent[i] for t in ours):.0f}" for i in range(3)),
                     f"{sum(t.correct for t in fixed) / share:.1%}", f"{sum(t.wrong for t in fixed) / share:.1%}",
                     f"{statistics.median(t.measurements for t in fixed):.0f}",
                 )
     Console(width=170).print(table)
     print(f"steps: commits probed after the confirmation (skipped builds included), mean over bisections run; "
           f"median meas.: all runs of the measure command (confirmation and verification included), median over the "
-          f"row. {math.ceil(time.perf_counter() - started)} s")
+          f"row; conf./steps/verif.: mean measurements of the confirmation, all steps and the verification. "
+          f"{math.ceil(time.perf_counter() - started)} s")
     return 0
 
 

@@ -35,9 +35,11 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
+from bench.ab_noise import OUTPUT as AB_NOISE
 from service.detection.changepoint import DetectionConfig, detect_change_points
 
 MATCH_NIGHTS = 10
@@ -284,6 +286,9 @@ def main() -> int:
                         help="with --alerts: only these noise models (repeatable; default all four)")
     parser.add_argument("--ab-noise-scale", type=float, default=1.0,
                         help="with --alerts: multiply the measured A/B noise (bench/data/ab_noise.json) by this")
+    parser.add_argument("--noise-file", type=Path, default=AB_NOISE,
+                        help="with --alerts: the measured A/B noise (bench/ab_noise.py's output; default the quiet "
+                             "machine's bench/data/ab_noise.json, bench/data/ab_noise_busy.json the loaded one's)")
     parser.add_argument("--confirm-margin", type=int,
                         help="with --alerts: nights the A/B's range is widened each way (default the service's)")
     args = parser.parse_args()
@@ -293,7 +298,7 @@ def main() -> int:
 
         margin = CONFIRM_MARGIN if args.confirm_margin is None else args.confirm_margin
         return run(args.series or 500, args.nights or 365, args.configurations, args.seed,
-                   args.noise or NOISE_MODELS, margin, args.ab_noise_scale)
+                   args.noise or NOISE_MODELS, margin, args.ab_noise_scale, args.noise_file)
     args.series, args.nights = args.series or 100, args.nights or 90
 
     methods = {

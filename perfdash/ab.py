@@ -34,8 +34,12 @@ How (the shape of Chromium's Pinpoint, with a paired sequential probability rati
   the looks of the schedule); every A run passing and every B run failing is "different" at once (the
   deterministic case), equal rates with every run the same is "same".
 
+- A continuation (``run_ab(carried=...)``): an A/B may start from the pairs of an earlier A/B of the same two sides
+  (perfbisect's verification of a culprit whose last step was already against its parent); its ratio runs over
+  every pair from the first, so its bound holds whatever made the caller look at those sides.
+
 Everything the decision saw is in the result (``AbRecord``): samples per side, the order they were measured in, every
-look's sizes, scale, log likelihood ratio and p-values, the cap.
+look's sizes, scale, log likelihood ratio and p-values, the cap, and how many pairs it carried over.
 """
 
 from __future__ import annotations
@@ -164,6 +168,7 @@ class AbRecord(BaseModel):
     alpha_per_look: float  # the status test's level per look
     llr_bound: float = 0.0  # log(1 / alpha): the log likelihood ratio that decides
     pooled_residuals: int = 0  # residuals of earlier A/Bs the scale was pooled with
+    carried_pairs: int = 0  # pairs of an earlier A/B of the same two sides this one continues (its first pairs)
     cap: int  # pairs at most
     capped: bool = False  # ended at the cap, still unknown
 
@@ -331,19 +336,30 @@ def change_half_width_pct(a: Sequence[Sample], b: Sequence[Sample], direction: B
 
 
 def run_ab(measure: Measure, policy: AbPolicy, rng: random.Random, *, purpose: str, a: str, b: str,
-           on_round: Callable[[AbRound], None] = lambda _r: None, noise: Sequence[float] = ()) -> AbRecord:
+           on_round: Callable[[AbRound], None] = lambda _r: None, noise: Sequence[float] = (),
+           carried: AbRecord | None = None) -> AbRecord:
     """Measure A and B in balanced random pairs, look by look, until "different", "same" or the cap.
 
     ``measure(side, i)`` returns the i-th sample of a side; a caller that resumes returns stored samples for the
     indices it has (the order comes from ``rng``, so seed it with the A/B's identity to replay the same order).
-    ``noise``: residuals of earlier A/Bs on the same machine (a bisection's), pooled into the scale."""
-    samples: dict[AbSide, list[Sample]] = {"A": [], "B": []}
-    order: list[str] = []
+    ``noise``: residuals of earlier A/Bs on the same machine (a bisection's), pooled into the scale.
+    ``carried``: an earlier A/B of the same two sides (a bisection step of the culprit against its parent) whose
+    pairs this one continues: they are its first pairs (in their order) and its first look is on them. Valid because
+    the likelihood ratio is taken over every pair from the first: under "no change" the chance that it *ever* reaches
+    1 / alpha is at most alpha, whatever made the caller look at these sides (Ville's inequality)."""
+    if carried is not None and (carried.a, carried.b) != (a, b):
+        raise ValueError("only an A/B of the same two sides can be continued")
+    samples: dict[AbSide, list[Sample]] = {"A": list(carried.samples_a) if carried else [],
+                                           "B": list(carried.samples_b) if carried else []}
+    order: list[str] = list(carried.order) if carried else []
+    first = len(samples["A"])
     record = AbRecord(purpose=purpose, a=a, b=b, answer="unknown", boundary_pct=policy.boundary_pct,
                       line_pct=policy.line_pct, alpha=policy.alpha, alpha_per_look=policy.alpha_per_look,
-                      llr_bound=policy.llr_bound, pooled_residuals=len(noise), cap=policy.cap)
+                      llr_bound=policy.llr_bound, pooled_residuals=len(noise), cap=policy.cap, carried_pairs=first)
     pending: list[tuple[AbSide, AbSide]] = []  # balanced two at a time: every even count is half A-first
     looks = policy.schedule
+    if first and first >= policy.start:  # the carried pairs are already past the first look: look at them now
+        looks = (min(first, policy.cap), *(t for t in looks if t > first))
     for number, total in enumerate(looks, start=1):
         while len(samples["A"]) < total:
             if not pending:

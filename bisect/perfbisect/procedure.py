@@ -4,13 +4,17 @@ Every comparison is one sequential, paired A/B of perfdash.ab (sides interleaved
 added in rounds until "different", "same" or the cap):
 
 - the confirmation: good (A) against bad (B), boundary the threshold; only "different" goes on;
-- each step: good (A) against the commit (B), boundary the confirmed change (its lower 95 % bound, the threshold at
-  least): the test weighs "the commit is at good's level" against "at bad's"; at the cap the step goes to the side
-  its likelihood ratio favours and is flagged ``forced``;
+- each step: the nearest commit known to be good (A: good, then the last commit a step found good) against the
+  commit (B), boundary the confirmed change (its lower 95 % bound, the threshold at least): the test weighs "the
+  commit is at good's level" against "at bad's"; at the cap the step goes to the side its likelihood ratio favours
+  and is flagged ``forced``;
 - the verification: the named culprit (B) against its parent (A), boundary the threshold. "different" names
   it (``culprit_found``); anything else is ``not_confirmed``, with both measurements and no name. When the commits
   before the culprit do not build, the search can only name a range: the step across it (the last good commit that
   builds against the range's last commit) is verified instead, and the verdict is the range (``culprit_range``).
+  When the search's last step on the culprit was already against its parent (about half the bisections, since steps
+  compare with the nearest good commit), the verification continues that step's pairs: at least two new pairs, and
+  "different" at alpha / 10 over all of them (bench/README.md, issue 27: "Third pass").
 
 Every A/B after the confirmation pools the noise (residuals) of those before it, so a step at low noise decides on a
 few pairs instead of re-learning the machine's noise. Talks to an ``Oracle`` (builds and measures one commit) and
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from perfbisect.search import search
@@ -101,7 +105,9 @@ class Bisector:
         self.state = state
         self.log = log
         self.measurements = 0
-        self.noise: list[float] = []  # residuals of the numeric A/Bs so far, pooled into the next one's scale
+        self.spent: dict[str, int] = {}  # measurements taken per A/B purpose (confirm, step, verify): where runs go
+        # residuals of the numeric A/Bs so far, by their sides (A, B), pooled into the next one's scale
+        self.noise_by_sides: dict[tuple[str, str], list[float]] = {}
 
     # -- measuring ---------------------------------------------------------------------------------------------
 
@@ -127,27 +133,41 @@ class Bisector:
         return value
 
     def ab(self, purpose: str, a: str, b: str, boundary_pct: float | None = None,
-           crash_on_b: bool = False, exact: bool = False) -> AbRecord:
+           crash_on_b: bool = False, exact: bool = False, carried: AbRecord | None = None) -> AbRecord:
         """One A/B of ``a`` against ``b`` (perfdash.ab.run_ab), its samples kept in the state under the A/B's key so a
-        resumed bisection replays it (the order comes from a generator seeded with the key)."""
+        resumed bisection replays it (the order comes from a generator seeded with the key). ``carried``: an earlier
+        A/B of the same sides this one continues (its pairs come first and are not measured again)."""
         key = f"{purpose}:{a}:{b}"
         stored: dict[AbSide, list[Sample]] = {side: self.state.samples.setdefault(f"{key}:{side}", [])
                                               for side in ("A", "B")}
+        if carried is not None and not stored["A"]:
+            stored["A"].extend(carried.samples_a)
+            stored["B"].extend(carried.samples_b)
 
         def measure(side: AbSide, index: int) -> Sample:
             samples = stored[side]
             if index >= len(samples):
                 samples.append(self._measure(a if side == "A" else b))
+                self.spent[purpose] = self.spent.get(purpose, 0) + 1
                 self.state.save()
             value = samples[index]
             if crash_on_b and side == "B" and is_status(value):
                 raise _StepCrashed(str(value))
             return value
 
-        policy: AbPolicy = self.policy.ab(boundary_pct, pooled=bool(self.noise), exact=exact)
-        record = run_ab(measure, policy, random.Random(key), purpose=purpose, a=a, b=b, noise=tuple(self.noise),
+        # The noise of the other A/Bs before this one (a continued A/B's own pairs are its own, not pooled twice).
+        pooled = [r for sides, res in self.noise_by_sides.items() if sides != (a, b) for r in res]
+        policy: AbPolicy = self.policy.ab(boundary_pct, pooled=bool(pooled), exact=exact)
+        if carried is not None:
+            # A continuation must show more than the A/B it continues: at least two new pairs, and the likelihood
+            # ratio over all its pairs must reach 1 / (alpha / 10) (a false "different" at most alpha / 10, with or
+            # without the earlier A/B's error), so a step that went wrong by chance is not named on its own pairs.
+            policy = replace(policy, alpha=policy.alpha / 10, start=len(carried.samples_a) + 2,
+                             cap=max(policy.cap, len(carried.samples_a) + 2))
+        record = run_ab(measure, policy, random.Random(key), purpose=purpose, a=a, b=b, noise=tuple(pooled),
+                        carried=carried,
                         on_round=lambda r: self.log(f"{purpose} {b[:10]} vs {a[:10]}, {r.pairs} pairs: {r.reason}"))
-        self.noise += residuals(record.samples_a, record.samples_b, policy.direction)
+        self.noise_by_sides[(a, b)] = residuals(record.samples_a, record.samples_b, policy.direction)
         return record
 
     # -- the procedure -----------------------------------------------------------------------------------------
@@ -227,9 +247,16 @@ class Bisector:
         low = confirmation.change_pct - change_half_width_pct(record.samples_a, record.samples_b, self.policy.direction)
         boundary = max(low, self.policy.threshold_pct) if numeric else self.policy.threshold_pct
         steps: list[StepRecord] = []
+        # Each step is measured against the nearest commit known to be good (the search's lower end: good, then the
+        # last commit a step found good), so the step that ends the search on the culprit is the culprit against its
+        # parent, and the verification continues its pairs instead of starting afresh.
+        nearest_good = good
 
         def probe(sha: str) -> StepDecision:
-            record = self.step(sha, good, boundary, numeric)
+            nonlocal nearest_good
+            record = self.step(sha, nearest_good, boundary, numeric)
+            if record.decision == "good":
+                nearest_good = sha
             steps.append(record)
             self.log(f"step {len(steps)}: {sha[:10]} {record.decision} ({record.reason}) "
                      f"samples={_fmt(record.samples)}")
@@ -243,8 +270,10 @@ class Bisector:
         if self._built(parent) is not None:  # cannot happen (a broken parent is a candidate); never blame unverified
             return self._finish("inconclusive", None, found.candidates, steps, confirmation,
                                 f"the parent {parent[:10]} of the candidates does not build")
-        # Verified like the confirmation (line at half the threshold): does this step reproduce a regression?
-        verification = self.ab("verify", parent, last)
+        # Verified like the confirmation (boundary the threshold): does this step reproduce a regression? When a step
+        # already measured exactly these two sides, the verification continues its pairs.
+        same_sides = next((s.ab for s in steps if s.ab is not None and (s.ab.a, s.ab.b) == (parent, last)), None)
+        verification = self.ab("verify", parent, last, carried=same_sides)
         shown = f"{last[:10]} against {parent[:10]}: {verification.last.reason}"
         if verification.answer != "different":
             return self._finish("not_confirmed", None, found.candidates, steps, confirmation,

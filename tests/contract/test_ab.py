@@ -145,3 +145,29 @@ def test_a_deterministic_status_change_is_decided_on_one_pair():
     record = run_ab(lambda side, _i: "pass" if side == "A" else "fail_accuracy", AbPolicy(start=1), rng,
                     purpose="confirm", a="g", b="b")
     assert record.answer == "different" and len(record.rounds) == 1 and record.samples_b == ["fail_accuracy"]
+
+
+def test_a_continuation_starts_from_the_pairs_it_carries_and_measures_only_new_ones():
+    """A verification that continues a step of the same sides: the step's pairs come first, unmeasured; its first
+    look is on them plus the new ones; only the same two sides can be continued."""
+    rng = random.Random(11)
+    step = run_ab(_simulated(rng, 100.0, 105.0, _gauss(0.02)), AbPolicy(boundary_pct=5.0, exact=True), rng,
+                  purpose="step", a="p", b="c")
+    assert step.answer == "different"
+    measured: list[tuple[str, int]] = []
+    noisy = _simulated(rng, 100.0, 105.0, _gauss(0.02))
+
+    def measure(side, index):
+        measured.append((side, index))
+        return noisy(side, index)
+
+    carried = len(step.samples_a)
+    policy = AbPolicy(boundary_pct=5.0, alpha=0.001, start=carried + 2)
+    verify = run_ab(measure, policy, rng, purpose="verify", a="p", b="c", carried=step)
+    assert verify.carried_pairs == carried and verify.order.startswith(step.order)
+    assert verify.samples_a[:carried] == step.samples_a and verify.samples_b[:carried] == step.samples_b
+    assert verify.rounds[0].pairs == carried + 2  # the first look: the carried pairs and two new ones
+    assert sorted(measured) == sorted((side, i) for side in "AB" for i in range(carried, len(verify.samples_a)))
+    assert verify.answer == "different" and verify.last.llr >= math.log(1000)
+    with pytest.raises(ValueError, match="same two sides"):
+        run_ab(measure, policy, rng, purpose="verify", a="q", b="c", carried=step)

@@ -95,17 +95,31 @@ def test_bisector_finds_a_5_percent_regression_in_2_percent_noise(seed):
     assert outcome.verdict == "culprit_found" and outcome.culprit == "c23", outcome
     assert all(s.decision == "skip" for s in outcome.steps if s.sha in ("c10", "c21", "c30"))
     assert outcome.measurements == len(oracle.calls)
-    # Every measured step is a paired A/B against good, pooling the noise of the A/Bs before it (so it may decide
-    # after 2 pairs); the culprit was re-measured against its parent.
-    pooled = 0
+    # Every measured step is a paired A/B against the nearest commit found good before it (good at first), pooling
+    # the noise of the A/Bs before it (so it may decide after 2 pairs); the culprit was re-measured against its parent.
+    pooled, nearest_good = 0, "good"
     for step in outcome.steps:
         if step.decision != "skip":
-            assert step.ab is not None and step.ab.a == "good" and step.ab.b == step.sha
+            assert step.ab is not None and step.ab.a == nearest_good and step.ab.b == step.sha
             assert len(step.ab.samples_a) == len(step.ab.samples_b) >= 2
             assert step.ab.pooled_residuals > pooled  # the confirmation's, then every step's before it
             pooled = step.ab.pooled_residuals
-    assert outcome.verification is not None and outcome.verification.answer == "different"
-    assert (outcome.verification.a, outcome.verification.b) == ("c22", "c23")
+            nearest_good = step.sha if step.decision == "good" else nearest_good
+    verification = outcome.verification
+    assert verification is not None and verification.answer == "different"
+    assert (verification.a, verification.b) == ("c22", "c23")
+    # When a step already compared c23 with c22, the verification continued its pairs: at least two more, decided at
+    # alpha / 10 over all of them; otherwise it is a fresh A/B at alpha.
+    same_sides = [s.ab for s in outcome.steps if s.ab is not None and (s.ab.a, s.ab.b) == ("c22", "c23")]
+    if same_sides:
+        carried = same_sides[0]
+        assert verification.carried_pairs == len(carried.samples_a)
+        assert verification.samples_a[: verification.carried_pairs] == carried.samples_a
+        assert len(verification.samples_a) >= verification.carried_pairs + 2
+        assert verification.alpha == pytest.approx(0.001)
+        assert verification.pooled_residuals >= carried.pooled_residuals  # its own pairs are not pooled again
+    else:
+        assert verification.carried_pairs == 0 and verification.alpha == pytest.approx(0.01)
 
 
 def test_bisector_resumes_without_measuring_again(tmp_path):

@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 
 COMMITS = [f"{i:02d}" + "c" * 38 for i in range(12)]  # 40-character shas, oldest first; the last is bad
 GOOD = "9" * 40
-CULPRIT = 7
+CULPRIT = 8  # the search's last step is the culprit against its parent: the verification continues it
 
 
 class _StepHistory:
@@ -78,7 +78,7 @@ def test_the_page_shows_the_verdict_and_every_ab_the_decision_saw(page, bisectio
     expect(verdict).to_have_attribute("data-verdict", "culprit_found")
     expect(verdict.locator("h2")).to_have_text("Verdict: culprit found")
     expect(page.locator("#culprit")).to_contain_text(COMMITS[CULPRIT])
-    expect(page.locator("#culprit")).to_contain_text("change 07")
+    expect(page.locator("#culprit")).to_contain_text("change 08")
     expect(page.locator("#status")).to_have_text("done")
 
     # every step, the broken build among them, in the order they were probed
@@ -112,6 +112,11 @@ def test_the_page_shows_the_verdict_and_every_ab_the_decision_saw(page, bisectio
     assert records[1]["pooled_residuals"] > 0
     expect(sections.nth(1)).to_contain_text(f"noise pooled from {records[1]['pooled_residuals']} earlier residuals")
     expect(page.locator("#ab-method")).to_contain_text("sequential probability ratio test")
+    # the verification continues the last step (the culprit against its parent) and says how many pairs were its
+    carried = result["verification"]["carried_pairs"]
+    assert carried == len(records[-2]["samples_a"]) > 0
+    expect(sections.last.locator(".carried")).to_contain_text(f"its first {carried} pairs are that step's")
+    expect(sections.nth(len(records) - 2).locator(".carried")).to_have_count(0)
 
     # the JSON link serves the same result
     expect(page.locator("#api-link")).to_have_attribute("href", re.compile(rf"/api/v1/bisections/{bisection_id}$"))
