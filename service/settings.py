@@ -96,6 +96,9 @@ class Settings(BaseSettings):
     # Where `perfdash ingest --url` keeps uploads the service could not take, to retry on the next invocation.
     spool_dir: Path = Field(Path.home() / ".cache" / "perfdash" / "spool", validation_alias=_env("PERFDASH_SPOOL_DIR"))
     sql_echo: bool = Field(False, validation_alias=_env("PERFDASH_SQL_ECHO"))
+    # Processes that detect the runs of an upload (or `perfdash detect`) side by side, one configuration each at a
+    # time (service.detection.night); unset: every core. SQLite is always detected serially.
+    detection_workers: int | None = Field(None, ge=1, validation_alias=_env("PERFDASH_DETECTION_WORKERS"))
     # `perfdash serve` over TLS: the certificate chain and its key (PEM), both or neither.
     tls_cert_file: Path | None = Field(None, validation_alias=_env("PERFDASH_TLS_CERT_FILE"))
     tls_key_file: Path | None = Field(None, validation_alias=_env("PERFDASH_TLS_KEY_FILE"))
