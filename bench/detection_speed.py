@@ -143,7 +143,7 @@ def _detect_last_night(url: str, profile: bool, warm: int, timed: int) -> tuple[
     return cpu, wall, len(runs)
 
 
-def whole_night(url: str, warm: int, repeat: int, workers: int | None) -> None:
+def whole_night(url: str, warm: int, repeat: int, workers: int | None, max_runs: int | None = None) -> None:
     """A night end to end, one process against ``workers``; prints each pass and the figure against the target."""
     import sqlalchemy as sa
 
@@ -168,7 +168,7 @@ def whole_night(url: str, warm: int, repeat: int, workers: int | None) -> None:
             print(f"  warm night {night}: {len(runs)} runs detected and committed on {workers} processes in "
                   f"{time.perf_counter() - wall:.1f} s wall, {sum(o.cpu_s for o in outcomes):.1f} s CPU, "
                   f"{sum(len(o.new_findings) for o in outcomes)} findings")
-        runs = runs_of(nights[-1])
+        runs = runs_of(nights[-1])[:max_runs]
         session.commit()
         print(f"  timed: night {nights[-1]}, {len(runs)} runs (each run's detection rolled back)")
         best: dict[int, float] = {}
@@ -210,12 +210,13 @@ def main() -> int:
     parser.add_argument("--whole-night", action="store_true",
                         help="with --database-url: the last night end to end, 1 process against --workers")
     parser.add_argument("--workers", type=int, help="with --whole-night: processes (default: every core)")
+    parser.add_argument("--max-runs", type=int, help="with --whole-night: only the night's first N runs (a sample)")
     args = parser.parse_args()
     print(f"machine: {_machine()}")
     if args.whole_night:
         if not args.database_url:
             parser.error("--whole-night needs --database-url (a database it may write the warm nights to)")
-        whole_night(args.database_url, args.warm_nights, args.repeat, args.workers)
+        whole_night(args.database_url, args.warm_nights, args.repeat, args.workers, args.max_runs)
         print(f"after: load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         return 0
     if args.database:
