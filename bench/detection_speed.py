@@ -96,13 +96,13 @@ def search_only(series: int, nights: int, repeat: int, seed: int, profile: bool)
 
 
 def with_database(configs: int, models: int, nights: int, profile: bool, url: str | None, warm: int,
-                  timed: int) -> tuple[float, float, int]:
+                  timed: int, max_runs: int | None = None) -> tuple[float, float, int]:
     """CPU and wall seconds of detect_run over the last night's runs, and how many runs that was. ``url``: a database
     bench/synthetic_history.py filled already (else a throwaway one, filled here)."""
     from tests.pgcluster import temporary_postgres
 
     if url is not None:
-        return _detect_last_night(url, profile, warm, timed)
+        return _detect_last_night(url, profile, warm, timed, max_runs)
     from bench.synthetic_history import fill_database
 
     with temporary_postgres() as started:
@@ -112,7 +112,8 @@ def with_database(configs: int, models: int, nights: int, profile: bool, url: st
         return _detect_last_night(started, profile, warm, timed)
 
 
-def _detect_last_night(url: str, profile: bool, warm: int, timed: int) -> tuple[float, float, int]:
+def _detect_last_night(url: str, profile: bool, warm: int, timed: int,
+                       max_runs: int | None = None) -> tuple[float, float, int]:
     """Detection as the hook runs it, night after night: the ``warm`` nights before the last ``timed`` ones first
     (untimed: the first detection over a history that was never detected finds every step in its window, which a
     steady night does not), then the ``timed`` nights; all in one transaction, rolled back."""
@@ -131,7 +132,7 @@ def _detect_last_night(url: str, profile: bool, warm: int, timed: int) -> tuple[
 
         for run_id in runs_of(nights[timed:]):
             detect_run(session, run_id, incremental=True)
-        runs = runs_of(nights[:timed])
+        runs = runs_of(nights[:timed])[:max_runs]
 
         def work() -> int:
             return sum(detect_run(session, run_id, incremental=True).count for run_id in runs)
@@ -210,7 +211,7 @@ def main() -> int:
     parser.add_argument("--whole-night", action="store_true",
                         help="with --database-url: the last night end to end, 1 process against --workers")
     parser.add_argument("--workers", type=int, help="with --whole-night: processes (default: every core)")
-    parser.add_argument("--max-runs", type=int, help="with --whole-night: only the night's first N runs (a sample)")
+    parser.add_argument("--max-runs", type=int, help="with --database: only the first N timed runs (a sample)")
     args = parser.parse_args()
     print(f"machine: {_machine()}")
     if args.whole_night:
@@ -221,7 +222,7 @@ def main() -> int:
         return 0
     if args.database:
         cpu, wall, runs = with_database(args.configs, args.models, args.nights, args.profile, args.database_url,
-                                       args.warm_nights, args.timed_nights)
+                                       args.warm_nights, args.timed_nights, args.max_runs)
         per_run_cpu, per_run_wall = cpu / runs, wall / runs
         what = f"detect_run over {runs} runs" + ("" if args.database_url else
                                                  f" of {args.models} models, {args.nights} nights of history")
