@@ -554,7 +554,8 @@ def detect_run(session: Session, run_id: int, *, incremental: bool = False) -> D
 
 
 def detection_hook(session: Session, run_id: int) -> None:
-    """The post-ingest hook (service.hooks): detection for every newly stored run."""
+    """Detection for one newly stored run: the post-ingest hook's (service.detection.night.DetectionHook, which
+    detects an upload of many runs on every core)."""
     detect_run(session, run_id, incremental=True)
 
 

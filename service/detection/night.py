@@ -153,9 +153,9 @@ class DetectionHook:
     __name__ = "detection_hook"  # what run_hooks names in a failure
 
     def __call__(self, session: Session, run_id: int) -> None:
-        from service.detection.detector import detect_run
+        from service.detection.detector import detection_hook
 
-        detect_run(session, run_id, incremental=True)
+        detection_hook(session, run_id)
 
     def for_runs(self, session: Session, run_ids: Sequence[int]) -> list[RunOutcome]:
         return detect_runs(session, run_ids, incremental=True, workers=self.workers)
