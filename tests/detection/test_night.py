@@ -149,3 +149,30 @@ def test_sqlite_and_small_uploads_stay_serial(engine) -> None:
     with engine.connect() as connection:  # a session on its own connection: its commits may be savepoints
         assert workers_for(connection, 1000, 8) == 1
     assert workers_for(engine, 1000, 3) == 3
+
+
+def test_an_upload_hook_that_takes_all_runs_keeps_each_runs_outcome(session, store_run) -> None:
+    """service.ingest.run_hooks hands an upload's runs to a hook's for_runs: a run the database could not take stays
+    pending (retried by the next ingest or `perfdash detect`), another failure is reported and not retried."""
+    from service.detection.night import RunOutcome
+    from service.ingest import run_hooks
+    from service.models import Run
+
+    runs = [store_run(night, {"resnet18": 1.5}) for night in range(3)]
+
+    class Batch:
+        __name__ = "batch"
+
+        def __call__(self, session, run_id: int) -> None:
+            raise AssertionError("an upload of several runs goes to for_runs")
+
+        def for_runs(self, session, run_ids) -> list[RunOutcome]:
+            assert list(run_ids) == runs
+            return [RunOutcome(runs[0]), RunOutcome(runs[1], error="database error (OperationalError)",
+                                                    unavailable=True), RunOutcome(runs[2], error="boom")]
+
+    errors = run_hooks(session, runs, [Batch()])
+    assert errors == [f"batch on run {runs[1]}: database unavailable; retried on the next ingest",
+                      f"batch on run {runs[2]}: boom"]
+    pending = dict(session.execute(sa.select(Run.id, Run.hooks_pending).where(Run.id.in_(runs))).all())
+    assert pending == {runs[0]: False, runs[1]: True, runs[2]: False}
