@@ -49,8 +49,9 @@ Speed (issue 31: every series of PyTorch's whole matrix, ~200,000 searches a nig
 so the cost is numpy's per-call overhead, not arithmetic. Medians and means are taken with the same floating-point
 operations as np.median and ndarray.mean but fewer calls; a candidate split is rejected by its cheapest rule first;
 "no change" is proven from a bound on |t| before the full test; and a segment where no split can be more than "no
-change" (_any_split_possible, all splits at once) skips the E-divisive statistic. The answer is the search's before
-this, to the last bit (tests/detection/test_changepoint_speed.py; bench/detection_speed.py times it).
+change" (_any_split_possible, all splits at once) skips the E-divisive statistic; a run's newest windows are
+pre-checked together (detect_change_points_many, _splits_possible). The answer is the search's before this, to the
+last bit (tests/detection/test_changepoint_speed.py; bench/detection_speed.py times it).
 
 A stored change point is the baseline: callers pass ``baseline_start`` (the index of the last stored change) and only
 the points from there on are searched, so an old change is never found again and the new level is what later nights
