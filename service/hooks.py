@@ -10,7 +10,6 @@ from service.settings import Settings
 
 
 def post_ingest_hooks(settings: Settings) -> list[PostIngestHook]:
-    del settings  # for hooks that need configuration (e.g. GitHub reporting)
-    from service.detection.detector import detection_hook  # detection after every ingest (issue 5)
+    from service.detection.night import DetectionHook  # detection after every ingest (issue 5), on every core (31)
 
-    return [detection_hook]
+    return [DetectionHook(workers=settings.detection_workers)]

@@ -647,10 +647,16 @@ def run_hooks(session: Session, run_ids: Sequence[int], hooks: Sequence[PostInge
     """Run the hooks for each run, each in its own transaction, and clear the run's ``hooks_pending``. A run whose
     hook failed because the database went away stays pending (the next ingest or `perfdash detect` retries it); any
     other failure is reported and not retried."""
-    errors = []
+    errors: list[str] = []
+    # A hook with ``for_runs`` (detection: service.detection.night) takes an upload's runs at once, to spread them
+    # over the cores; it commits each run itself and returns one outcome a run (run_id, error, unavailable).
+    batched = [hook for hook in hooks if hasattr(hook, "for_runs")] if len(run_ids) > 1 else []
+    deferred = {run_id for hook in batched for run_id in _run_batch_hook(session, hook, run_ids, errors)}
     for run_id in run_ids:
-        unavailable = False
+        unavailable = run_id in deferred
         for hook in hooks:
+            if any(hook is b for b in batched):
+                continue
             try:
                 hook(session, run_id)
                 session.commit()
@@ -680,6 +686,36 @@ def run_hooks(session: Session, run_ids: Sequence[int], hooks: Sequence[PostInge
             if not database_unavailable(exc):
                 raise
     return errors
+
+
+def _run_batch_hook(session: Session, hook: PostIngestHook, run_ids: Sequence[int], errors: list[str]) -> set[int]:
+    """Run a hook's ``for_runs`` over ``run_ids``; its failures go to ``errors``; returns the runs to retry later."""
+    name = getattr(hook, "__name__", hook)
+    try:
+        outcomes = hook.for_runs(session, run_ids)  # type: ignore[attr-defined]
+    except Exception as exc:  # the batch as a whole failed (the pool, the database): every run, as one hook would
+        try:
+            session.rollback()
+        except sa.exc.SQLAlchemyError:
+            session.close()
+        unavailable = database_unavailable(exc)
+        if not unavailable:
+            logger.exception("post-ingest hook %s failed for runs %s", name, list(run_ids))
+        reason = "database unavailable; retried on the next ingest" if unavailable else (
+            f"database error ({type(exc).__name__})" if isinstance(exc, sa.exc.SQLAlchemyError) else str(exc))
+        errors.extend(f"{name} on run {run_id}: {reason}" for run_id in run_ids)
+        return set(run_ids) if unavailable else set()
+    deferred = set()
+    for outcome in outcomes:
+        if outcome.error is None:
+            continue
+        if outcome.unavailable:
+            deferred.add(outcome.run_id)
+            logger.warning("post-ingest hook %s for run %s deferred: database unavailable", name, outcome.run_id)
+            errors.append(f"{name} on run {outcome.run_id}: database unavailable; retried on the next ingest")
+        else:
+            errors.append(f"{name} on run {outcome.run_id}: {outcome.error}")
+    return deferred
 
 
 def pending_hook_runs(session: Session, limit: int = PENDING_HOOKS_BATCH) -> list[int]:

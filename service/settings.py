@@ -102,6 +102,9 @@ class Settings(BaseSettings):
     # confidence interval, activation peaks) stays. Neither set: raw samples are kept forever.
     samples_keep_days: int | None = Field(None, ge=0, validation_alias=_env("PERFDASH_SAMPLES_KEEP_DAYS"))
     samples_keep_runs: int | None = Field(None, ge=0, validation_alias=_env("PERFDASH_SAMPLES_KEEP_RUNS"))
+    # Processes that detect the runs of an upload (or `perfdash detect`) side by side, one configuration each at a
+    # time (service.detection.night); unset: every core. SQLite is always detected serially.
+    detection_workers: int | None = Field(None, ge=1, validation_alias=_env("PERFDASH_DETECTION_WORKERS"))
     # `perfdash serve` over TLS: the certificate chain and its key (PEM), both or neither.
     tls_cert_file: Path | None = Field(None, validation_alias=_env("PERFDASH_TLS_CERT_FILE"))
     tls_key_file: Path | None = Field(None, validation_alias=_env("PERFDASH_TLS_KEY_FILE"))

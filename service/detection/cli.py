@@ -25,6 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     target = detect.add_mutually_exclusive_group()
     target.add_argument("--run", type=int, help="one run id")
     target.add_argument("--all", action="store_true", help="every stored run, oldest first")
+    detect.add_argument("--workers", type=int, help="processes detecting configurations side by side (default: "
+                        "PERFDASH_DETECTION_WORKERS, else every core; SQLite: always 1)")
     detect.set_defaults(handler=_detect, reads_settings=True)
 
     report = subparsers.add_parser(
@@ -42,10 +44,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _detect(args: argparse.Namespace) -> int:
     from service.db import session_scope
-    from service.detection.detector import detect_run
+    from service.detection.night import detect_runs
     from service.hooks import post_ingest_hooks
     from service.ingest import pending_hook_runs, run_hooks
-    from service.models import Finding
+    from service.models import Finding, Run
     from service.queries.detection import runs_to_detect
 
     settings = args.settings
@@ -58,22 +60,23 @@ def _detect(args: argparse.Namespace) -> int:
             for error in errors:
                 print(f"warning: post-ingest hook failed: {error}", file=sys.stderr)
         run_ids = [args.run] if args.run is not None else runs_to_detect(session, all_runs=args.all)
+        if args.run is not None and session.get(Run, args.run) is None:
+            print(f"error: no run {args.run}", file=sys.stderr)
+            return 1
+        outcomes = detect_runs(session, run_ids, incremental=args.all,
+                               workers=args.workers or settings.detection_workers)
         total = 0
-        for run_id in run_ids:
-            try:
-                found = detect_run(session, run_id, incremental=args.all)
-            except LookupError as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return 1
-            session.commit()
-            total += found.count
-            for finding_id in found.new_findings:
+        for outcome in outcomes:
+            if outcome.error is not None:
+                print(f"error: run {outcome.run_id}: {outcome.error}", file=sys.stderr)
+            total += len(outcome.new_findings)
+            for finding_id in outcome.new_findings:
                 finding = session.get(Finding, finding_id)
                 assert finding is not None
-                print(f"run {run_id}: #{finding.id} {finding.category}: {finding.configuration.suite} "
+                print(f"run {outcome.run_id}: #{finding.id} {finding.category}: {finding.configuration.suite} "
                       f"{finding.configuration.backend_variant}: {finding.summary}")
         print(f"{len(run_ids)} run(s) examined, {total} new finding(s)")
-    return 0
+    return 1 if any(o.error is not None for o in outcomes) else 0
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -27,7 +27,7 @@ import logging
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any, NamedTuple, overload
@@ -59,7 +59,13 @@ from perfdash.verdicts import (
     Verdict,
     category,
 )
-from service.detection.changepoint import DetectionConfig, detect_change_points
+from service.detection.changepoint import (
+    ChangePoint,
+    DetectionConfig,
+    Search,
+    detect_change_points,
+    detect_change_points_many,
+)
 from service.detection.code_change import CODE_UNKNOWN, CodeChange, compare_code
 from service.detection.confirmation import queue_confirmations
 from service.detection.environment import ShiftConfig, common_shift, manifest_differences, series_move
@@ -69,6 +75,7 @@ from service.queries.detection import (
     passing_series,
     result_count,
     results_by_series,
+    run_marks,
     series_history,
     suite_geomean_history,
 )
@@ -91,20 +98,24 @@ class Point(NamedTuple):
     value: float
 
 
+RunMarks = Mapping[int, tuple[date, str | None]]  # run id -> (night, torch commit): service.queries.detection.run_marks
+
+
 class SeriesPoints(Sequence[Point]):
     """A series' passing points, column by column: a night of PyTorch's matrix reads ~20,000 rows for every one of its
     276 runs, and making a Point of each (4 metrics a row) cost more than the change-point search (issue 31). A Point
-    is made only where one is read: the change's two nights, the newest."""
+    is made only where one is read: the change's two nights, the newest; its night and commit come from the runs'
+    ``marks`` (read once a run, not once a row)."""
 
-    __slots__ = ("commits", "nights", "run_ids", "values")
+    __slots__ = ("marks", "run_ids", "values")
 
-    def __init__(self, run_ids: Sequence[int], nights: Sequence[date], commits: Sequence[str | None],
-                 values: Sequence[float]) -> None:
-        self.run_ids, self.nights, self.commits, self.values = run_ids, nights, commits, values
+    def __init__(self, run_ids: Sequence[int], values: Sequence[float], marks: RunMarks) -> None:
+        self.run_ids, self.values, self.marks = run_ids, values, marks
 
     @classmethod
     def of(cls, points: Sequence[Point]) -> SeriesPoints:
-        return cls(*(list(column) for column in zip(*points, strict=True))) if points else cls([], [], [], [])
+        return cls([p.run_id for p in points], [p.value for p in points],
+                   {p.run_id: (p.night, p.commit) for p in points})
 
     def __len__(self) -> int:
         return len(self.values)
@@ -117,8 +128,9 @@ class SeriesPoints(Sequence[Point]):
 
     def __getitem__(self, i: int | slice) -> Point | SeriesPoints:
         if isinstance(i, slice):
-            return SeriesPoints(self.run_ids[i], self.nights[i], self.commits[i], self.values[i])
-        return Point(self.run_ids[i], self.nights[i], self.commits[i], self.values[i])
+            return SeriesPoints(self.run_ids[i], self.values[i], self.marks)
+        run_id = self.run_ids[i]
+        return Point(run_id, *self.marks[run_id], self.values[i])
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)
@@ -161,7 +173,7 @@ def _recent_moves(session: Session, run: Run, config: ShiftConfig) -> dict[str, 
     rows = series_history(session, run, None, [getattr(Result, m.name) for m in DETECTED_METRICS],
                           last_runs=config.history + 1)
     history: dict[tuple[int, str], list[tuple[int, float]]] = defaultdict(list)
-    for series_id, run_id, _night, _commit, *values in rows:
+    for series_id, run_id, *values in rows:
         for metric, value in zip(DETECTED_METRICS, values, strict=True):
             if value is not None and value > 0:
                 history[(series_id, metric.name)].append((run_id, float(value)))
@@ -289,11 +301,10 @@ def status_changes(d: RunDetection) -> list[Finding | None]:
     return found
 
 
-def _store_change_points(session: Session, run: Run, series_id: int | None, model: str | None, metric: str,
-                         points: SeriesPoints, stored: set[int], config: DetectionConfig,
-                         incremental: bool) -> list[Finding]:
+def _search(points: SeriesPoints, stored: set[int], config: DetectionConfig, incremental: bool) -> Search | None:
+    """What to search of a series: its points since its last stored change (only the newest window, incremental)."""
     if len(points) < 5:
-        return []
+        return None
     baseline = 0
     if stored:  # most series have no stored change point: no index of their runs to build
         positions = {run_id: i for i, run_id in enumerate(points.run_ids)}
@@ -302,8 +313,24 @@ def _store_change_points(session: Session, run: Run, series_id: int | None, mode
         # Every earlier window was the last window of an earlier run, examined when that run arrived: only the
         # window ending tonight is new. Keeps a night's detection cost flat however long the history grows.
         baseline = max(baseline, len(points) - config.window)
+    return Search(points.values, baseline, config)
+
+
+def _store_change_points(session: Session, run: Run, series_id: int | None, model: str | None, metric: str,
+                         points: SeriesPoints, stored: set[int], config: DetectionConfig,
+                         incremental: bool) -> list[Finding]:
+    search = _search(points, stored, config, incremental)
+    if search is None:
+        return []
+    found = detect_change_points(search.values, baseline_start=search.baseline_start, config=config)
+    return _store_found(session, run, series_id, model, metric, points, stored, found)
+
+
+def _store_found(session: Session, run: Run, series_id: int | None, model: str | None, metric: str,
+                 points: SeriesPoints, stored: set[int], change_points: list[ChangePoint]) -> list[Finding]:
+    """The change points a search found, stored with their findings (those not stored already)."""
     found = []
-    for cp in detect_change_points(points.values, baseline_start=baseline, config=config):
+    for cp in change_points:
         first, last_old = points[cp.index], points[cp.index - 1]
         if first.run_id in stored:
             continue
@@ -358,6 +385,7 @@ def _models_all_machine_changes(session: Session, run: Run, first_run_id: int) -
 def _series_points(session: Session, run: Run, series_ids: list[int],
                    last_runs: int | None = None) -> dict[tuple[int, str], SeriesPoints]:
     """(series id, metric) -> the passing points of each series up to ``run`` (in its last ``last_runs`` runs)."""
+    marks = run_marks(session, run, last_runs=last_runs)
     rows = series_history(session, run, series_ids, [getattr(Result, m.name) for m in DETECTED_METRICS],
                           last_runs=last_runs)
     by_series: dict[int, list[Any]] = defaultdict(list)
@@ -365,15 +393,14 @@ def _series_points(session: Session, run: Run, series_ids: list[int],
         by_series[row[0]].append(row)
     history: dict[tuple[int, str], SeriesPoints] = {}
     for series_id, series_rows in by_series.items():
-        _, run_ids, nights, commits, *columns = zip(*series_rows, strict=True)
+        _, run_ids, *columns = zip(*series_rows, strict=True)
         for metric, column in zip(DETECTED_METRICS, columns, strict=True):
             keep = [i for i, value in enumerate(column) if value is not None and value > 0]
             if len(keep) == len(column):  # the metric passed every night: the columns as they are
-                history[(series_id, metric.name)] = SeriesPoints(run_ids, nights, commits, [float(v) for v in column])
+                history[(series_id, metric.name)] = SeriesPoints(run_ids, [float(v) for v in column], marks)
             elif keep:
                 history[(series_id, metric.name)] = SeriesPoints(
-                    [run_ids[i] for i in keep], [nights[i] for i in keep], [commits[i] for i in keep],
-                    [float(column[i]) for i in keep])
+                    [run_ids[i] for i in keep], [float(column[i]) for i in keep], marks)
     return history
 
 
@@ -402,12 +429,20 @@ def performance_change_points(d: RunDetection) -> list[Finding | None]:
     history = (_incremental_points(session, run, list(series_in_run)) if incremental
                else _series_points(session, run, list(series_in_run)))
     stored = _baselines(session, run.configuration_id)
-    found = []
+    configs = {m.name: DetectionConfig.for_metric(m.name) for m in DETECTED_METRICS}
+    searched = []
     for (series_id, metric), points in history.items():
         if not points or points.run_ids[-1] != run.id:
             continue  # the metric is missing tonight: nothing new to say about it
-        found += _store_change_points(session, run, series_id, series_in_run[series_id], metric, points,
-                                      stored[(series_id, metric)], DetectionConfig.for_metric(metric), incremental)
+        search = _search(points, stored[(series_id, metric)], configs[metric], incremental)
+        if search is not None:
+            searched.append((series_id, metric, points, search))
+    # all of the run's series at once: most did not move, and one check over all of them says so (issue 31)
+    results = detect_change_points_many([search for *_, search in searched])
+    found = []
+    for (series_id, metric, points, _), change_points in zip(searched, results, strict=True):
+        found += _store_found(session, run, series_id, series_in_run[series_id], metric, points,
+                              stored[(series_id, metric)], change_points)
     return found
 
 
@@ -519,7 +554,8 @@ def detect_run(session: Session, run_id: int, *, incremental: bool = False) -> D
 
 
 def detection_hook(session: Session, run_id: int) -> None:
-    """The post-ingest hook (service.hooks): detection for every newly stored run."""
+    """Detection for one newly stored run: the post-ingest hook's (service.detection.night.DetectionHook, which
+    detects an upload of many runs on every core)."""
     detect_run(session, run_id, incremental=True)
 
 

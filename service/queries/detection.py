@@ -43,19 +43,30 @@ def passing_series(session: Session, run_id: int) -> dict[int, str]:
 
 def series_history(session: Session, run: Run, series_ids: Sequence[int] | None, columns: Sequence[Any],
                    *, last_runs: int | None = None) -> sa.Result:
-    """Rows (series_id, run id, night, commit, *columns) of the passing results of ``series_ids`` in the runs up to
-    and including ``run`` (only the ``last_runs`` latest runs when given), oldest first."""
-    query = (sa.select(Result.series_id, Run.id, Run.night, Run.torch_git_commit, *columns)
+    """Rows (series_id, run id, *columns) of the passing results of ``series_ids`` in the runs up to and including
+    ``run`` (only the ``last_runs`` latest runs when given), oldest first. The runs' nights and commits are
+    :func:`run_marks`'s: once a run, not once a row (~20,000 rows for every run of a night; issue 31)."""
+    query = (sa.select(Result.series_id, Result.run_id, *columns)
              .join(Run, Run.id == Result.run_id).where(*up_to(run), Result.passed))
     if series_ids is not None:
         query = query.where(Result.series_id.in_(list(series_ids)))
     if last_runs is not None:
-        recent = (sa.select(Run.id).where(*up_to(run)).order_by(*run_order(newest_first=True)).limit(last_runs))
-        query = query.where(Result.run_id.in_(list(session.scalars(recent))))
-    # Core rows, not ORM ones: ~20,000 rows for every run of a night, and the ORM's row handling doubled their cost
-    # (issue 31). The session's pending changes are flushed first, as its own execute would.
+        query = query.where(Result.run_id.in_(list(session.scalars(_recent_runs(run, last_runs)))))
+    # Core rows, not ORM ones: the ORM's row handling doubled their cost (issue 31). The session's pending changes
+    # are flushed first, as its own execute would.
     session.flush()
     return session.connection().execute(query.order_by(*run_order()))
+
+
+def _recent_runs(run: Run, last_runs: int) -> sa.Select:
+    return sa.select(Run.id).where(*up_to(run)).order_by(*run_order(newest_first=True)).limit(last_runs)
+
+
+def run_marks(session: Session, run: Run, *, last_runs: int | None = None) -> dict[int, tuple[date, str | None]]:
+    """run id -> (night, torch commit) of the runs up to and including ``run`` (its ``last_runs`` latest)."""
+    query = (_recent_runs(run, last_runs) if last_runs is not None else sa.select(Run.id).where(*up_to(run)))
+    query = query.add_columns(Run.night, Run.torch_git_commit)
+    return {run_id: (night, commit) for run_id, night, commit in session.execute(query)}
 
 
 def suite_geomean_history(session: Session, run: Run) -> list[tuple[int, date, str | None, float | None]]:

@@ -88,3 +88,39 @@ def test_a_segment_ruled_out_has_no_split_that_is_more_than_no_change() -> None:
                 assert all(fast._test_split(segment, raw, tau, config, noise, z_cap) is None
                            for tau in range(1, len(segment) - 1)), (start, end, values.tolist())
     assert ruled_out > 50
+
+
+@pytest.mark.parametrize("metric", ["speedup", "compilation_latency"])
+def test_a_runs_searches_at_once_find_what_each_search_finds(metric: str) -> None:
+    """detect_change_points_many (a run's series checked together, issue 31) answers each search as
+    detect_change_points does, night by night as the hook hands them over: most nights' windows are ruled out by the
+    batched check, the rest searched one by one; also the searches it leaves to the general path (a long history,
+    a short one, a baseline near the end)."""
+    config = DetectionConfig.for_metric(metric)
+    corpus = _corpus(41, 2, 90)
+    baselines = [0] * len(corpus)
+    found = ruled_out = 0
+    for night in range(10, 91):
+        searches = [fast.Search(values[:night], max(baselines[i], night - config.window), config)
+                    for i, values in enumerate(corpus)]
+        many = fast.detect_change_points_many(searches)
+        for i, (search, points) in enumerate(zip(searches, many, strict=True)):
+            assert points == detect_change_points(search.values, baseline_start=search.baseline_start,
+                                                  config=config), (night, i)
+            if points:
+                baselines[i], found = points[-1].index, found + len(points)
+    assert found > 10
+    others = [fast.Search(corpus[0], 0, config), fast.Search(corpus[1][:4], 0, config),
+              fast.Search(corpus[2], 88, config), fast.Search(corpus[3], 60, DetectionConfig())]
+    assert fast.detect_change_points_many(others) == [detect_change_points(s.values, baseline_start=s.baseline_start,
+                                                                           config=s.config) for s in others]
+    for values in corpus:  # the batched check is the single one, row by row
+        logs = np.log(values)
+        noise = fast.series_noise(logs[-120:], math.log1p(config.noise_floor))
+        z_cap = fast._least_z(config)
+        for segment in (logs[-60:], logs[-30:], logs[-7:]):
+            batched = fast._splits_possible(segment[None, :], config, np.array([noise.robust]), np.array([noise.sd]),
+                                            np.array([float(noise.df)]), z_cap)
+            assert bool(batched[0]) == fast._any_split_possible(segment, config, noise, z_cap)
+            ruled_out += not batched[0]
+    assert ruled_out > 30
