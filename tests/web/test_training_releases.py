@@ -260,10 +260,30 @@ def test_training_api_every_nightly(history: History) -> None:
     assert not any(b["release"] for b in api["throughput"][0]["bars"] if b["torch_version"] == NIGHTLY)
 
 
+def test_training_nightlies_are_a_window_of_days_up_to_the_newest_run(history: History, page: Page) -> None:
+    def versions(**params: str) -> list[str]:
+        api = httpx.get(f"{_url(history)}/api/v1/training", params={"model": "tiny_train", "nightlies": "true",
+                                                                    **params}).json()
+        return [b["torch_version"] for b in api["throughput"][0]["bars"]]
+
+    # the newest run is 2025-01-13, the nightly's 2025-01-12: one day holds the newest night only; releases always
+    assert versions(nightly_days="1") == ["2.5.0", "2.6.0"]
+    assert versions(nightly_days="2") == ["2.5.0", NIGHTLY, "2.6.0"]
+    assert versions(nightly_days="0") == versions() == ["2.5.0", NIGHTLY, "2.6.0"]
+    page.goto(f"{_url(history)}/training?model=tiny_train&nightlies=true&nightly_days=1")
+    rows = page.locator("section.training-group table.throughput tbody tr")
+    assert rows.evaluate_all("rows => rows.map(r => r.dataset.version)") == ["2.5.0", "2.6.0"]
+    expect(page.locator("#nightly-window")).to_contain_text("2025-01-13")
+    page.wait_for_load_state("networkidle")
+    page.locator("#every-nightly").click()
+    expect(page.locator("section.training-group table.throughput tbody tr")).to_have_count(3)
+    page.wait_for_load_state("networkidle")
+
+
 def test_pages_say_how_to_get_data_on_an_empty_database(empty, page: Page) -> None:
     page.goto(f"{empty.url}/training")
     expect(page.locator("#no-training")).to_be_visible()
     page.goto(f"{empty.url}/releases")
     expect(page.locator("#no-versions")).to_be_visible()
     assert httpx.get(f"{empty.url}/api/v1/training").json() == {"model": None, "models": [], "throughput": [],
-                                                                 "scaling": []}
+                                                                 "scaling": [], "nightlies_since": None}
