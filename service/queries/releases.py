@@ -151,30 +151,91 @@ def model_change(paired: Paired, judged: Judgement, i: int) -> ModelChange:
 
 
 def pair_results(session: Session, runs: dict[int, tuple[int, int]]) -> Paired:
-    """``runs``: configuration id -> (base run id, new run id). The database pairs the two runs' models by name."""
-    sides = []
-    for run_ids in ([b for b, _ in runs.values()], [n for _, n in runs.values()]):
-        sides.append(sa.select(Run.configuration_id, *(getattr(Result, k) for k in (*_STATUS, *_NUMBERS)))
-                     .join(Run, Run.id == Result.run_id)
-                     .where(Result.run_id.in_(run_ids), Run.id.in_(run_ids)).subquery())  # both: no scan of runs
-    base, new = sides
-    on = sa.and_(base.c.configuration_id == new.c.configuration_id, base.c.name == new.c.name)
-    columns = [sa.func.coalesce(base.c.configuration_id, new.c.configuration_id),
-               sa.func.coalesce(new.c.series_id, base.c.series_id), sa.func.coalesce(new.c.name, base.c.name),
-               base.c.accuracy, new.c.accuracy, base.c.passed, new.c.passed,
-               *(side.c[k] for k in _NUMBERS for side in (base, new))]
-    # Core, not the ORM: thousands of plain rows (the ORM's row processing was a third of this function)
-    statement = sa.select(*columns).select_from(base).join(new, on, full=True)
-    rows = session.connection().execute(statement).all() if runs else []
-    values = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
+    """``runs``: configuration id -> (base run id, new run id). Each model of either run, paired by name within its
+    configuration (a full outer join, done here in numpy: the database's hash join of ~50,000 rows on the name was
+    most of the page at PyTorch's matrix, issue 31)."""
+    run_ids = sorted({r for pair in runs.values() for r in pair})
+    columns = _run_columns(session, run_ids)
+    config_of = {r: c for c, pair in runs.items() for r in pair}  # a run belongs to one configuration
+    row_config = np.array([config_of[r] for r in columns.run_id.tolist()], dtype=np.int64)
+    codes: dict[str, int] = {}
+    name_code = np.array([codes.setdefault(n, len(codes)) for n in columns.name], dtype=np.int64)
+    row_key = row_config * max(len(codes), 1) + name_code
+    in_base = np.isin(columns.run_id, [b for b, _ in runs.values()])
+    in_new = np.isin(columns.run_id, [n for _, n in runs.values()])  # a run can be both (its own version's last)
+    keys, inverse = np.unique(np.concatenate([row_key[in_base], row_key[in_new]]), return_inverse=True)
+    size = len(keys)
+    base_at, new_at = inverse[:int(in_base.sum())], inverse[int(in_base.sum()):]
+    base_rows, new_rows = np.flatnonzero(in_base), np.flatnonzero(in_new)
 
-    def floats(column: tuple) -> np.ndarray:
-        return np.array(column, dtype=float)  # None -> NaN
+    def spread(values: np.ndarray, rows: np.ndarray, at: np.ndarray) -> np.ndarray:
+        out = np.full(size, np.nan)
+        out[at] = values[rows]
+        return out
 
-    numbers = {k: (floats(values[7 + 2 * i]), floats(values[8 + 2 * i])) for i, k in enumerate(_NUMBERS)}
-    return Paired(configuration_id=np.array(values[0], dtype=int), series_id=list(values[1]), name=list(values[2]),
-                  accuracy=(list(values[3]), list(values[4])), passed=(floats(values[5]), floats(values[6])),
-                  numbers=numbers)
+    def both(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return spread(values, base_rows, base_at), spread(values, new_rows, new_at)
+
+    # a model's row of the new run names it when both have it (coalesce(new, base))
+    first = np.empty(size, dtype=np.int64)
+    first[base_at] = base_rows
+    first[new_at] = new_rows
+    accuracy: tuple[list[str | None], list[str | None]] = ([None] * size, [None] * size)
+    for side, rows, at in ((0, base_rows, base_at), (1, new_rows, new_at)):
+        for row, i in zip(rows.tolist(), at.tolist(), strict=True):
+            accuracy[side][i] = columns.accuracy[row]
+    return Paired(configuration_id=keys // max(len(codes), 1), series_id=columns.series_id[first].tolist(),
+                  name=[columns.name[i] for i in first.tolist()], accuracy=accuracy, passed=both(columns.passed),
+                  numbers={k: both(columns.numbers[k]) for k in _NUMBERS})
+
+
+@dataclass(frozen=True, slots=True)
+class _RunColumns:
+    """Every result row of some runs, one array element each (NaN: no value)."""
+
+    run_id: np.ndarray
+    series_id: np.ndarray
+    name: list[str]
+    accuracy: list[str | None]
+    passed: np.ndarray
+    numbers: dict[str, np.ndarray]
+
+
+def _binary(column: sa.ColumnElement, send: str) -> sa.ColumnElement:
+    return sa.func.string_agg(getattr(sa.func, send)(column), sa.literal(b"", sa.LargeBinary))
+
+
+def _run_columns(session: Session, run_ids: list[int]) -> _RunColumns:
+    """The runs' results column by column in one row: numbers as packed big-endian binary (float8send: exact, NULL
+    as NaN), names as arrays. Row by row, the ~100,000 rows of two nights of the matrix cost the app ~400 ms of CPU to
+    convert; this way ~40 ms. Every aggregate of the one aggregation reads the rows in the same order, so element i
+    of each column is the same row."""
+    nan = sa.literal(float("nan"), sa.Float)
+    statement = sa.select(
+        _binary(Result.run_id, "int4send"), _binary(Result.series_id, "int4send"), sa.func.array_agg(Result.name),
+        sa.func.array_agg(Result.accuracy),
+        _binary(sa.cast(sa.cast(Result.passed, sa.Integer), sa.Float), "float8send"),
+        *(_binary(sa.func.coalesce(getattr(Result, k), nan), "float8send") for k in _NUMBERS),
+    ).where(Result.run_id.in_(run_ids))
+    row = session.connection().execute(statement).one() if run_ids else None
+    if row is None or row[0] is None:
+        empty = np.array([], dtype=float)
+        return _RunColumns(np.array([], dtype=np.int64), np.array([], dtype=np.int64), [], [], empty,
+                           {k: empty for k in _NUMBERS})
+
+    def ints(value: bytes) -> np.ndarray:
+        return np.frombuffer(value, dtype=">i4").astype(np.int64)
+
+    def floats(value: bytes) -> np.ndarray:
+        return np.frombuffer(value, dtype=">f8").astype(float)
+
+    out = _RunColumns(run_id=ints(row[0]), series_id=ints(row[1]), name=list(row[2]), accuracy=list(row[3]),
+                      passed=floats(row[4]), numbers={k: floats(v) for k, v in zip(_NUMBERS, row[5:], strict=True)})
+    lengths = {len(out.run_id), len(out.series_id), len(out.name), len(out.accuracy), len(out.passed),
+               *(len(v) for v in out.numbers.values())}
+    if len(lengths) != 1:
+        raise RuntimeError(f"result columns of different lengths: {sorted(lengths)}")
+    return out
 
 
 def versions(session: Session, filters: ConfigFilter = ConfigFilter()) -> list[str]:
@@ -225,8 +286,10 @@ def compare_versions(session: Session, base: str, new: str, filters: ConfigFilte
     both = sorted(set(before) & set(after))
     paired = pair_results(session, {c: (before[c].id, after[c].id) for c in both})
     judged = judge(paired)
-    counts = {c: np.bincount(judged.verdict[paired.configuration_id == c], minlength=len(VERDICT_ORDER))
-              for c in both}
+    # every configuration's verdict counts in one bincount (configuration index x verdict)
+    index = np.searchsorted(both, paired.configuration_id) if both else np.zeros(0, dtype=np.int64)
+    cells = np.bincount(index * len(VERDICT_ORDER) + judged.verdict, minlength=len(both) * len(VERDICT_ORDER))
+    counts = dict(zip(both, cells.reshape(len(both), len(VERDICT_ORDER)), strict=True))
     configurations = [ConfigurationChange(
         configuration=ConfigurationOut.from_row(after[c].configuration), base_run=_ref(before[c]),
         new_run=_ref(after[c]), counts={v: int(n) for v, n in zip(VERDICT_ORDER, counts[c], strict=True)})
