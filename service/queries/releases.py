@@ -110,7 +110,7 @@ class Paired:
     configuration_id: np.ndarray
     series_id: list[int]
     name: list[str]
-    accuracy: tuple[list[str | None], list[str | None]]
+    accuracy: tuple[list[str | None], list[str | None]]  # filled for the models shown (:func:`fill_accuracy`)
     passed: tuple[np.ndarray, np.ndarray]  # 1.0 passed, 0.0 not, NaN: not in that run
     numbers: dict[str, tuple[np.ndarray, np.ndarray]]
 
@@ -157,7 +157,9 @@ def pair_results(session: Session, runs: dict[int, tuple[int, int]]) -> Paired:
     run_ids = sorted({r for pair in runs.values() for r in pair})
     columns = _run_columns(session, run_ids)
     config_of = {r: c for c, pair in runs.items() for r in pair}  # a run belongs to one configuration
-    row_config = np.array([config_of[r] for r in columns.run_id.tolist()], dtype=np.int64)
+    known_runs = np.array(sorted(config_of), dtype=np.int64)
+    row_config = np.array([config_of[r] for r in known_runs.tolist()], dtype=np.int64)[
+        np.searchsorted(known_runs, columns.run_id)]
     codes: dict[str, int] = {}
     name_code = np.array([codes.setdefault(n, len(codes)) for n in columns.name], dtype=np.int64)
     row_key = row_config * max(len(codes), 1) + name_code
@@ -180,13 +182,29 @@ def pair_results(session: Session, runs: dict[int, tuple[int, int]]) -> Paired:
     first = np.empty(size, dtype=np.int64)
     first[base_at] = base_rows
     first[new_at] = new_rows
-    accuracy: tuple[list[str | None], list[str | None]] = ([None] * size, [None] * size)
-    for side, rows, at in ((0, base_rows, base_at), (1, new_rows, new_at)):
-        for row, i in zip(rows.tolist(), at.tolist(), strict=True):
-            accuracy[side][i] = columns.accuracy[row]
     return Paired(configuration_id=keys // max(len(codes), 1), series_id=columns.series_id[first].tolist(),
-                  name=[columns.name[i] for i in first.tolist()], accuracy=accuracy, passed=both(columns.passed),
-                  numbers={k: both(columns.numbers[k]) for k in _NUMBERS})
+                  name=[columns.name[i] for i in first.tolist()], accuracy=([None] * size, [None] * size),
+                  passed=both(columns.passed), numbers={k: both(columns.numbers[k]) for k in _NUMBERS})
+
+
+def fill_accuracy(session: Session, runs: dict[int, tuple[int, int]], paired: Paired, shown: list[int]) -> None:
+    """The accuracy column of the models shown, both sides (the verdicts need ``passed`` only: reading every row's
+    accuracy text was a third of the results' read)."""
+    wanted = {(run, paired.name[i]): (side, i) for i in shown
+              for side, run in enumerate(runs[int(paired.configuration_id[i])])}
+    if not wanted:
+        return
+    query = sa.select(Result.run_id, Result.name, Result.accuracy)
+    if len(wanted) <= ACCURACY_PROBES:
+        query = query.where(sa.tuple_(Result.run_id, Result.name).in_(list(wanted)))
+    else:  # "show all": the runs' rows, not tens of thousands of (run, name) probes
+        query = query.where(Result.run_id.in_(sorted({run for run, _ in wanted})))
+    for run_id, name, accuracy in session.connection().execute(query):
+        if (run_id, name) not in wanted:
+            continue
+        for side, run in enumerate(runs[int(paired.configuration_id[wanted[(run_id, name)][1]])]):
+            if run == run_id:  # a run that is both sides (its version's last run and the latest) fills both
+                paired.accuracy[side][wanted[(run_id, name)][1]] = accuracy
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,9 +214,12 @@ class _RunColumns:
     run_id: np.ndarray
     series_id: np.ndarray
     name: list[str]
-    accuracy: list[str | None]
     passed: np.ndarray
     numbers: dict[str, np.ndarray]
+
+
+NAME_SEPARATOR = "\n"
+ACCURACY_PROBES = 2_000  # (run, name) pairs looked up one by one; more read their runs' rows
 
 
 def _binary(column: sa.ColumnElement, send: str) -> sa.ColumnElement:
@@ -207,35 +228,41 @@ def _binary(column: sa.ColumnElement, send: str) -> sa.ColumnElement:
 
 def _run_columns(session: Session, run_ids: list[int]) -> _RunColumns:
     """The runs' results column by column in one row: numbers as packed big-endian binary (float8send: exact, NULL
-    as NaN), names as arrays. Row by row, the ~100,000 rows of two nights of the matrix cost the app ~400 ms of CPU to
-    convert; this way ~40 ms. Every aggregate of the one aggregation reads the rows in the same order, so element i
-    of each column is the same row."""
-    nan = sa.literal(float("nan"), sa.Float)
-    statement = sa.select(
-        _binary(Result.run_id, "int4send"), _binary(Result.series_id, "int4send"), sa.func.array_agg(Result.name),
-        sa.func.array_agg(Result.accuracy),
-        _binary(sa.cast(sa.cast(Result.passed, sa.Integer), sa.Float), "float8send"),
-        *(_binary(sa.func.coalesce(getattr(Result, k), nan), "float8send") for k in _NUMBERS),
-    ).where(Result.run_id.in_(run_ids))
-    row = session.connection().execute(statement).one() if run_ids else None
-    if row is None or row[0] is None:
-        empty = np.array([], dtype=float)
-        return _RunColumns(np.array([], dtype=np.int64), np.array([], dtype=np.int64), [], [], empty,
-                           {k: empty for k in _NUMBERS})
+    as NaN), names as one newline-separated text (as an array if a name holds a newline). Row by row, the ~100,000
+    rows of two nights of the matrix cost the app ~400 ms of CPU to convert; this way ~30 ms. Every aggregate of the
+    one aggregation reads the rows in the same order, so element i of each column is the same row."""
+    if not run_ids:
+        return _RunColumns(np.array([], dtype=np.int64), np.array([], dtype=np.int64), [], np.array([]),
+                           {k: np.array([]) for k in _NUMBERS})
+    row = _read_columns(session, run_ids, sa.func.string_agg(Result.name, sa.literal(NAME_SEPARATOR)))
+    names = [] if row[2] is None else row[2].split(NAME_SEPARATOR)
+    if len(names) != len(row[0] or b"") // 4:  # a name holds the separator: read them as an array (slower)
+        row = _read_columns(session, run_ids, sa.func.array_agg(Result.name))
+        names = list(row[2] or [])
 
-    def ints(value: bytes) -> np.ndarray:
-        return np.frombuffer(value, dtype=">i4").astype(np.int64)
+    def ints(value: bytes | None) -> np.ndarray:
+        return np.frombuffer(value or b"", dtype=">i4").astype(np.int64)
 
-    def floats(value: bytes) -> np.ndarray:
-        return np.frombuffer(value, dtype=">f8").astype(float)
+    def floats(value: bytes | None) -> np.ndarray:
+        return np.frombuffer(value or b"", dtype=">f8").astype(float)
 
-    out = _RunColumns(run_id=ints(row[0]), series_id=ints(row[1]), name=list(row[2]), accuracy=list(row[3]),
-                      passed=floats(row[4]), numbers={k: floats(v) for k, v in zip(_NUMBERS, row[5:], strict=True)})
-    lengths = {len(out.run_id), len(out.series_id), len(out.name), len(out.accuracy), len(out.passed),
+    out = _RunColumns(run_id=ints(row[0]), series_id=ints(row[1]), name=names, passed=floats(row[3]),
+                      numbers={k: floats(v) for k, v in zip(_NUMBERS, row[4:], strict=True)})
+    lengths = {len(out.run_id), len(out.series_id), len(out.name), len(out.passed),
                *(len(v) for v in out.numbers.values())}
     if len(lengths) != 1:
         raise RuntimeError(f"result columns of different lengths: {sorted(lengths)}")
     return out
+
+
+def _read_columns(session: Session, run_ids: list[int], names: sa.ColumnElement) -> sa.Row:
+    nan = sa.literal(float("nan"), sa.Float)
+    statement = sa.select(
+        _binary(Result.run_id, "int4send"), _binary(Result.series_id, "int4send"), names,
+        _binary(sa.cast(sa.cast(Result.passed, sa.Integer), sa.Float), "float8send"),
+        *(_binary(sa.func.coalesce(getattr(Result, k), nan), "float8send") for k in _NUMBERS),
+    ).where(Result.run_id.in_(run_ids))
+    return session.connection().execute(statement).one()
 
 
 def versions(session: Session, filters: ConfigFilter = ConfigFilter()) -> list[str]:
@@ -280,11 +307,17 @@ def _ref(run: Run) -> RunRef:
     return RunRef(id=run.id, night=run.night, torch_version=run.torch_version, torch_git_commit=run.torch_git_commit)
 
 
+def _with_accuracy(session: Session, runs: dict[int, tuple[int, int]], paired: Paired, shown: list[int]) -> list[int]:
+    fill_accuracy(session, runs, paired, shown)
+    return shown
+
+
 def compare_versions(session: Session, base: str, new: str, filters: ConfigFilter = ConfigFilter(), *,
                      limit: int = DEFAULT_LIMIT, include_unchanged: bool = False) -> ReleaseComparison:
     before, after = last_runs(session, base, filters), last_runs(session, new, filters)
     both = sorted(set(before) & set(after))
-    paired = pair_results(session, {c: (before[c].id, after[c].id) for c in both})
+    runs = {c: (before[c].id, after[c].id) for c in both}
+    paired = pair_results(session, runs)
     judged = judge(paired)
     # every configuration's verdict counts in one bincount (configuration index x verdict)
     index = np.searchsorted(both, paired.configuration_id) if both else np.zeros(0, dtype=np.int64)
@@ -309,4 +342,4 @@ def compare_versions(session: Session, base: str, new: str, filters: ConfigFilte
         configurations=configurations, only_base=sorted(set(before) - set(after)),
         only_new=sorted(set(after) - set(before)),
         totals={v: int(n) for v, n in zip(VERDICT_ORDER, totals, strict=True)}, models_total=len(order),
-        models=[model_change(paired, judged, i) for i in order[:limit]])
+        models=[model_change(paired, judged, i) for i in _with_accuracy(session, runs, paired, order[:limit])])
