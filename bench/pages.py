@@ -249,6 +249,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--browser-runs", type=int, default=7)
+    parser.add_argument("--only", action="append", default=[], metavar="PREFIX",
+                        help="time only the pages whose name starts with PREFIX (repeatable; e.g. releases, training)")
     args = parser.parse_args()
 
     with _database(args) as url:
@@ -258,7 +260,8 @@ def main() -> int:
         print("history:", ", ".join(f"{v} {k}" for k, v in counts.items()))
         # The machine is shared: a high load average inflates every wall-clock figure below.
         print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-        pages = pick_pages(url)
+        pages = [(name, path) for name, path in pick_pages(url)
+                 if not args.only or any(name.startswith(prefix) for prefix in args.only)]
         with serve(url) as base_url:
             timings = time_pages(base_url, pages, args.repeat, args.warmup)
             home = browser_checks(base_url, pages, args.browser_runs)
