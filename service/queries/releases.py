@@ -160,8 +160,8 @@ def pair_results(session: Session, runs: dict[int, tuple[int, int]]) -> Paired:
     known_runs = np.array(sorted(config_of), dtype=np.int64)
     row_config = np.array([config_of[r] for r in known_runs.tolist()], dtype=np.int64)[
         np.searchsorted(known_runs, columns.run_id)]
-    codes: dict[str, int] = {}
-    name_code = np.array([codes.setdefault(n, len(codes)) for n in columns.name], dtype=np.int64)
+    codes = {name: i for i, name in enumerate(dict.fromkeys(columns.name))}
+    name_code = np.fromiter(map(codes.__getitem__, columns.name), dtype=np.int64, count=len(columns.name))
     row_key = row_config * max(len(codes), 1) + name_code
     in_base = np.isin(columns.run_id, [b for b, _ in runs.values()])
     in_new = np.isin(columns.run_id, [n for _, n in runs.values()])  # a run can be both (its own version's last)
