@@ -14,6 +14,7 @@ the latest run of all pages: bench/README.md).
 Run from the repository root as a module:
 ``.venv/bin/python -m bench.pages [--years 3] [--repeat 40] [--database-url URL]``; PyTorch's whole matrix
 (issue 31): ``--configs 92 --models 180 --rows 30e6`` (bench/synthetic_history.py; figures in bench/README.md).
+``--only releases --only training`` times only the pages whose name starts with one of them.
 
 Last printed (2026-11-23 14:31 UTC, this 2-core VM at load average 2.0-2.9: another job used one core; run right
 after bench/api_latency.py on the database it filled and added two nights to,
