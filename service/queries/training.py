@@ -115,15 +115,20 @@ def _point_columns() -> tuple[sa.ColumnElement, ...]:
 
 
 def _newest_points(session: Session, model: str, config_ids: Collection[int]) -> dict[int, _Point]:
-    """Each configuration's newest run of ``model`` with a torch version: one backward index probe each."""
+    """Each configuration's newest run of ``model`` with a torch version: a correlated subquery per configuration
+    (one backward probe of ``ix_runs_configuration_night``; portable, where a LATERAL join is not SQLite's)."""
     if not config_ids:
         return {}
-    ids = sa.values(sa.column("id", sa.Integer), name="c").data([(i,) for i in config_ids])
-    newest = (sa.select(*_point_columns()).join(Result, sa.and_(Result.run_id == Run.id, Result.name == model))
-              .where(Run.configuration_id == ids.c.id, Run.torch_version.is_not(None))
-              .order_by(Run.night.desc(), Run.id.desc()).limit(1).lateral())
-    rows = session.execute(sa.select(newest).select_from(ids).join(newest, sa.true()))
-    return {row[0]: _Point(*row) for row in rows}
+    newest_run = (sa.select(Run.id).join(Result, sa.and_(Result.run_id == Run.id, Result.name == model))
+                  .where(Run.configuration_id == Configuration.id, Run.torch_version.is_not(None))
+                  .order_by(Run.night.desc(), Run.id.desc()).limit(1).correlate(Configuration).scalar_subquery())
+    run_ids = [r for r in session.scalars(sa.select(newest_run).where(Configuration.id.in_(config_ids)))
+               if r is not None]
+    if not run_ids:
+        return {}
+    query = (sa.select(*_point_columns()).join(Result, sa.and_(Result.run_id == Run.id, Result.name == model))
+             .where(Run.id.in_(run_ids)).order_by(Run.night, Run.id))
+    return {row[0]: _Point(*row) for row in session.execute(query)}  # the last row of a configuration's run wins
 
 
 def _points(session: Session, model: str, config_ids: Collection[int], *, versions: Collection[str] | None = None,
