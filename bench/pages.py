@@ -14,6 +14,7 @@ the latest run of all pages: bench/README.md).
 Run from the repository root as a module:
 ``.venv/bin/python -m bench.pages [--years 3] [--repeat 40] [--database-url URL]``; PyTorch's whole matrix
 (issue 31): ``--configs 92 --models 180 --rows 30e6`` (bench/synthetic_history.py; figures in bench/README.md).
+``--only releases --only training`` times only the pages whose name starts with one of them.
 
 Last printed (2026-11-23 14:31 UTC, this 2-core VM at load average 2.0-2.9: another job used one core; run right
 after bench/api_latency.py on the database it filled and added two nights to,
@@ -249,6 +250,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--browser-runs", type=int, default=7)
+    parser.add_argument("--only", action="append", default=[], metavar="PREFIX",
+                        help="time only the pages whose name starts with PREFIX (repeatable; e.g. releases, training)")
     args = parser.parse_args()
 
     with _database(args) as url:
@@ -258,7 +261,8 @@ def main() -> int:
         print("history:", ", ".join(f"{v} {k}" for k, v in counts.items()))
         # The machine is shared: a high load average inflates every wall-clock figure below.
         print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-        pages = pick_pages(url)
+        pages = [(name, path) for name, path in pick_pages(url)
+                 if not args.only or any(name.startswith(prefix) for prefix in args.only)]
         with serve(url) as base_url:
             timings = time_pages(base_url, pages, args.repeat, args.warmup)
             home = browser_checks(base_url, pages, args.browser_runs)

@@ -110,7 +110,7 @@ class Paired:
     configuration_id: np.ndarray
     series_id: list[int]
     name: list[str]
-    accuracy: tuple[list[str | None], list[str | None]]
+    accuracy: tuple[list[str | None], list[str | None]]  # filled for the models shown (:func:`fill_accuracy`)
     passed: tuple[np.ndarray, np.ndarray]  # 1.0 passed, 0.0 not, NaN: not in that run
     numbers: dict[str, tuple[np.ndarray, np.ndarray]]
 
@@ -151,38 +151,142 @@ def model_change(paired: Paired, judged: Judgement, i: int) -> ModelChange:
 
 
 def pair_results(session: Session, runs: dict[int, tuple[int, int]]) -> Paired:
-    """``runs``: configuration id -> (base run id, new run id). The database pairs the two runs' models by name."""
-    sides = []
-    for run_ids in ([b for b, _ in runs.values()], [n for _, n in runs.values()]):
-        sides.append(sa.select(Run.configuration_id, *(getattr(Result, k) for k in (*_STATUS, *_NUMBERS)))
-                     .join(Run, Run.id == Result.run_id)
-                     .where(Result.run_id.in_(run_ids), Run.id.in_(run_ids)).subquery())  # both: no scan of runs
-    base, new = sides
-    on = sa.and_(base.c.configuration_id == new.c.configuration_id, base.c.name == new.c.name)
-    columns = [sa.func.coalesce(base.c.configuration_id, new.c.configuration_id),
-               sa.func.coalesce(new.c.series_id, base.c.series_id), sa.func.coalesce(new.c.name, base.c.name),
-               base.c.accuracy, new.c.accuracy, base.c.passed, new.c.passed,
-               *(side.c[k] for k in _NUMBERS for side in (base, new))]
-    # Core, not the ORM: thousands of plain rows (the ORM's row processing was a third of this function)
-    statement = sa.select(*columns).select_from(base).join(new, on, full=True)
-    rows = session.connection().execute(statement).all() if runs else []
-    values = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
+    """``runs``: configuration id -> (base run id, new run id). Each model of either run, paired by name within its
+    configuration (a full outer join, done here in numpy: the database's hash join of ~50,000 rows on the name was
+    most of the page at PyTorch's matrix, issue 31)."""
+    run_ids = sorted({r for pair in runs.values() for r in pair})
+    columns = _run_columns(session, run_ids)
+    config_of = {r: c for c, pair in runs.items() for r in pair}  # a run belongs to one configuration
+    known_runs = np.array(sorted(config_of), dtype=np.int64)
+    row_config = np.array([config_of[r] for r in known_runs.tolist()], dtype=np.int64)[
+        np.searchsorted(known_runs, columns.run_id)]
+    codes = {name: i for i, name in enumerate(dict.fromkeys(columns.name))}
+    name_code = np.fromiter(map(codes.__getitem__, columns.name), dtype=np.int64, count=len(columns.name))
+    row_key = row_config * max(len(codes), 1) + name_code
+    in_base = np.isin(columns.run_id, [b for b, _ in runs.values()])
+    in_new = np.isin(columns.run_id, [n for _, n in runs.values()])  # a run can be both (its own version's last)
+    keys, inverse = np.unique(np.concatenate([row_key[in_base], row_key[in_new]]), return_inverse=True)
+    size = len(keys)
+    base_at, new_at = inverse[:int(in_base.sum())], inverse[int(in_base.sum()):]
+    base_rows, new_rows = np.flatnonzero(in_base), np.flatnonzero(in_new)
 
-    def floats(column: tuple) -> np.ndarray:
-        return np.array(column, dtype=float)  # None -> NaN
+    def spread(values: np.ndarray, rows: np.ndarray, at: np.ndarray) -> np.ndarray:
+        out = np.full(size, np.nan)
+        out[at] = values[rows]
+        return out
 
-    numbers = {k: (floats(values[7 + 2 * i]), floats(values[8 + 2 * i])) for i, k in enumerate(_NUMBERS)}
-    return Paired(configuration_id=np.array(values[0], dtype=int), series_id=list(values[1]), name=list(values[2]),
-                  accuracy=(list(values[3]), list(values[4])), passed=(floats(values[5]), floats(values[6])),
-                  numbers=numbers)
+    def both(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return spread(values, base_rows, base_at), spread(values, new_rows, new_at)
+
+    # a model's row of the new run names it when both have it (coalesce(new, base))
+    first = np.empty(size, dtype=np.int64)
+    first[base_at] = base_rows
+    first[new_at] = new_rows
+    return Paired(configuration_id=keys // max(len(codes), 1), series_id=columns.series_id[first].tolist(),
+                  name=[columns.name[i] for i in first.tolist()], accuracy=([None] * size, [None] * size),
+                  passed=both(columns.passed), numbers={k: both(columns.numbers[k]) for k in _NUMBERS})
+
+
+def fill_accuracy(session: Session, runs: dict[int, tuple[int, int]], paired: Paired, shown: list[int]) -> None:
+    """The accuracy column of the models shown, both sides (the verdicts need ``passed`` only: reading every row's
+    accuracy text was a third of the results' read)."""
+    wanted = {(run, paired.name[i]): (side, i) for i in shown
+              for side, run in enumerate(runs[int(paired.configuration_id[i])])}
+    if not wanted:
+        return
+    query = sa.select(Result.run_id, Result.name, Result.accuracy)
+    if len(wanted) <= ACCURACY_PROBES:
+        query = query.where(sa.tuple_(Result.run_id, Result.name).in_(list(wanted)))
+    else:  # "show all": the runs' rows, not tens of thousands of (run, name) probes
+        query = query.where(Result.run_id.in_(sorted({run for run, _ in wanted})))
+    for run_id, name, accuracy in session.connection().execute(query):
+        if (run_id, name) not in wanted:
+            continue
+        for side, run in enumerate(runs[int(paired.configuration_id[wanted[(run_id, name)][1]])]):
+            if run == run_id:  # a run that is both sides (its version's last run and the latest) fills both
+                paired.accuracy[side][wanted[(run_id, name)][1]] = accuracy
+
+
+@dataclass(frozen=True, slots=True)
+class _RunColumns:
+    """Every result row of some runs, one array element each (NaN: no value)."""
+
+    run_id: np.ndarray
+    series_id: np.ndarray
+    name: list[str]
+    passed: np.ndarray
+    numbers: dict[str, np.ndarray]
+
+
+NAME_SEPARATOR = "\n"
+ACCURACY_PROBES = 2_000  # (run, name) pairs looked up one by one; more read their runs' rows
+
+
+def _binary(column: sa.ColumnElement, send: str) -> sa.ColumnElement:
+    return sa.func.string_agg(getattr(sa.func, send)(column), sa.literal(b"", sa.LargeBinary))
+
+
+def _run_columns(session: Session, run_ids: list[int]) -> _RunColumns:
+    """The runs' results column by column in one row: numbers as packed big-endian binary (float8send: exact, NULL
+    as NaN), names as one newline-separated text (as an array if a name holds a newline). Row by row, the ~100,000
+    rows of two nights of the matrix cost the app ~400 ms of CPU to convert; this way ~30 ms. Every aggregate of the
+    one aggregation reads the rows in the same order, so element i of each column is the same row."""
+    if not run_ids:
+        return _RunColumns(np.array([], dtype=np.int64), np.array([], dtype=np.int64), [], np.array([]),
+                           {k: np.array([]) for k in _NUMBERS})
+    row = _read_columns(session, run_ids, sa.func.string_agg(Result.name, sa.literal(NAME_SEPARATOR)))
+    names = [] if row[2] is None else row[2].split(NAME_SEPARATOR)
+    if len(names) != len(row[0] or b"") // 4:  # a name holds the separator: read them as an array (slower)
+        row = _read_columns(session, run_ids, sa.func.array_agg(Result.name))
+        names = list(row[2] or [])
+
+    def ints(value: bytes | None) -> np.ndarray:
+        return np.frombuffer(value or b"", dtype=">i4").astype(np.int64)
+
+    def floats(value: bytes | None) -> np.ndarray:
+        return np.frombuffer(value or b"", dtype=">f8").astype(float)
+
+    out = _RunColumns(run_id=ints(row[0]), series_id=ints(row[1]), name=names, passed=floats(row[3]),
+                      numbers={k: floats(v) for k, v in zip(_NUMBERS, row[4:], strict=True)})
+    lengths = {len(out.run_id), len(out.series_id), len(out.name), len(out.passed),
+               *(len(v) for v in out.numbers.values())}
+    if len(lengths) != 1:
+        raise RuntimeError(f"result columns of different lengths: {sorted(lengths)}")
+    return out
+
+
+def _read_columns(session: Session, run_ids: list[int], names: sa.ColumnElement) -> sa.Row:
+    nan = sa.literal(float("nan"), sa.Float)
+    statement = sa.select(
+        _binary(Result.run_id, "int4send"), _binary(Result.series_id, "int4send"), names,
+        _binary(sa.cast(sa.cast(Result.passed, sa.Integer), sa.Float), "float8send"),
+        *(_binary(sa.func.coalesce(getattr(Result, k), nan), "float8send") for k in _NUMBERS),
+    ).where(Result.run_id.in_(run_ids))
+    return session.connection().execute(statement).one()
 
 
 def versions(session: Session, filters: ConfigFilter = ConfigFilter()) -> list[str]:
     """Torch versions that have runs of the selected configurations, newest first."""
     query = sa.select(Run.torch_version).distinct().where(Run.torch_version.is_not(None))
-    if clauses := filters.clauses():  # unfiltered: an index-only scan of ix_runs_torch_version, no join
-        query = query.join(Run.configuration).where(*clauses)
-    return list(reversed(torch_versions.ordered(session.scalars(query))))
+    if clauses := filters.clauses():
+        found = session.scalars(query.join(Run.configuration).where(*clauses))
+    elif session.get_bind().dialect.name == "postgresql":
+        found = session.scalars(_distinct_versions())
+    else:  # SQLite (tests, a laptop): its compound selects take no LIMIT inside; a small history anyway
+        found = session.scalars(query)
+    return list(reversed(torch_versions.ordered(found)))
+
+
+def _distinct_versions() -> sa.Select:
+    """Every torch version of the runs as a skip scan of ``ix_runs_torch_version``: one index probe per version (a
+    few hundred), where DISTINCT reads one index entry per run (every run of years of nightlies of the matrix)."""
+    first = sa.select(Run.torch_version).where(Run.torch_version.is_not(None)).order_by(Run.torch_version).limit(1)
+    found = first.cte("found", recursive=True)
+    later = orm.aliased(Run)
+    following = (sa.select(later.torch_version).where(later.torch_version > found.c.torch_version)
+                 .order_by(later.torch_version).limit(1).scalar_subquery())
+    found = found.union_all(sa.select(following).where(found.c.torch_version.is_not(None)))
+    return sa.select(found.c.torch_version).where(found.c.torch_version.is_not(None))
 
 
 def last_runs(session: Session, version: str, filters: ConfigFilter) -> dict[int, Run]:
@@ -205,14 +309,22 @@ def _ref(run: Run) -> RunRef:
     return RunRef(id=run.id, night=run.night, torch_version=run.torch_version, torch_git_commit=run.torch_git_commit)
 
 
+def _with_accuracy(session: Session, runs: dict[int, tuple[int, int]], paired: Paired, shown: list[int]) -> list[int]:
+    fill_accuracy(session, runs, paired, shown)
+    return shown
+
+
 def compare_versions(session: Session, base: str, new: str, filters: ConfigFilter = ConfigFilter(), *,
                      limit: int = DEFAULT_LIMIT, include_unchanged: bool = False) -> ReleaseComparison:
     before, after = last_runs(session, base, filters), last_runs(session, new, filters)
     both = sorted(set(before) & set(after))
-    paired = pair_results(session, {c: (before[c].id, after[c].id) for c in both})
+    runs = {c: (before[c].id, after[c].id) for c in both}
+    paired = pair_results(session, runs)
     judged = judge(paired)
-    counts = {c: np.bincount(judged.verdict[paired.configuration_id == c], minlength=len(VERDICT_ORDER))
-              for c in both}
+    # every configuration's verdict counts in one bincount (configuration index x verdict)
+    index = np.searchsorted(both, paired.configuration_id) if both else np.zeros(0, dtype=np.int64)
+    cells = np.bincount(index * len(VERDICT_ORDER) + judged.verdict, minlength=len(both) * len(VERDICT_ORDER))
+    counts = dict(zip(both, cells.reshape(len(both), len(VERDICT_ORDER)), strict=True))
     configurations = [ConfigurationChange(
         configuration=ConfigurationOut.from_row(after[c].configuration), base_run=_ref(before[c]),
         new_run=_ref(after[c]), counts={v: int(n) for v, n in zip(VERDICT_ORDER, counts[c], strict=True)})
@@ -232,4 +344,4 @@ def compare_versions(session: Session, base: str, new: str, filters: ConfigFilte
         configurations=configurations, only_base=sorted(set(before) - set(after)),
         only_new=sorted(set(after) - set(before)),
         totals={v: int(n) for v, n in zip(VERDICT_ORDER, totals, strict=True)}, models_total=len(order),
-        models=[model_change(paired, judged, i) for i in order[:limit]])
+        models=[model_change(paired, judged, i) for i in _with_accuracy(session, runs, paired, order[:limit])])

@@ -2,7 +2,13 @@
 
 Throughput per release: for one model, each single-process training configuration's **last run per torch version**
 gives one eager and one compiled bar (the publication's chart: one bar per release and mode). Releases are shown,
-plus the newest nightly when the latest run is one (``nightlies=True`` shows every version).
+plus the newest nightly when the latest run is one (``nightlies=True`` adds every nightly whose last run is in the
+``nightly_days`` before the newest run, :data:`NIGHTLY_DAYS` by default; ``nightly_days=0``: every nightly).
+
+The reads follow what is shown, not the history (issue 31: ~37 training configurations of PyTorch's matrix, a
+nightly each a night): each configuration's newest run of the model (one backward probe of
+``ix_runs_configuration_night``), the runs of the release versions (``ix_runs_torch_version``), and only with
+``nightlies`` the window's runs; a configuration in a scaling experiment is read whole (its versions are listed).
 
 Scaling: configurations that differ only in their world size are one experiment; at one torch version (default the
 version of the experiment's latest run) each world size's last run gives its throughput, and
@@ -12,9 +18,9 @@ world-size-1 run of the experiment, the single-process configuration it was laun
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 
 import sqlalchemy as sa
 from pydantic import BaseModel
@@ -23,9 +29,11 @@ from sqlalchemy.orm import Session
 from service.models import Configuration, Result, Run, Series
 from service.queries import torch_versions
 from service.queries.filters import ConfigFilter
+from service.queries.releases import versions
 from service.queries.schemas import ConfigurationOut
 
 TRAINING = "training"
+NIGHTLY_DAYS = 30  # nightlies=True: the nightlies of the last 30 days (a bar each per configuration); 0: every one
 
 
 class VersionBar(BaseModel):
@@ -69,6 +77,7 @@ class TrainingView(BaseModel):
     models: list[str]  # training models with a throughput, alphabetically
     throughput: list[ThroughputByVersion]
     scaling: list[ScalingExperiment]
+    nightlies_since: date | None = None  # with nightlies: the first night of the window (None: every nightly)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,15 +103,45 @@ def training_models(session: Session, filters: ConfigFilter = ConfigFilter()) ->
     return list(session.scalars(query))
 
 
-def _points(session: Session, model: str, filters: ConfigFilter) -> list[_Point]:
-    """Every run of ``model`` in the selected training configurations, oldest first (through the series index)."""
-    series = (sa.select(Series.id).join(Configuration, Configuration.id == Series.configuration_id)
-              .where(Series.name == model, *_training(filters)))
-    query = (sa.select(Series.configuration_id, Result.series_id, Run.id, Run.night, Run.torch_version,
-                       Result.eager_throughput, Result.compiled_throughput)
-             .join(Run, Run.id == Result.run_id).join(Series, Series.id == Result.series_id)
-             .where(Result.series_id.in_(series), Run.torch_version.is_not(None))
-             .order_by(Run.night, Run.id))
+def _model_configurations(session: Session, model: str, filters: ConfigFilter) -> list[Configuration]:
+    """The selected training configurations with a series of ``model``."""
+    has_series = sa.exists().where(Series.configuration_id == Configuration.id, Series.name == model)
+    return list(session.scalars(sa.select(Configuration).where(*_training(filters), has_series)))
+
+
+def _point_columns() -> tuple[sa.ColumnElement, ...]:
+    return (Run.configuration_id, Result.series_id, Run.id, Run.night, Run.torch_version, Result.eager_throughput,
+            Result.compiled_throughput)
+
+
+def _newest_points(session: Session, model: str, config_ids: Collection[int]) -> dict[int, _Point]:
+    """Each configuration's newest run of ``model`` with a torch version: a correlated subquery per configuration
+    (one backward probe of ``ix_runs_configuration_night``; portable, where a LATERAL join is not SQLite's)."""
+    if not config_ids:
+        return {}
+    newest_run = (sa.select(Run.id).join(Result, sa.and_(Result.run_id == Run.id, Result.name == model))
+                  .where(Run.configuration_id == Configuration.id, Run.torch_version.is_not(None))
+                  .order_by(Run.night.desc(), Run.id.desc()).limit(1).correlate(Configuration).scalar_subquery())
+    run_ids = [r for r in session.scalars(sa.select(newest_run).where(Configuration.id.in_(config_ids)))
+               if r is not None]
+    if not run_ids:
+        return {}
+    query = (sa.select(*_point_columns()).join(Result, sa.and_(Result.run_id == Run.id, Result.name == model))
+             .where(Run.id.in_(run_ids)).order_by(Run.night, Run.id))
+    return {row[0]: _Point(*row) for row in session.execute(query)}  # the last row of a configuration's run wins
+
+
+def _points(session: Session, model: str, config_ids: Collection[int], *, versions: Collection[str] | None = None,
+            since: date | None = None) -> list[_Point]:
+    """Runs of ``model`` in the configurations, oldest first: all, or those of ``versions``, or from ``since``."""
+    if not config_ids or (versions is not None and not versions):
+        return []
+    query = (sa.select(*_point_columns()).join(Result, sa.and_(Result.run_id == Run.id, Result.name == model))
+             .where(Run.configuration_id.in_(config_ids), Run.torch_version.is_not(None)).order_by(Run.night, Run.id))
+    if versions is not None:
+        query = query.where(Run.torch_version.in_(versions))
+    if since is not None:
+        query = query.where(Run.night >= since)
     return [_Point(*row) for row in session.execute(query)]
 
 
@@ -111,11 +150,12 @@ def _last_per_version(points: Sequence[_Point]) -> dict[str, _Point]:
     return {p.torch_version: p for p in points}
 
 
-def shown_versions(last: dict[str, _Point], nightlies: bool) -> list[str]:
-    """Releases, oldest first, and the newest nightly when the latest run is one (every version if ``nightlies``)."""
+def shown_versions(last: dict[str, _Point], nightlies: bool, since: date | None = None) -> list[str]:
+    """Releases, oldest first, and the newest nightly when the latest run is one (with ``nightlies`` every version
+    whose last run is from ``since`` on; every version without ``since``)."""
     ordered = torch_versions.ordered(last)
     if nightlies:
-        return ordered
+        return [v for v in ordered if since is None or torch_versions.is_release(v) or last[v].night >= since]
     shown = [v for v in ordered if torch_versions.is_release(v)]
     newest = max(last.values(), key=lambda p: (p.night, p.run_id), default=None)
     if newest is not None and newest.torch_version not in shown:
@@ -178,18 +218,38 @@ def _scaling(configs: dict[int, Configuration], by_config: dict[int, list[_Point
     return out
 
 
+def _in_experiments(configs: dict[int, Configuration]) -> set[int]:
+    """Configurations of a scaling experiment (a group of ``_experiment_key`` with a DDP member): read whole."""
+    groups: dict[tuple[object, ...], list[Configuration]] = {}
+    for config in configs.values():
+        groups.setdefault(_experiment_key(config), []).append(config)
+    return {c.id for members in groups.values()
+            if any(m.distributed_backend is not None or m.world_size > 1 for m in members) for c in members}
+
+
 def training_view(session: Session, model: str | None = None, filters: ConfigFilter = ConfigFilter(), *,
-                  nightlies: bool = False, scaling_version: str | None = None) -> TrainingView:
+                  nightlies: bool = False, nightly_days: int = NIGHTLY_DAYS,
+                  scaling_version: str | None = None) -> TrainingView:
     """``model`` defaults to the first training model; an unknown one shows nothing."""
     models = training_models(session, filters)
     chosen = model if model is not None else (models[0] if models else None)
     if chosen is None:
         return TrainingView(model=None, models=models, throughput=[], scaling=[])
-    points = _points(session, chosen, filters)
+    candidates = {c.id: c for c in _model_configurations(session, chosen, filters)}
+    newest = _newest_points(session, chosen, candidates)
+    configs = {i: c for i, c in candidates.items() if i in newest}  # those with a run of the model
+    whole = _in_experiments(configs)
+    since = (max(p.night for p in newest.values()) - timedelta(days=nightly_days - 1)
+             if nightlies and nightly_days > 0 and newest else None)
+    releases = [v for v in versions(session) if torch_versions.is_release(v)]
+    partial = [i for i in configs if i not in whole]
+    points = {p.run_id: p for p in (*_points(session, chosen, whole),
+                                    *_points(session, chosen, partial, versions=releases),
+                                    *(_points(session, chosen, partial, since=since) if nightlies else ()),
+                                    *(newest[i] for i in partial))}
     by_config: dict[int, list[_Point]] = {}
-    for p in points:
+    for p in sorted(points.values(), key=lambda p: (p.night, p.run_id)):
         by_config.setdefault(p.configuration_id, []).append(p)
-    configs = {c.id: c for c in session.scalars(sa.select(Configuration).where(Configuration.id.in_(by_config)))}
     throughput = []
     for config_id, config_points in by_config.items():
         config = configs[config_id]
@@ -198,10 +258,10 @@ def training_view(session: Session, model: str | None = None, filters: ConfigFil
         last = _last_per_version(config_points)
         bars = [VersionBar(torch_version=v, release=torch_versions.is_release(v), run_id=last[v].run_id,
                            night=last[v].night, eager_throughput=last[v].eager, compiled_throughput=last[v].compiled)
-                for v in shown_versions(last, nightlies)]
+                for v in shown_versions(last, nightlies, since)]
         throughput.append(ThroughputByVersion(configuration=ConfigurationOut.from_row(config),
                                               series_id=config_points[-1].series_id, bars=bars))
     throughput.sort(key=lambda t: (t.configuration.suite, t.configuration.device, t.configuration.dtype,
                                    t.configuration.id))
     return TrainingView(model=chosen, models=models, throughput=throughput,
-                        scaling=_scaling(configs, by_config, scaling_version))
+                        scaling=_scaling(configs, by_config, scaling_version), nightlies_since=since)

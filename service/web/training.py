@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from service.api.deps import ConfigFilterDep, SessionDep
 from service.queries.runs import distinct_values
-from service.queries.training import ScalingExperiment, ThroughputByVersion, training_view
+from service.queries.training import NIGHTLY_DAYS, ScalingExperiment, ThroughputByVersion, training_view
 from service.web.releases import filter_params, label
 
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
@@ -43,12 +43,15 @@ def scaling_chart(key: str, item: ScalingExperiment) -> dict[str, Any]:
 @router.get("/training")
 def training(request: Request, session: SessionDep, filters: ConfigFilterDep,
              model: Annotated[str | None, Query(max_length=200)] = None, nightlies: bool = False,
+             nightly_days: Annotated[int, Query(ge=0, le=100_000)] = NIGHTLY_DAYS,
              scaling_version: Annotated[str | None, Query(max_length=64)] = None) -> Response:
-    view = training_view(session, model or None, filters, nightlies=nightlies,
+    view = training_view(session, model or None, filters, nightlies=nightlies, nightly_days=nightly_days,
                          scaling_version=scaling_version or None)
     params = {"model": view.model or "", **filter_params(filters)}
     if nightlies:
         params["nightlies"] = "true"
+        if nightly_days != NIGHTLY_DAYS:
+            params["nightly_days"] = str(nightly_days)
     if scaling_version:
         params["scaling_version"] = scaling_version
     charts = {"bars": [bar_chart(f"tp-{t.configuration.id}", t) for t in view.throughput],
@@ -56,6 +59,8 @@ def training(request: Request, session: SessionDep, filters: ConfigFilterDep,
     context: dict[str, Any] = {
         "active": "training", "title": "Training", "view": view, "choices": distinct_values(session),
         "selected": filters,
-        "nightlies": nightlies, "charts": charts, "label": label, "permalink": "/training?" + urlencode(params),
-        "api_link": "/api/v1/training?" + urlencode(params)}
+        "nightlies": nightlies, "nightly_days": nightly_days, "charts": charts, "label": label,
+        "permalink": "/training?" + urlencode(params),
+        "api_link": "/api/v1/training?" + urlencode(params),
+        "every_nightly_link": "/training?" + urlencode({**params, "nightlies": "true", "nightly_days": "0"})}
     return request.app.state.web_templates.TemplateResponse(request, "pages/training.html", context)

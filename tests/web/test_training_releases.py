@@ -260,10 +260,68 @@ def test_training_api_every_nightly(history: History) -> None:
     assert not any(b["release"] for b in api["throughput"][0]["bars"] if b["torch_version"] == NIGHTLY)
 
 
+def test_training_nightlies_are_a_window_of_days_up_to_the_newest_run(history: History, page: Page) -> None:
+    def versions(**params: str) -> list[str]:
+        api = httpx.get(f"{_url(history)}/api/v1/training", params={"model": "tiny_train", "nightlies": "true",
+                                                                    **params}).json()
+        return [b["torch_version"] for b in api["throughput"][0]["bars"]]
+
+    # the newest run is 2025-01-13, the nightly's 2025-01-12: one day holds the newest night only; releases always
+    assert versions(nightly_days="1") == ["2.5.0", "2.6.0"]
+    assert versions(nightly_days="2") == ["2.5.0", NIGHTLY, "2.6.0"]
+    assert versions(nightly_days="0") == versions() == ["2.5.0", NIGHTLY, "2.6.0"]
+    page.goto(f"{_url(history)}/training?model=tiny_train&nightlies=true&nightly_days=1")
+    rows = page.locator("section.training-group table.throughput tbody tr")
+    assert rows.evaluate_all("rows => rows.map(r => r.dataset.version)") == ["2.5.0", "2.6.0"]
+    expect(page.locator("#nightly-window")).to_contain_text("2025-01-13")
+    page.wait_for_load_state("networkidle")
+    page.locator("#every-nightly").click()
+    expect(page.locator("section.training-group table.throughput tbody tr")).to_have_count(3)
+    page.wait_for_load_state("networkidle")
+
+
 def test_pages_say_how_to_get_data_on_an_empty_database(empty, page: Page) -> None:
     page.goto(f"{empty.url}/training")
     expect(page.locator("#no-training")).to_be_visible()
     page.goto(f"{empty.url}/releases")
     expect(page.locator("#no-versions")).to_be_visible()
     assert httpx.get(f"{empty.url}/api/v1/training").json() == {"model": None, "models": [], "throughput": [],
-                                                                 "scaling": []}
+                                                                 "scaling": [], "nightlies_since": None}
+
+
+def test_releases_pairing_matches_the_rows_one_by_one(history: History) -> None:
+    """pair_results reads the runs' results column by column (packed binary, names as one text) and pairs them in
+    numpy: every model must carry its own row's values on each side, as reading the rows one by one says. Base
+    2.5.0 against the nightly (m_gone, m_added and m_fixed change between them) and a run against itself."""
+    import numpy as np
+    import sqlalchemy as sa
+
+    from service.db import session_scope
+    from service.models import Result
+    from service.queries import releases
+    from service.queries.filters import ConfigFilter
+    from service.settings import Settings
+
+    with session_scope(Settings(database_url=history.database_url)) as session:
+        for base, new in (("2.5.0", NIGHTLY), ("2.6.0", releases.LATEST)):
+            before = releases.last_runs(session, base, ConfigFilter())
+            after = releases.last_runs(session, new, ConfigFilter())
+            runs = {c: (before[c].id, after[c].id) for c in sorted(set(before) & set(after))}
+            paired = releases.pair_results(session, runs)
+            expected: dict[tuple[int, str], dict[int, Result]] = {}
+            for config, pair in runs.items():
+                for side, run_id in enumerate(pair):
+                    for row in session.scalars(sa.select(Result).where(Result.run_id == run_id)):
+                        expected.setdefault((config, row.name), {})[side] = row
+            assert sorted(zip(paired.configuration_id.tolist(), paired.name, strict=True)) == sorted(expected)
+            for i, (config, name) in enumerate(zip(paired.configuration_id.tolist(), paired.name, strict=True)):
+                sides = expected[(config, name)]
+                assert paired.series_id[i] == (sides.get(1) or sides[0]).series_id
+                for side in (0, 1):
+                    row = sides.get(side)
+                    got = paired.passed[side][i]
+                    assert (np.isnan(got) if row is None else got == float(row.passed)), (name, side)
+                    for key in releases._NUMBERS:
+                        value = None if row is None else getattr(row, key)
+                        got = paired.numbers[key][side][i]
+                        assert (np.isnan(got) if value is None else got == value), (name, side, key)
