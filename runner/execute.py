@@ -110,14 +110,23 @@ def prepare(built: BuiltModel, job: Job, dtype: torch.dtype | None = None) -> Pr
 
 
 def make_step(module: torch.nn.Module, p: Prepared, job: Job, use_autocast: bool = True,
-              checking_accuracy: bool = False) -> Callable[[], Any]:
+              checking_accuracy: bool = False, compile_options: dict[str, Any] | None = None) -> Callable[[], Any]:
     """One iteration: a no-grad forward (inference) or zero_grad + forward + backward + the optimizer's step, where
-    PyTorch's harness has an optimizer (training; see runner.optimizer)."""
+    PyTorch's harness has an optimizer (training; see runner.optimizer). With ``compile_options`` the iteration is
+    compiled with ``torch.compile`` (``compile_step``); inference turns grad off outside the compiled frame, as
+    PyTorch's harness calls its iteration under ``pick_grad``: Inductor freezes weights only in a graph compiled with
+    grad off."""
     amp = job.dtype if use_autocast else "float32"
     if job.mode == "inference":
-        def infer() -> Any:
-            with torch.no_grad(), autocast(job.device, amp):
+        def forward() -> Any:
+            with autocast(job.device, amp):
                 return module(*p.args, **p.kwargs)
+
+        body = forward if compile_options is None else torch.compile(forward, **compile_options)
+
+        def infer() -> Any:
+            with torch.no_grad():
+                return body()
 
         return infer
     optimizer = make_optimizer(job.spec.name, job.device, job.backend, module.parameters(), checking_accuracy)
@@ -135,16 +144,24 @@ def make_step(module: torch.nn.Module, p: Prepared, job: Job, use_autocast: bool
             optimizer.step()
         return out, loss.detach()
 
-    return train
+    return train if compile_options is None else torch.compile(train, **compile_options)
 
 
-def compiled(module: torch.nn.Module, job: Job, notes: dict[str, str] | None = None) -> Callable[..., Any]:
-    if job.backend in BACKEND_SPECS:  # onnxruntime, openvino, tensorrt (runner.backends)
-        return LazyBackendModel(module, job, notes if notes is not None else {})
+def compile_step(module: torch.nn.Module, p: Prepared, job: Job, notes: dict[str, str] | None = None,
+                 checking_accuracy: bool = False) -> Callable[[], Any]:
+    """The compiled iteration, compiled as PyTorch's harness compiles it: the whole step function is Dynamo's root
+    frame (``optimize_ctx(self.model_iter_fn)`` in benchmarks/dynamo/common.py, both in ``check_accuracy`` and in the
+    performance run), not the module. It matters to the graph-break count: a break inside the model also breaks the
+    step's frame, one more break than compiling the module counts, and PyTorch's expected-accuracy files count it.
+    A backend that is not Dynamo's (ONNX Runtime, OpenVINO, TensorRT: runner.backends) compiles the module."""
+    if job.backend in BACKEND_SPECS:
+        backend_model = LazyBackendModel(module, job, notes if notes is not None else {})
+        return make_step(backend_model, p, job, checking_accuracy=checking_accuracy)
     mode = None if job.compile_mode == "default" else job.compile_mode
     if mode == "max-autotune" and job.disable_cudagraphs:
         mode = "max-autotune-no-cudagraphs"  # max-autotune's options turn CUDA graphs on; this one is it without
-    return torch.compile(module, backend=job.backend, mode=mode, dynamic=True if job.dynamic_shapes else None)
+    options = {"backend": job.backend, "mode": mode, "dynamic": True if job.dynamic_shapes else None}
+    return make_step(module, p, job, checking_accuracy=checking_accuracy, compile_options=options)
 
 
 def reset_rng_state() -> None:
@@ -321,7 +338,7 @@ def _check_compiled(base: Prepared, job: Job, check: AccuracyCheck, notes: dict[
     compile_start = compile_wall_time()
     try:
         m = _accuracy_copy(base, job)
-        compiled_result = collect(m, make_step(compiled(m, job, notes), base, job, checking_accuracy=True), job)
+        compiled_result = collect(m, compile_step(m, base, job, notes, checking_accuracy=True), job)
     finally:
         check.stats, check.compile_s = graph_stats(), compile_wall_time() - compile_start
         if not _dynamo_graph(job):
@@ -377,7 +394,7 @@ def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) ->
     with phases.enter(PHASE_COMPILE), (capture(job.device) if inductor else nullcontext(Captured())) as code:
         torch._dynamo.reset()
         counters.clear()
-        compiled_step = make_step(compiled(model, job, notes), base, job)
+        compiled_step = compile_step(model, base, job, notes)
         compiled_warm = warmup(compiled_step, job.warmup, job.device)
         stats = graph_stats() if _dynamo_graph(job) else {}
     eager_step = make_step(model, base, job)

@@ -39,5 +39,9 @@ def make_optimizer(name: str, device: str, backend: str, params: Iterable[torch.
         torch.version.hip is None and backend == "inductor" and checking_accuracy
         and name in CUDA_INDUCTOR_ACCURACY_USE_SGD)
     if use_sgd:
-        return torch.optim.SGD(params, lr=0.01, foreach=True)
+        sgd = torch.optim.SGD(params, lr=0.01, foreach=True)
+        # The step runs inside the compiled iteration (runner.execute.compile_step); PyTorch's init_optimizer keeps
+        # SGD's single foreach add out of Dynamo (little to gain, compile time to lose), and so does this.
+        sgd.step = torch._dynamo.disable(sgd.step)  # type: ignore[method-assign]
+        return sgd
     return torch.optim.Adam(params, lr=0.01, capturable=True, foreach=True)

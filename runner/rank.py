@@ -24,7 +24,7 @@ import torch
 
 from perfdash.contract import GraphStats
 from runner.distributed import CPUS_VARIABLE, process_group_backend
-from runner.execute import SEED, Phases, compiled, graph_stats, is_oom, make_step, prepare
+from runner.execute import SEED, Phases, compile_step, graph_stats, is_oom, make_step, prepare
 from runner.measure import synchronize, timed, warmup
 from runner.protocol import (
     PHASE_COMPILE,
@@ -125,7 +125,7 @@ def _measure(base: Any, job: Job, phases: Phases, place: RankPlace) -> Performan
         with phases.enter(PHASE_COMPILE):
             torch._dynamo.reset()
             counters.clear()
-            compiled_step = make_step(compiled(parallel(base.module), job), base, job)
+            compiled_step = compile_step(parallel(base.module), base, job)
             compiled_warm = warmup(compiled_step, job.warmup, job.device)
             stats = graph_stats()
         with phases.enter(PHASE_MEASURE):

@@ -190,6 +190,22 @@ def counting(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Te
     return Counting(), _inputs(batch_size)
 
 
+class TwoBreaks(TinyMLP):
+    """Two graph breaks inside the model's forward, as a transformers model has where it calls into Python that
+    Dynamo cannot trace."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.net(x)
+        torch._dynamo.graph_break()
+        x = torch.relu(x)
+        torch._dynamo.graph_break()
+        return x * 2
+
+
+def two_breaks(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return TwoBreaks(), _inputs(batch_size)
+
+
 def cached_decoder(batch_size: int, training: bool) -> tuple[nn.Module, dict[str, torch.Tensor]]:
     """A tiny transformers decoder with its KV cache on: its output holds a DynamicCache object."""
     from transformers import BlenderbotSmallConfig, BlenderbotSmallForCausalLM

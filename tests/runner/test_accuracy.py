@@ -124,6 +124,17 @@ def test_a_model_whose_output_holds_a_cache_passes_the_check() -> None:
     assert result.accuracy_compile_s is not None and result.accuracy_compile_s > 0
 
 
+def test_graph_breaks_count_the_step_frame_as_pytorch_does() -> None:
+    """PyTorch compiles its whole iteration function (optimize_ctx(model_iter_fn)), so a break inside the model also
+    breaks the iteration's frame: its CSVs count the model's two breaks as three (AllenaiLongformerBase 4 and
+    DistillGPT2 3 in cpu_inductor_freezing_huggingface_inference.csv where compiling the module counts 3 and 2). The
+    accuracy row and the performance row count alike."""
+    result = run_job(_job("py:models.py:two_breaks", performance=True), lambda phase: None)
+    assert result.failure is None and result.accuracy == "pass"
+    assert result.accuracy_stats is not None and result.accuracy_stats["graph_breaks"] == 3
+    assert result.performance is not None and result.performance.stats.graph_breaks == 3
+
+
 def test_each_run_of_the_check_is_a_fresh_copy_run_twice() -> None:
     """PyTorch's run_n_iterations: two iterations per run, the last one's output kept; each run (eager, eager again,
     compiled) starts from the pristine model, also after the timed loop ran its own copies many times."""
