@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -53,7 +54,12 @@ def list_runs(session: Session, filters: RunFilter = RunFilter(), *, limit: int 
 # The number of a stored summary's warnings, stored at ingest (run_summaries.warnings_count); counted from the JSON
 # only for a row stored without it. Lists show the count: decoding a night's warnings (~60 a run at PyTorch's matrix)
 # was most of a list's time (issue 31).
-WARNINGS_COUNT = sa.func.coalesce(RunSummary.warnings_count, sa.func.json_array_length(RunSummary.warnings))
+def warnings_count(summary: Any = RunSummary) -> sa.ColumnElement[int]:
+    """The number of ``summary``'s warnings (RunSummary or an alias of it)."""
+    return sa.func.coalesce(summary.warnings_count, sa.func.json_array_length(summary.warnings))
+
+
+WARNINGS_COUNT = warnings_count()
 
 
 # What a RunOut carries of its run, read as columns: building ORM objects (with their joined configuration and
@@ -68,20 +74,31 @@ _CONFIGURATION_OUT_COLUMNS = tuple(getattr(Configuration, name) for name in Conf
                                    if name not in ("machine", "backend_variant"))
 
 
+# A ConfigurationOut's columns with its machine's, as configuration_outs_of reads them.
+CONFIGURATION_OUT_COLUMNS = (*_CONFIGURATION_OUT_COLUMNS, *_MACHINE_OUT_COLUMNS)
+
+
 def configuration_outs(session: Session, ids: Iterable[int]) -> dict[int, ConfigurationOut]:
     """ConfigurationOut of the given configurations, by id (one statement of columns; configurations of one machine
     share its MachineOut)."""
     wanted = list(set(ids))
     if not wanted:
         return {}
-    rows = session.execute(sa.select(*_CONFIGURATION_OUT_COLUMNS, *_MACHINE_OUT_COLUMNS)
-                           .join(Machine, Machine.id == Configuration.machine_id)
-                           .where(Configuration.id.in_(wanted))).all()
+    return configuration_outs_of(session.execute(sa.select(*CONFIGURATION_OUT_COLUMNS)
+                                                  .join(Machine, Machine.id == Configuration.machine_id)
+                                                  .where(Configuration.id.in_(wanted))))
+
+
+def configuration_outs_of(rows: Iterable[Sequence]) -> dict[int, ConfigurationOut]:
+    """ConfigurationOut by id from rows of CONFIGURATION_OUT_COLUMNS' values (a configuration's first row counts;
+    configurations of one machine share its MachineOut)."""
     at = len(_CONFIGURATION_OUT_COLUMNS)
     config_keys, machine_keys = [c.key for c in _CONFIGURATION_OUT_COLUMNS], [c.key for c in _MACHINE_OUT_COLUMNS]
     machines: dict[int, MachineOut] = {}
-    out = {}
+    out: dict[int, ConfigurationOut] = {}
     for row in rows:
+        if row[0] in out:  # the first column is the configuration's id
+            continue
         machine = dict(zip(machine_keys, row[at:], strict=True))
         made = machines.get(machine["id"]) or machines.setdefault(machine["id"], MachineOut.model_validate(machine))
         values = dict(zip(config_keys, row[:at], strict=True))
@@ -99,18 +116,31 @@ def runs_out_counting_warnings(session: Session, query: sa.Select) -> list[RunOu
              .outerjoin(RunSummary, RunSummary.run_id == Run.id))
     rows = session.execute(query).all()
     made = configuration_outs(session, (row.configuration_id for row in rows))
-    summary_at = len(_RUN_OUT_COLUMNS)
-    run_keys = [c.key for c in _RUN_OUT_COLUMNS[:-1]]  # all but configuration_id, the last
-    out = []
-    for row in rows:
-        passed, total, geomean, unclipped, compile_s, ratio, count = row[summary_at:]
-        summary = None if passed is None else SummaryOut.values(passed, total, geomean, unclipped, compile_s, ratio,
-                                                                None, with_warnings=False, warnings_count=count or 0)
-        values = dict(zip(run_keys, row[:summary_at - 1], strict=True))
-        values["configuration"] = made[row.configuration_id]
-        values["summary"] = summary
-        out.append(RunOut.model_validate(values))
-    return out
+    at = len(_RUN_OUT_COLUMNS)
+    return [run_out(row[:at], row[at:], made[row.configuration_id]) for row in rows]
+
+
+RUN_OUT_COLUMNS = _RUN_OUT_COLUMNS  # the run's columns run_out takes, in its order (configuration_id last)
+RUN_OUT_KEYS = tuple(c.key for c in _RUN_OUT_COLUMNS[:-1])
+
+
+def run_out(run: Sequence, summary: Sequence, configuration: ConfigurationOut, *,
+            warnings: list[dict[str, str]] | None = None, with_warnings: bool = False) -> RunOut:
+    """A RunOut from a row's values: ``run`` those of RUN_OUT_COLUMNS (configuration_id last, or left off),
+    ``summary`` SUMMARY_COLUMNS then the warnings' count (all None: no summary). ``with_warnings``: the summary
+    lists ``warnings`` and counts them instead (as SummaryOut.from_row does)."""
+    passed, total, geomean, unclipped, compile_s, ratio, count = summary
+    if passed is None:
+        summary_out = None
+    elif with_warnings:
+        summary_out = SummaryOut.values(passed, total, geomean, unclipped, compile_s, ratio, warnings)
+    else:
+        summary_out = SummaryOut.values(passed, total, geomean, unclipped, compile_s, ratio, None,
+                                        with_warnings=False, warnings_count=count or 0)
+    values = dict(zip(RUN_OUT_KEYS, run, strict=False))
+    values["configuration"] = configuration
+    values["summary"] = summary_out
+    return RunOut.model_validate(values)
 
 
 # The numbers of a RunSummary as the reads return them: perfdash.metrics' SuiteSummary itself, so pages read its
