@@ -36,8 +36,10 @@ def has_runs(session: Session) -> bool:
 def runs_select(filters: RunFilter, *columns: sa.ColumnElement | type[Run], limit: int,
                 offset: int = 0) -> sa.Select:
     """``columns`` (default the Run entity) of the runs matching ``filters``, newest first."""
-    return (sa.select(*(columns or (Run,))).join(Configuration, Configuration.id == Run.configuration_id)
-            .where(*filters.clauses()).order_by(*run_order(newest_first=True)).limit(limit).offset(offset))
+    query = sa.select(*(columns or (Run,)))
+    if filters.config.clauses():  # every run has a configuration: the join only filters (a probe per run read)
+        query = query.join(Configuration, Configuration.id == Run.configuration_id)
+    return query.where(*filters.clauses()).order_by(*run_order(newest_first=True)).limit(limit).offset(offset)
 
 
 def list_runs(session: Session, filters: RunFilter = RunFilter(), *, limit: int = 100, offset: int = 0,
@@ -45,9 +47,14 @@ def list_runs(session: Session, filters: RunFilter = RunFilter(), *, limit: int 
     """Runs matching ``filters``, newest first; summaries carry warnings_count, not the warnings. ``after``: only the
     runs that come after this one in that order (keyset pagination: the last run of a page gives the next page, which
     costs the same however deep, where an offset reads and drops every row before it)."""
-    query = runs_select(filters, limit=limit, offset=offset)
+    page = runs_select(filters, Run.id, limit=limit, offset=offset)
     if after is not None:
-        query = query.where(earlier(Run, after))
+        page = page.where(earlier(Run, after))
+    # A deferred join: the page's ids first (the order's keys only, no summary), then those runs' columns. Selecting
+    # the columns and joining each run's summary before the offset read and dropped every skipped run's summary:
+    # at an offset of 10,000, 41,600 buffers and 27 ms of Postgres at 30M results (issue 31).
+    ids = page.subquery()
+    query = sa.select(Run).join(ids, ids.c.id == Run.id).order_by(*run_order(newest_first=True))
     return runs_out_counting_warnings(session, query)
 
 
