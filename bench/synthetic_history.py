@@ -294,7 +294,7 @@ RUN_COLUMNS = ("id", "run_key", "content_sha256", "configuration_id", "night", "
 RESULT_COLUMNS = ("run_id", "series_id", "name", "batch_size", "accuracy", "passed", "speedup", "abs_latency",
                   "compilation_latency", "compression_ratio", "eager_peak_mem", "dynamo_peak_mem", "calls_captured",
                   "unique_graphs", "graph_breaks", "unique_graph_breaks", "eager_throughput", "compiled_throughput",
-                  "samples")
+                  "eager_activation_peak_mem", "dynamo_activation_peak_mem", "samples")
 SUMMARY_COLUMNS = ("run_id", "passed", "total", "geomean_speedup", "geomean_speedup_unclipped",
                    "mean_compile_time_s", "mean_compression_ratio", "warnings", "warnings_count")
 
@@ -371,14 +371,16 @@ def _result_lines(run_id: int, loaded: _Loaded, night_results: Sequence[ModelRes
         # training: samples/s of the global batch, compiled from the latency, eager from the speedup
         compiled_tp = None if failure or not training else r.batch_size * 1000.0 / p.abs_latency * loaded.scale
         eager_tp = compiled_tp / p.speedup if compiled_tp is not None else None
-        raw = "\\N" if samples is None or rng is None or failure or not p.abs_latency else samples.json_of(
-            rng, p.abs_latency * p.speedup, p.abs_latency, p.dynamo_peak_mem or 1.0)
+        measured = not (samples is None or rng is None or failure or not p.abs_latency)
+        peak_gb = p.dynamo_peak_mem or 1.0
+        raw = samples.json_of(rng, p.abs_latency * p.speedup, p.abs_latency, peak_gb) if measured else "\\N"
+        peaks = f"{peak_gb!r}\t{peak_gb * 0.8!r}" if measured else "\\N\t\\N"  # as in the samples (json_of)
         lines.append(
             f"{run_id}\t{loaded.series[r.name]}\t{r.name}\t{r.batch_size}\t{r.accuracy}\t"
             f"{'t' if r.gated_speedup > 0 else 'f'}\t{p.speedup!r}\t{p.abs_latency!r}\t{_f(p.compilation_latency)}\t"
             f"{_f(p.compression_ratio)}\t{_f(None if failure else p.eager_peak_mem)}\t"
             f"{_f(None if failure else p.dynamo_peak_mem)}\t\\N\t\\N\t\\N\t\\N\t{_f(eager_tp)}\t{_f(compiled_tp)}\t"
-            f"{raw}\n")
+            f"{peaks}\t{raw}\n")
     return lines
 
 

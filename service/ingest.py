@@ -547,6 +547,8 @@ def _result_row(run_id: int, series_id: int, result: ModelResult, samples: Model
         "graph_breaks": stats.graph_breaks, "unique_graph_breaks": stats.unique_graph_breaks,
         "speedup_ci_low": interval.low if interval else None,
         "speedup_ci_high": interval.high if interval else None,
+        "eager_activation_peak_mem": samples.eager_activation_peak_mem if samples else None,
+        "dynamo_activation_peak_mem": samples.dynamo_activation_peak_mem if samples else None,
         "samples": _samples_json(samples) if samples else None,
         "error": error,
     }

@@ -96,11 +96,16 @@ def backend_variant(backend: str, variant: str) -> str:
     return f"{backend}_{variant}" if variant else backend
 
 
+RUN_INCLUDE: tuple[str, ...] = ("started_at", "id", "partition_id", "total_partitions", "torch_git_commit")
+
+
 class Run(Base):
     __tablename__ = "runs"
     __table_args__ = (
-        # previous night of a configuration; suite-summary history over a date range
-        sa.Index("ix_runs_configuration_night", "configuration_id", "night"),
+        # previous night of a configuration; suite-summary history over a date range. Postgres: covering what the
+        # previous-run probes (service.queries.order) and a model's history read of a run, so neither reads the
+        # runs' heap, where a configuration's runs are one page a night apart (issue 31)
+        sa.Index("ix_runs_configuration_night", "configuration_id", "night", postgresql_include=list(RUN_INCLUDE)),
         sa.Index("ix_runs_torch_version", "torch_version", "configuration_id"),  # the Releases view
         # every ingest looks for runs whose hooks have not run: only those rows are indexed
         sa.Index("ix_runs_hooks_pending", "id", postgresql_where=sa.text("hooks_pending"),
@@ -158,11 +163,20 @@ ResultMetricColumns = type("ResultMetricColumns", (), {
     m.name: mapped_column(sa.Float, nullable=True) for m in RESULT_METRICS})
 
 
+# What a model's history reads of each result (service.queries.history.model_history), carried by its index so the
+# history is an index-only scan: a night's results are stored together, so a series' rows are one heap page a night
+# apart, and reading them was most of a whole-history read at 30M results (602 pages for 604 points; issue 31).
+HISTORY_INCLUDE: tuple[str, ...] = ("accuracy", "passed", *(m.name for m in RESULT_METRICS), "eager_peak_mem",
+                                    "dynamo_peak_mem", "graph_breaks", "speedup_ci_low", "speedup_ci_high",
+                                    "eager_activation_peak_mem", "dynamo_activation_peak_mem")
+
+
 class Result(ResultMetricColumns, Base):
     __tablename__ = "results"
     __table_args__ = (
         sa.UniqueConstraint("run_id", "name", name="uq_results_run_name"),  # also the index of "one run's results"
-        sa.Index("ix_results_series_run", "series_id", "run_id"),  # a model's history
+        # a model's history (Postgres: covering; SQLite has no INCLUDE)
+        sa.Index("ix_results_series_history", "series_id", "run_id", postgresql_include=list(HISTORY_INCLUDE)),
     )
 
     id: Mapped[int] = mapped_column(sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True)
@@ -181,6 +195,10 @@ class Result(ResultMetricColumns, Base):
     # 95 % confidence interval of the speedup from the raw samples (perfdash.confidence), set at ingest
     speedup_ci_low: Mapped[float | None]
     speedup_ci_high: Mapped[float | None]
+    # perfdash's own activation peaks (GB) from the samples file, also kept in ``samples``: as columns, the history's
+    # index carries them (migration 0012 copied them out of the stored samples)
+    eager_activation_peak_mem: Mapped[float | None]
+    dynamo_activation_peak_mem: Mapped[float | None]
     # {"eager_ms": [...], "compiled_ms": [...]}; deferred: ~100 floats a row that only detail views want
     samples: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON(none_as_null=True), deferred=True)
     error: Mapped[str | None] = mapped_column(sa.Text)  # why it failed, from the manifest

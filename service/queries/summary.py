@@ -8,16 +8,28 @@ twice in one night, the later run is the one a summary shows.
 
 from __future__ import annotations
 
-from datetime import date
+import functools
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from pydantic import BaseModel
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
-from service.models import Configuration, Run
+from service.models import Configuration, Machine, Run, RunSummary
 from service.queries.filters import ConfigFilter
-from service.queries.order import latest_night, latest_of_each, latest_run_ids, previous_run_ids
-from service.queries.runs import RunLite, lite_runs, runs_out_counting_warnings
+from service.queries.order import latest_night, latest_of_each, latest_run_ids, previous_run_id, previous_run_ids
+from service.queries.runs import (
+    CONFIGURATION_OUT_COLUMNS,
+    RUN_OUT_COLUMNS,
+    SUMMARY_COLUMNS,
+    RunLite,
+    configuration_outs_of,
+    lite_runs,
+    run_out,
+    warnings_count,
+)
 from service.queries.schemas import RunOut
 
 
@@ -31,34 +43,111 @@ class NightSummary(BaseModel):
     rows: list[SummaryRow]
 
 
-def _rows(session: Session, run_ids: list[int], *, with_warnings: bool) -> list[SummaryRow]:
-    """Rows of the given runs with their previous runs, found in a fixed number of statements whatever the number of
-    runs. Every summary carries ``warnings_count`` (stored at ingest); the runs' own warnings are decoded only
-    ``with_warnings``: at PyTorch's matrix a night is 276 runs with ~60 warnings each, ~1.2 MB of the answer's 2 MB
-    and most of its time (issue 31), where a summary shows their number and the run's own endpoint
-    (/api/v1/summary/runs/{id}, /api/v1/runs/{id}) lists them."""
-    pairs = previous_run_ids(session, run_ids)
-    wanted = [p for p in pairs.values() if p is not None]
-    counted = runs_out_counting_warnings(
-        session, sa.select(Run).where(Run.id.in_(wanted + ([] if with_warnings else run_ids))))
-    by_id = {r.id: r for r in counted}
-    if with_warnings:
-        made = {r.configuration.id: r.configuration for r in counted}
-        for run in session.scalars(sa.select(Run).where(Run.id.in_(run_ids))).unique():
-            by_id[run.id] = RunOut.from_row(run, configuration=made.get(run.configuration_id))
-    # model_construct: both are RunOut, validated as they were made; nothing is left to check
-    return [SummaryRow.model_construct(run=by_id[run_id], previous=by_id.get(pairs.get(run_id)))  # type: ignore[arg-type]
-            for run_id in run_ids]
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """A run the statement found, with what latest_of_each orders it by."""
+
+    id: int
+    configuration_id: int
+    partition_id: int
+    total_partitions: int
+    night: date
+    started_at: datetime | None
+    row: sa.Row
 
 
-def night_run_ids(session: Session, filters: ConfigFilter, night: date) -> list[int]:
-    """The runs a night's summary shows: the latest run of each matching configuration and partition that night,
-    picked from their keys alone (no summary, no JSON read)."""
-    rows = session.execute(
-        sa.select(Run.id, Run.night, Run.started_at, Run.configuration_id, Run.partition_id, Run.total_partitions)
-        .join(Configuration, Configuration.id == Run.configuration_id).where(Run.night == night, *filters.clauses())
-    ).all()
-    return [r.id for r in latest_of_each(rows)]
+_AT = {column.key: at for at, column in enumerate(RUN_OUT_COLUMNS)}  # the run's values come first in a row
+_CANDIDATE_KEYS = ("id", "configuration_id", "partition_id", "total_partitions", "night", "started_at")
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """What the statement of :func:`_rows` reads, and where each part's values are in a row: the run, its summary
+    (SUMMARY_COLUMNS then the warnings' count, or the warnings ``with_warnings``), the configuration with its machine,
+    the previous run, its summary."""
+
+    before: Any  # the aliases of Run and RunSummary for the previous run
+    before_summary: Any
+    columns: tuple[sa.ColumnElement, ...]
+    run: slice
+    summary: slice
+    configuration: slice
+    previous: slice
+    previous_summary: slice
+
+
+@functools.cache
+def _columns(with_warnings: bool) -> _Columns:
+    before = aliased(Run)
+    before_summary = aliased(RunSummary)
+    warnings_column = RunSummary.warnings if with_warnings else warnings_count(RunSummary)
+    parts = [RUN_OUT_COLUMNS, (*SUMMARY_COLUMNS, warnings_column), CONFIGURATION_OUT_COLUMNS,
+             tuple(getattr(before, c.key) for c in RUN_OUT_COLUMNS[:-1]),
+             (*(getattr(before_summary, c.key) for c in SUMMARY_COLUMNS), warnings_count(before_summary))]
+    slices, at = [], 0
+    for part in parts:
+        slices.append(slice(at, at + len(part)))
+        at += len(part)
+    return _Columns(before, before_summary, tuple(column for part in parts for column in part), *slices)
+
+
+@functools.lru_cache(maxsize=64)
+def _statement(with_warnings: bool, filters: ConfigFilter | None) -> sa.Select:
+    """The runs of the night given as ``night`` whose configurations match ``filters`` (None: the run given as
+    ``run_id``) with its configuration and machine and its previous run (order.previous_run_id),
+    both with their summaries, as columns of one statement: no ORM objects, no list of ids sent back. Reading the
+    runs, their previous runs and the configurations as four statements (two with a list of 276 or 552 ids), then
+    validating each part, was most of a night summary's time (issue 31).
+
+    The runs with their previous runs' ids come from a subquery the planner keeps whole (OFFSET 0): joined on that
+    plain column, each previous run is one primary-key probe, where a join on the correlated subquery itself let
+    Postgres hash the whole runs table (16 ms of 17 at 3M results). Built once for each filter (building it was a
+    tenth of the summary's CPU)."""
+    columns = _columns(with_warnings)
+    where = ([Run.id == sa.bindparam("run_id", type_=sa.Integer)] if filters is None
+             else [Run.night == sa.bindparam("night", type_=sa.Date), *filters.clauses()])
+    own = columns.columns[:columns.previous.start]  # the run's, its summary's, its configuration's
+    found = (sa.select(*(column.label(f"c{at}") for at, column in enumerate(own)),
+                       previous_run_id(Run).label("previous_id"))
+             .join(Configuration, Configuration.id == Run.configuration_id)
+             .join(Machine, Machine.id == Configuration.machine_id)
+             .outerjoin(RunSummary, RunSummary.run_id == Run.id)
+             .where(*where).offset(0).subquery())
+    before, before_summary = columns.before, columns.before_summary
+    return (sa.select(*(found.c[f"c{at}"] for at in range(len(own))), *columns.columns[columns.previous.start:])
+            .select_from(found)
+            .outerjoin(before, before.id == found.c.previous_id)
+            .outerjoin(before_summary, before_summary.run_id == before.id))
+
+
+def _rows(session: Session, filters: ConfigFilter | None, parameters: dict[str, Any], *,
+          with_warnings: bool) -> list[SummaryRow]:
+    """Rows of the runs of a night (``filters``; parameter ``night``) or of one run (None; parameter ``run_id``) with
+    their previous runs, in one statement whatever the number of runs; of a night only the latest run of each
+    configuration and partition (order.latest_of_each), in its order. Every summary carries ``warnings_count``
+    (stored at ingest); the runs' own warnings are decoded only ``with_warnings``: at PyTorch's matrix a night is 276
+    runs with ~60 warnings each, ~1.2 MB of the answer's 2 MB and most of its time (issue 31), where a summary shows
+    their number and the run's own endpoint (/api/v1/summary/runs/{id}, /api/v1/runs/{id}) lists them."""
+    columns = _columns(with_warnings)
+    run, summary, configuration = columns.run, columns.summary, columns.configuration
+    previous, previous_summary = columns.previous, columns.previous_summary
+    found = session.execute(_statement(with_warnings, filters), parameters).all()
+    if filters is not None:
+        found = [c.row for c in latest_of_each(
+            _Candidate(*(row[_AT[key]] for key in _CANDIDATE_KEYS), row) for row in found)]
+    made = configuration_outs_of(row[configuration] for row in found)
+    out = []
+    for row in found:
+        made_configuration = made[row[_AT["configuration_id"]]]
+        values = row[summary]
+        run_out_ = (run_out(row[run], (*values[:-1], None), made_configuration, warnings=values[-1],
+                            with_warnings=True) if with_warnings
+                    else run_out(row[run], values, made_configuration))
+        previous_run = (None if row[previous.start] is None
+                        else run_out(row[previous], row[previous_summary], made_configuration))
+        # model_construct: both are RunOut, validated as they were made; nothing is left to check
+        out.append(SummaryRow.model_construct(run=run_out_, previous=previous_run))
+    return out
 
 
 def night_summary(session: Session, filters: ConfigFilter = ConfigFilter(), night: date | None = None, *,
@@ -68,7 +157,7 @@ def night_summary(session: Session, filters: ConfigFilter = ConfigFilter(), nigh
     night = night or latest_night(session, filters)
     if night is None:
         return NightSummary(night=None, rows=[])
-    rows = _rows(session, night_run_ids(session, filters, night), with_warnings=with_warnings)
+    rows = _rows(session, filters, {"night": night}, with_warnings=with_warnings)
     rows.sort(key=lambda r: (r.run.configuration.suite, r.run.configuration.backend_variant,
                              r.run.configuration.device, r.run.configuration.dtype, r.run.configuration.mode,
                              r.run.configuration.id))
@@ -81,7 +170,7 @@ def run_summary(session: Session, run_id: int) -> NightSummary | None:
     night = session.scalar(sa.select(Run.night).where(Run.id == run_id))
     if night is None:
         return None
-    return NightSummary(night=night, rows=_rows(session, [run_id], with_warnings=True))
+    return NightSummary(night=night, rows=_rows(session, None, {"run_id": run_id}, with_warnings=True))
 
 
 def latest_runs_with_base(session: Session, filters: ConfigFilter = ConfigFilter()

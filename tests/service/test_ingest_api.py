@@ -135,6 +135,7 @@ def test_activation_peak_is_kept_with_the_samples_not_in_pytorchs_columns(upload
     assert result.samples == {"eager_ms": [2.0, 2.2], "compiled_ms": [1.4, 1.5], "eager_activation_peak_mem": 0.024,
                               "dynamo_activation_peak_mem": 0.015}
     assert (result.eager_peak_mem, result.dynamo_peak_mem) != (0.024, 0.015)
+    assert (result.eager_activation_peak_mem, result.dynamo_activation_peak_mem) == (0.024, 0.015)  # the history's
 
     body = {"manifest": json.loads(manifest(night="2026-02-05").model_dump_json()), "results": [
         {"name": "resnet50", "batch_size": 8, "accuracy": "pass", "speedup": 1.5, "abs_latency": 3.0,
@@ -146,6 +147,7 @@ def test_activation_peak_is_kept_with_the_samples_not_in_pytorchs_columns(upload
     stored = session.scalar(sa.select(Result).where(Result.run_id == response.json()["runs"][0]["run_id"]))
     assert (stored.eager_peak_mem, stored.dynamo_peak_mem, stored.compression_ratio) == (1.8, 2.0, 0.9)
     assert (stored.samples["eager_activation_peak_mem"], stored.samples["dynamo_activation_peak_mem"]) == (0.3, 0.1)
+    assert (stored.eager_activation_peak_mem, stored.dynamo_activation_peak_mem) == (0.3, 0.1)
 
 
 def test_a_bad_activation_peak_names_the_samples_line(upload, session, run_files, manifest):

@@ -82,6 +82,15 @@ def test_indexes_for_the_queries_exist(migrated_url: str):
     assert ("night",) in run_indexes  # a night's summary
     assert ("torch_version", "configuration_id") in run_indexes  # the Releases view's last run of a version
     assert ("series_id", "run_id") in result_indexes  # a model's history
+    if migrated_url.startswith("postgresql"):  # the history's index carries what it reads (issue 31)
+        engine = sa.create_engine(migrated_url)
+        try:
+            with engine.connect() as connection:
+                definition = connection.execute(sa.text(
+                    "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_results_series_history'")).scalar_one()
+        finally:
+            engine.dispose()
+        assert "INCLUDE (accuracy, passed, speedup" in definition and "dynamo_activation_peak_mem)" in definition
     assert ("run_id", "name") in result_uniques  # one run's results
 
 
@@ -177,3 +186,32 @@ def test_the_database_is_the_one_perfdash_names_and_the_environment_only_for_a_b
     assert done.returncode == 0, done.stderr
     assert OWN_TABLES <= _tables(f"sqlite:///{environment}")
     assert current_heads(f"sqlite:///{environment}") == current_heads(f"sqlite:///{given}")
+
+
+def test_0012_copies_the_stored_activation_peaks_into_their_columns(empty_database: str):
+    """Results stored before 0012 keep their activation peaks only in ``samples``: the upgrade copies them into the
+    columns the history reads (NULL where the samples have none), and a downgrade drops the columns again."""
+    from service.db import make_engine
+
+    engine = make_engine(empty_database)
+    try:
+        _store_runner_py_statuses(empty_database)
+        downgrade(empty_database, "0011_issue31_storage")
+        with engine.begin() as connection:
+            ids = connection.execute(sa.text("SELECT id FROM results ORDER BY id")).scalars().all()
+            samples = ['{"eager_ms": [1.5], "compiled_ms": [1.0], "eager_activation_peak_mem": 0.0239, '
+                       '"dynamo_activation_peak_mem": 0.015}', '{"eager_ms": [1.5], "compiled_ms": [1.0]}']
+            for result_id, text in zip(ids, samples, strict=False):
+                connection.execute(sa.text("UPDATE results SET samples = :s WHERE id = :id"),
+                                   {"s": text, "id": result_id})
+        upgrade(empty_database)
+        with engine.connect() as connection:
+            peaks = connection.execute(sa.text("SELECT eager_activation_peak_mem, dynamo_activation_peak_mem "
+                                               "FROM results ORDER BY id")).all()
+        assert [tuple(p) for p in peaks] == [(0.0239, 0.015)] + [(None, None)] * (len(ids) - 1)
+        downgrade(empty_database, "0011_issue31_storage")
+        with engine.connect() as connection:
+            columns = {c["name"] for c in sa.inspect(connection).get_columns("results")}
+        assert "eager_activation_peak_mem" not in columns and "samples" in columns
+    finally:
+        engine.dispose()
