@@ -17,6 +17,7 @@ Vectorised (numpy): the Releases view judges thousands of models per request.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -51,6 +52,18 @@ class Criterion:
 
 # The Releases view's meaning: every registry metric, by its own minimum effect.
 EVERY_METRIC: tuple[Criterion, ...] = tuple(Criterion(m, m.min_effect) for m in RESULT_METRICS)
+
+
+# Bump when judge() changes its rules: verdicts stored under an older fingerprint are then not read (release_pairs).
+RULES_VERSION = 1
+
+
+def fingerprint(criteria: Sequence[Criterion]) -> str:
+    """What a stored verdict was judged by: the rules' version, the verdict order, each criterion (metric, its
+    direction, its minimum effect) and the epsilon. Verdicts kept under another fingerprint are stale."""
+    words = [f"rules {RULES_VERSION}", f"epsilon {EPSILON!r}", "verdicts " + ",".join(v.name for v in MODEL_VERDICTS),
+             *(f"{c.metric.name} {c.metric.better.value} {c.min_effect!r}" for c in criteria)]
+    return hashlib.sha256("\n".join(words).encode()).hexdigest()
 
 
 def speedup_only(threshold: float = SPEEDUP.min_effect) -> tuple[Criterion, ...]:

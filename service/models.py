@@ -345,3 +345,37 @@ class BisectionRequest(Base):
     updated_at: Mapped[datetime | None]
 
     configuration: Mapped[Configuration] = relationship(lazy="joined")
+
+
+class ReleasePair(Base):
+    """The Releases view's judgement of one pair of runs of a configuration (service/release_verdicts.py), kept at
+    ingest for the pairs the view is asked for: each release's last run against the configuration's latest run and
+    against each newer release's last run (migration 0012). ``criteria`` is perfdash.judgement's fingerprint of
+    what was judged: a row of other criteria is not read. Runs never change once stored, so a row stays true
+    until one of its runs is deleted (the cascade drops it)."""
+
+    __tablename__ = "release_pairs"
+    __table_args__ = (
+        sa.UniqueConstraint("base_run_id", "new_run_id", "criteria", name="uq_release_pairs_runs_criteria"),
+        sa.Index("ix_release_pairs_configuration_id", "configuration_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    configuration_id: Mapped[int] = mapped_column(sa.ForeignKey("configurations.id", ondelete="CASCADE"))
+    base_run_id: Mapped[int] = mapped_column(sa.ForeignKey("runs.id", ondelete="CASCADE"))
+    new_run_id: Mapped[int] = mapped_column(sa.ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    criteria: Mapped[str] = mapped_column(sa.String(64))
+    counts: Mapped[dict[str, int]] = mapped_column(sa.JSON)  # verdict name -> models, every verdict
+
+
+class ReleasePairModel(Base):
+    """One model of a :class:`ReleasePair` whose verdict is not ``unchanged``: what the view sorts by (verdict,
+    impact, name, configuration). Its values and statuses are read from ``results`` for the models shown."""
+
+    __tablename__ = "release_pair_models"
+
+    pair_id: Mapped[int] = mapped_column(sa.ForeignKey("release_pairs.id", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
+    configuration_id: Mapped[int]
+    verdict: Mapped[int] = mapped_column(sa.SmallInteger)  # index into perfdash.verdicts.MODEL_VERDICTS
+    impact: Mapped[float]

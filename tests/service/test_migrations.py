@@ -8,7 +8,8 @@ import sqlalchemy as sa
 from service.migrate import current_heads, downgrade, upgrade
 from service.models import Base
 
-OWN_TABLES = {"machines", "configurations", "runs", "series", "results", "run_summaries", "annotations"}
+OWN_TABLES = {"machines", "configurations", "runs", "series", "results", "run_summaries", "annotations",
+              "release_pairs", "release_pair_models"}
 
 
 def _tables(url: str) -> set[str]:

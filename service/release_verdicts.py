@@ -1,0 +1,86 @@
+"""The Releases view's verdicts kept at ingest (issue 31): table ``release_pairs`` and its models.
+
+Pairing two whole nights of PyTorch's matrix (~100,000 results) per request cost ~140 ms of Postgres CPU whatever
+the read's shape, so the pairs the view is asked for are judged once, when their runs arrive: in each configuration,
+**each release's last run against the configuration's latest run and against each newer release's last run** (the
+default view, "release X -> latest", and "release X -> release Y"). A pair of any other runs (a nightly as a side, a
+newer release as the base) is paired live by service.queries.releases, as before.
+
+"Last run of a version" and "latest run" are service.queries.releases.last_runs' order: the latest night, then the
+latest id. What a pair holds is service.queries.releases.judge_pair's, under the criteria's fingerprint
+(perfdash.judgement.fingerprint). Runs never change once stored; a deleted run takes its pairs with it (foreign keys
+ON DELETE CASCADE). :func:`refresh_configuration` brings one configuration's pairs to what its runs ask for: it adds
+the missing pairs and drops those no longer asked for (an older latest run, other criteria). It runs after every
+ingested run (:class:`ReleaseVerdictsHook`, a post-ingest hook), after a run is deleted, and over every
+configuration in migration 0012 (:func:`refresh_all`).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from service.models import Configuration, ReleasePair, ReleasePairModel, Run
+from service.queries import torch_versions
+from service.queries.releases import CRITERIA, judge_pair
+
+
+def wanted_pairs(session: Session, configuration_id: int) -> set[tuple[int, int]]:
+    """The (base run, new run) pairs kept for a configuration."""
+    last: dict[str, tuple[date, int]] = {}
+    latest: tuple[date, int] | None = None
+    for run_id, night, version in session.execute(
+            sa.select(Run.id, Run.night, Run.torch_version).where(Run.configuration_id == configuration_id)):
+        key = (night, run_id)
+        latest = max(latest, key) if latest is not None else key
+        if version is not None:
+            last[version] = max(last.get(version, key), key)
+    releases = [v for v in torch_versions.ordered(last) if torch_versions.is_release(v)]  # oldest first
+    pairs: set[tuple[int, int]] = set()
+    for i, base in enumerate(releases):
+        assert latest is not None  # a configuration with a release has runs
+        pairs.add((last[base][1], latest[1]))
+        pairs.update((last[base][1], last[newer][1]) for newer in releases[i:])  # itself: a run against itself
+    return pairs
+
+
+def refresh_configuration(session: Session, configuration_id: int) -> int:
+    """Bring one configuration's kept pairs to :func:`wanted_pairs`; returns the pairs judged. Two ingests of one
+    configuration take turns on its row (Postgres), so a pair is never judged and inserted twice."""
+    session.execute(sa.select(Configuration.id).where(Configuration.id == configuration_id).with_for_update())
+    wanted = wanted_pairs(session, configuration_id)
+    kept: set[tuple[int, int]] = set()
+    dropped: list[int] = []
+    for pair_id, base, new, criteria in session.execute(
+            sa.select(ReleasePair.id, ReleasePair.base_run_id, ReleasePair.new_run_id, ReleasePair.criteria)
+            .where(ReleasePair.configuration_id == configuration_id)):
+        if criteria == CRITERIA and (base, new) in wanted:
+            kept.add((base, new))
+        else:
+            dropped.append(pair_id)
+    if dropped:  # the cascade drops their models (SQLite without foreign keys: dropped here too)
+        session.execute(sa.delete(ReleasePairModel).where(ReleasePairModel.pair_id.in_(dropped)))
+        session.execute(sa.delete(ReleasePair).where(ReleasePair.id.in_(dropped)))
+    missing = sorted(wanted - kept)
+    for base, new in missing:
+        verdicts = judge_pair(session, configuration_id, base, new)
+        pair_id = session.scalar(sa.insert(ReleasePair).values(
+            configuration_id=configuration_id, base_run_id=base, new_run_id=new, criteria=CRITERIA,
+            counts=verdicts.counts).returning(ReleasePair.id))
+        if verdicts.models:
+            session.execute(sa.insert(ReleasePairModel), [
+                {"pair_id": pair_id, "name": name, "configuration_id": configuration_id, "verdict": verdict,
+                 "impact": impact} for name, verdict, impact in verdicts.models])
+    return len(missing)
+
+
+def refresh_configurations(session: Session, configuration_ids: set[int]) -> int:
+    """These configurations' pairs, in id order (two writers lock them in the same order); returns the pairs judged."""
+    return sum(refresh_configuration(session, c) for c in sorted(configuration_ids))
+
+
+def refresh_all(session: Session) -> int:
+    """Every configuration's pairs (the migration's backfill, or a repair); returns the pairs judged."""
+    return refresh_configurations(session, set(session.scalars(sa.select(Configuration.id))))
