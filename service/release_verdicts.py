@@ -7,7 +7,7 @@ default view, "release X -> latest", and "release X -> release Y"). A pair of an
 newer release as the base) is paired live by service.queries.releases, as before.
 
 "Last run of a version" and "latest run" are service.queries.releases.last_runs' order: the latest night, then the
-latest id. What a pair holds is service.queries.releases.judge_pair's, under the criteria's fingerprint
+latest id. What a pair holds is service.queries.releases.judge_pairs', under the criteria's fingerprint
 (perfdash.judgement.fingerprint). Runs never change once stored; a deleted run takes its pairs with it (foreign keys
 ON DELETE CASCADE). :func:`refresh_configuration` brings one configuration's pairs to what its runs ask for: it adds
 the missing pairs and drops those no longer asked for (an older latest run, other criteria). It runs after every
@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from service.models import Configuration, ReleasePair, ReleasePairModel, Run
 from service.queries import torch_versions
-from service.queries.releases import CRITERIA, judge_pair
+from service.queries.releases import CRITERIA, judge_pairs
 
 
 def wanted_pairs(session: Session, configuration_id: int) -> set[tuple[int, int]]:
@@ -64,8 +64,7 @@ def refresh_configuration(session: Session, configuration_id: int) -> int:
         session.execute(sa.delete(ReleasePairModel).where(ReleasePairModel.pair_id.in_(dropped)))
         session.execute(sa.delete(ReleasePair).where(ReleasePair.id.in_(dropped)))
     missing = sorted(wanted - kept)
-    for base, new in missing:
-        verdicts = judge_pair(session, configuration_id, base, new)
+    for (base, new), verdicts in zip(missing, judge_pairs(session, configuration_id, missing), strict=True):
         pair_id = session.scalar(sa.insert(ReleasePair).values(
             configuration_id=configuration_id, base_run_id=base, new_run_id=new, criteria=CRITERIA,
             counts=verdicts.counts).returning(ReleasePair.id))

@@ -164,6 +164,11 @@ def pair_results(session: Session, runs: dict[int, tuple[int, int]],
         keep = np.array([(config_of_run[int(r)], name) in only for r, name in zip(columns.run_id, columns.name,
                                                                                   strict=True)], dtype=bool)
         columns = columns.take(np.flatnonzero(keep))
+    return pair_columns(columns, runs)
+
+
+def pair_columns(columns: _RunColumns, runs: dict[int, tuple[int, int]]) -> Paired:
+    """The pairing of :func:`pair_results` over result rows already read (``columns``: rows of those runs only)."""
     config_of = {r: c for c, pair in runs.items() for r in pair}  # a run belongs to one configuration
     known_runs = np.array(sorted(config_of), dtype=np.int64)
     row_config = np.array([config_of[r] for r in known_runs.tolist()], dtype=np.int64)[
@@ -411,14 +416,21 @@ class PairVerdicts:
     models: list[tuple[str, int, float]]
 
 
-def judge_pair(session: Session, configuration_id: int, base_run: int, new_run: int) -> PairVerdicts:
-    """What :func:`compare_versions` shows of one configuration's two runs, to be kept."""
-    paired = pair_results(session, {configuration_id: (base_run, new_run)})
-    judged = judge(paired)
+def judge_pairs(session: Session, configuration_id: int, pairs: list[tuple[int, int]]) -> list[PairVerdicts]:
+    """What :func:`compare_versions` shows of each (base run, new run) of one configuration, to be kept; the runs'
+    results are read once for all the pairs."""
+    if not pairs:
+        return []
+    columns = _run_columns(session, sorted({run for pair in pairs for run in pair}))
     unchanged = VERDICT_ORDER.index(UNCHANGED.name)
-    return PairVerdicts(counts=_counts([configuration_id], paired, judged)[configuration_id],
-                        models=[(paired.name[i], int(judged.verdict[i]), float(judged.impact[i]))
-                                for i in np.flatnonzero(judged.verdict != unchanged).tolist()])
+    out = []
+    for pair in pairs:
+        paired = pair_columns(columns.take(np.flatnonzero(np.isin(columns.run_id, pair))), {configuration_id: pair})
+        judged = judge(paired)
+        out.append(PairVerdicts(counts=_counts([configuration_id], paired, judged)[configuration_id],
+                                models=[(paired.name[i], int(judged.verdict[i]), float(judged.impact[i]))
+                                        for i in np.flatnonzero(judged.verdict != unchanged).tolist()]))
+    return out
 
 
 @dataclass(frozen=True, slots=True)

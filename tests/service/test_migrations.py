@@ -8,8 +8,7 @@ import sqlalchemy as sa
 from service.migrate import current_heads, downgrade, upgrade
 from service.models import Base
 
-OWN_TABLES = {"machines", "configurations", "runs", "series", "results", "run_summaries", "annotations",
-              "release_pairs", "release_pair_models"}
+OWN_TABLES = {"machines", "configurations", "runs", "series", "results", "run_summaries", "annotations"}
 
 
 def _tables(url: str) -> set[str]:
