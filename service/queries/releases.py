@@ -8,6 +8,9 @@ by impact.
 
 ``new="latest"`` compares with each configuration's latest run, whatever its version (a release against the latest
 nightly).
+
+A pair of runs that ingest judged already (service/release_verdicts.py, table ``release_pairs``) is read from there
+(issue 31: pairing two whole nights of PyTorch's matrix cost ~140 ms of Postgres a request); any other is paired here.
 """
 
 from __future__ import annotations
