@@ -60,18 +60,22 @@ def refresh_configuration(session: Session, configuration_id: int) -> int:
             kept.add((base, new))
         else:
             dropped.append(pair_id)
-    if dropped:  # the cascade drops their models (SQLite without foreign keys: dropped here too)
-        session.execute(sa.delete(ReleasePairModel).where(ReleasePairModel.pair_id.in_(dropped)))
+    if dropped:  # their models go by the cascade
         session.execute(sa.delete(ReleasePair).where(ReleasePair.id.in_(dropped)))
     missing = sorted(wanted - kept)
-    for (base, new), verdicts in zip(missing, judge_pairs(session, configuration_id, missing), strict=True):
-        pair_id = session.scalar(sa.insert(ReleasePair).values(
-            configuration_id=configuration_id, base_run_id=base, new_run_id=new, criteria=CRITERIA,
-            counts=verdicts.counts).returning(ReleasePair.id))
-        if verdicts.models:
-            session.execute(sa.insert(ReleasePairModel), [
-                {"pair_id": pair_id, "name": name, "configuration_id": configuration_id, "verdict": verdict,
-                 "impact": impact} for name, verdict, impact in verdicts.models])
+    if not missing:
+        return 0
+    judged = judge_pairs(session, configuration_id, missing)
+    # every pair of the configuration in one statement, then every model of them in one (not two per pair: a new
+    # release brings one pair per release before it, the backfill all of them)
+    pair_ids = session.scalars(sa.insert(ReleasePair).returning(ReleasePair.id, sort_by_parameter_order=True), [
+        {"configuration_id": configuration_id, "base_run_id": base, "new_run_id": new, "criteria": CRITERIA,
+         "counts": verdicts.counts} for (base, new), verdicts in zip(missing, judged, strict=True)]).all()
+    models = [{"pair_id": pair_id, "name": name, "configuration_id": configuration_id, "verdict": verdict,
+               "impact": impact}
+              for pair_id, verdicts in zip(pair_ids, judged, strict=True) for name, verdict, impact in verdicts.models]
+    if models:
+        session.execute(sa.insert(ReleasePairModel), models)
     return len(missing)
 
 
