@@ -352,7 +352,11 @@ class ReleasePair(Base):
     ingest for the pairs the view is asked for: each release's last run against the configuration's latest run and
     against each newer release's last run (migration 0012). ``criteria`` is perfdash.judgement's fingerprint of
     what was judged: a row of other criteria is not read. Runs never change once stored, so a row stays true
-    until one of its runs is deleted (the cascade drops it)."""
+    until one of its runs is deleted (the cascade drops it).
+
+    The models that are not ``unchanged`` are packed in the row, element i of each column the same model (one row
+    a pair, not one a model: a night of PyTorch's matrix would add ~150,000 rows against five releases): what the
+    view sorts by (verdict, impact, name); their values and statuses are read from ``results`` for those shown."""
 
     __tablename__ = "release_pairs"
     __table_args__ = (
@@ -366,16 +370,6 @@ class ReleasePair(Base):
     new_run_id: Mapped[int] = mapped_column(sa.ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     criteria: Mapped[str] = mapped_column(sa.String(64))
     counts: Mapped[dict[str, int]] = mapped_column(sa.JSON)  # verdict name -> models, every verdict
-
-
-class ReleasePairModel(Base):
-    """One model of a :class:`ReleasePair` whose verdict is not ``unchanged``: what the view sorts by (verdict,
-    impact, name, configuration). Its values and statuses are read from ``results`` for the models shown."""
-
-    __tablename__ = "release_pair_models"
-
-    pair_id: Mapped[int] = mapped_column(sa.ForeignKey("release_pairs.id", ondelete="CASCADE"), primary_key=True)
-    name: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
-    configuration_id: Mapped[int]
-    verdict: Mapped[int] = mapped_column(sa.SmallInteger)  # index into perfdash.verdicts.MODEL_VERDICTS
-    impact: Mapped[float]
+    names: Mapped[list[str]] = mapped_column(sa.JSON)  # the models not unchanged
+    verdicts: Mapped[bytes] = mapped_column(sa.LargeBinary)  # uint8 each: index into perfdash.verdicts.MODEL_VERDICTS
+    impacts: Mapped[bytes] = mapped_column(sa.LargeBinary)  # little-endian float64 each

@@ -22,7 +22,7 @@ from datetime import date
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from service.models import Configuration, ReleasePair, ReleasePairModel, Run
+from service.models import Configuration, ReleasePair, Run
 from service.queries import torch_versions
 from service.queries.releases import CRITERIA, judge_pairs
 
@@ -60,22 +60,16 @@ def refresh_configuration(session: Session, configuration_id: int) -> int:
             kept.add((base, new))
         else:
             dropped.append(pair_id)
-    if dropped:  # their models go by the cascade
+    if dropped:
         session.execute(sa.delete(ReleasePair).where(ReleasePair.id.in_(dropped)))
     missing = sorted(wanted - kept)
     if not missing:
         return 0
-    judged = judge_pairs(session, configuration_id, missing)
-    # every pair of the configuration in one statement, then every model of them in one (not two per pair: a new
-    # release brings one pair per release before it, the backfill all of them)
-    pair_ids = session.scalars(sa.insert(ReleasePair).returning(ReleasePair.id, sort_by_parameter_order=True), [
+    # one row a pair, the models packed in it; Core, not the ORM's bulk insert (slower, and nothing to load back)
+    session.execute(ReleasePair.__table__.insert(), [
         {"configuration_id": configuration_id, "base_run_id": base, "new_run_id": new, "criteria": CRITERIA,
-         "counts": verdicts.counts} for (base, new), verdicts in zip(missing, judged, strict=True)]).all()
-    models = [{"pair_id": pair_id, "name": name, "configuration_id": configuration_id, "verdict": verdict,
-               "impact": impact}
-              for pair_id, verdicts in zip(pair_ids, judged, strict=True) for name, verdict, impact in verdicts.models]
-    if models:
-        session.execute(sa.insert(ReleasePairModel), models)
+         **verdicts.columns()}
+        for (base, new), verdicts in zip(missing, judge_pairs(session, configuration_id, missing), strict=True)])
     return len(missing)
 
 

@@ -1,9 +1,8 @@
 """Issue 31: the Releases view's verdicts kept at ingest (service/release_verdicts.py), created and filled here.
 
-- ``release_pairs``: per configuration, each release's last run judged against the latest run and against each newer
-  release's last run: the verdict counts, under the criteria's fingerprint (perfdash.judgement.fingerprint).
-- ``release_pair_models``: each model of a pair whose verdict is not ``unchanged``: verdict and impact, what the
-  view sorts by.
+``release_pairs``: per configuration, each release's last run judged against the latest run and against each newer
+release's last run: the verdict counts, and the models whose verdict is not ``unchanged`` (names, verdicts, impacts:
+what the view sorts by, packed in the row), under the criteria's fingerprint (perfdash.judgement.fingerprint).
 
 The backfill judges every configuration's pairs with today's code (service.release_verdicts.refresh_all): at
 PyTorch's matrix a live comparison of two whole nights cost ~140 ms of Postgres per request. When this code's schema
@@ -39,6 +38,9 @@ def upgrade() -> None:
         sa.Column("new_run_id", sa.Integer(), nullable=False),
         sa.Column("criteria", sa.String(length=64), nullable=False),
         sa.Column("counts", sa.JSON(), nullable=False),
+        sa.Column("names", sa.JSON(), nullable=False),
+        sa.Column("verdicts", sa.LargeBinary(), nullable=False),
+        sa.Column("impacts", sa.LargeBinary(), nullable=False),
         sa.ForeignKeyConstraint(["configuration_id"], ["configurations.id"],
                                 name=op.f("fk_release_pairs_configuration_id_configurations"), ondelete="CASCADE"),
         sa.ForeignKeyConstraint(["base_run_id"], ["runs.id"], name=op.f("fk_release_pairs_base_run_id_runs"),
@@ -50,30 +52,18 @@ def upgrade() -> None:
     )
     op.create_index("ix_release_pairs_configuration_id", "release_pairs", ["configuration_id"])
     op.create_index(op.f("ix_release_pairs_new_run_id"), "release_pairs", ["new_run_id"])
-    op.create_table(
-        "release_pair_models",
-        sa.Column("pair_id", sa.Integer(), nullable=False),
-        sa.Column("name", sa.String(length=200), nullable=False),
-        sa.Column("configuration_id", sa.Integer(), nullable=False),
-        sa.Column("verdict", sa.SmallInteger(), nullable=False),
-        sa.Column("impact", sa.Float(), nullable=False),
-        sa.ForeignKeyConstraint(["pair_id"], ["release_pairs.id"],
-                                name=op.f("fk_release_pair_models_pair_id_release_pairs"), ondelete="CASCADE"),
-        sa.PrimaryKeyConstraint("pair_id", "name", name=op.f("pk_release_pair_models")),
-    )
     _backfill()
 
 
 def _backfill() -> None:
     from sqlalchemy.orm import Session
 
-    from service.models import ReleasePair, ReleasePairModel, Result
+    from service.models import ReleasePair, Result
     from service.release_verdicts import refresh_all
 
     bind = op.get_bind()
     inspector = sa.inspect(bind)
-    missing = [f"{table.name}.{column.name}" for table in (Result.__table__, ReleasePair.__table__,
-                                                          ReleasePairModel.__table__)
+    missing = [f"{table.name}.{column.name}" for table in (Result.__table__, ReleasePair.__table__)
                for column in table.columns
                if column.name not in {c["name"] for c in inspector.get_columns(table.name)}]
     if missing:
@@ -89,7 +79,6 @@ def _backfill() -> None:
 
 
 def downgrade() -> None:
-    op.drop_table("release_pair_models")
     op.drop_index(op.f("ix_release_pairs_new_run_id"), table_name="release_pairs")
     op.drop_index("ix_release_pairs_configuration_id", table_name="release_pairs")
     op.drop_table("release_pairs")

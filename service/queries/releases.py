@@ -30,7 +30,7 @@ from perfdash.contract import display_status
 from perfdash.judgement import EVERY_METRIC, Judgement, Side
 from perfdash.metric_registry import RESULT_METRICS, Better, ResultMetric
 from perfdash.verdicts import MODEL_VERDICTS, UNCHANGED, ModelVerdictName, Severity, severity_of_direction
-from service.models import Configuration, ReleasePair, ReleasePairModel, Result, Run
+from service.models import Configuration, ReleasePair, Result, Run
 from service.queries import torch_versions
 from service.queries.filters import ConfigFilter
 from service.queries.schemas import ConfigurationOut
@@ -379,7 +379,7 @@ def compare_versions(session: Session, base: str, new: str, filters: ConfigFilte
     if stored:  # the top of the stored rows and of the live ones, merged by the same order
         ranked = sorted([*((int(judged.verdict[i]), -float(judged.impact[i]), paired.name[i],
                             int(paired.configuration_id[i])) for i in order[:limit]),
-                         *_stored_top(session, [pair.id for pair in stored.values()], limit)])[:limit]
+                         *_stored_top(stored, limit)])[:limit]
         shown_models = {(c, name) for _, _, name, c in ranked}
         paired = pair_results(session, {c: runs[c] for c in sorted({c for c, _ in shown_models})}, shown_models)
         judged = judge(paired)
@@ -413,10 +413,24 @@ CRITERIA = judgement.fingerprint(EVERY_METRIC)  # what the stored verdicts must 
 
 @dataclass(frozen=True, slots=True)
 class PairVerdicts:
-    """One pair of runs judged: verdict counts, and each model that is not unchanged (name, verdict index, impact)."""
+    """One pair of runs judged: verdict counts, and the models that are not unchanged (element i of ``names``,
+    ``verdicts`` (index into VERDICT_ORDER) and ``impacts`` the same model), as ``release_pairs`` keeps them."""
 
     counts: dict[str, int]
-    models: list[tuple[str, int, float]]
+    names: list[str]
+    verdicts: np.ndarray
+    impacts: np.ndarray
+
+    def columns(self) -> dict[str, object]:
+        """The row's columns: names as JSON, verdicts one byte each, impacts little-endian float64."""
+        return {"counts": self.counts, "names": self.names, "verdicts": self.verdicts.astype(np.uint8).tobytes(),
+                "impacts": self.impacts.astype("<f8").tobytes()}
+
+    @classmethod
+    def of_row(cls, counts: dict[str, int], names: list[str], verdicts: bytes, impacts: bytes) -> PairVerdicts:
+        return cls(counts={v: int(counts.get(v, 0)) for v in VERDICT_ORDER}, names=list(names),
+                   verdicts=np.frombuffer(verdicts, dtype=np.uint8).astype(np.int64),
+                   impacts=np.frombuffer(impacts, dtype="<f8").astype(float))
 
 
 def judge_pairs(session: Session, configuration_id: int, pairs: list[tuple[int, int]]) -> list[PairVerdicts]:
@@ -430,36 +444,39 @@ def judge_pairs(session: Session, configuration_id: int, pairs: list[tuple[int, 
     for pair in pairs:
         paired = pair_columns(columns.take(np.flatnonzero(np.isin(columns.run_id, pair))), {configuration_id: pair})
         judged = judge(paired)
+        kept = np.flatnonzero(judged.verdict != unchanged)
         out.append(PairVerdicts(counts=_counts([configuration_id], paired, judged)[configuration_id],
-                                models=[(paired.name[i], int(judged.verdict[i]), float(judged.impact[i]))
-                                        for i in np.flatnonzero(judged.verdict != unchanged).tolist()]))
+                                names=[paired.name[i] for i in kept.tolist()], verdicts=judged.verdict[kept],
+                                impacts=judged.impact[kept]))
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class StoredPair:
-    id: int
-    counts: dict[str, int]
-
-
-def stored_pairs(session: Session, runs: dict[int, tuple[int, int]]) -> dict[int, StoredPair]:
+def stored_pairs(session: Session, runs: dict[int, tuple[int, int]]) -> dict[int, PairVerdicts]:
     """Configuration id -> its kept pair, for the (base, new) runs that are kept under today's criteria."""
     if not runs:
         return {}
-    query = sa.select(ReleasePair.configuration_id, ReleasePair.id, ReleasePair.counts).where(
+    query = sa.select(ReleasePair.configuration_id, ReleasePair.counts, ReleasePair.names, ReleasePair.verdicts,
+                      ReleasePair.impacts).where(
         sa.tuple_(ReleasePair.base_run_id, ReleasePair.new_run_id).in_(list(runs.values())),
         ReleasePair.criteria == CRITERIA)
-    return {c: StoredPair(pair_id, {v: int(counts.get(v, 0)) for v in VERDICT_ORDER})
-            for c, pair_id, counts in session.execute(query) if c in runs}
+    return {c: PairVerdicts.of_row(*row) for c, *row in session.execute(query) if c in runs}
 
 
-def _stored_top(session: Session, pair_ids: list[int], limit: int) -> list[tuple[int, float, str, int]]:
+def _stored_top(stored: dict[int, PairVerdicts], limit: int) -> list[tuple[int, float, str, int]]:
     """The first ``limit`` kept models of these pairs in the view's order, as (verdict, -impact, name,
-    configuration id). The names are ordered by code point (Postgres' "C" collation, SQLite's own), as numpy
-    and Python order them."""
-    model = ReleasePairModel
-    name = model.name.collate("C") if session.get_bind().dialect.name == "postgresql" else model.name
-    query = (sa.select(model.verdict, model.impact, model.name, model.configuration_id)
-             .where(model.pair_id.in_(pair_ids))
-             .order_by(model.verdict, model.impact.desc(), name, model.configuration_id).limit(limit))
-    return [(verdict, -impact, name, c) for verdict, impact, name, c in session.execute(query)]
+    configuration id): by verdict and impact first, then the models tied with the last of those sorted as the live
+    pairing sorts them (numpy's lexsort, names by code point)."""
+    if not stored:
+        return []
+    configurations = np.concatenate([np.full(len(p.names), c, dtype=np.int64) for c, p in stored.items()])
+    verdicts = np.concatenate([p.verdicts for p in stored.values()])
+    impacts = np.concatenate([p.impacts for p in stored.values()])
+    names = [name for p in stored.values() for name in p.names]
+    candidates = np.lexsort((-impacts, verdicts))
+    if len(candidates) > limit:  # every model up to the limit-th's (verdict, impact), ties included
+        edge = candidates[limit - 1]
+        candidates = np.flatnonzero((verdicts < verdicts[edge])
+                                    | ((verdicts == verdicts[edge]) & (-impacts <= -impacts[edge])))
+    shown = np.array([names[i] for i in candidates.tolist()], dtype=str)
+    order = candidates[np.lexsort((configurations[candidates], shown, -impacts[candidates], verdicts[candidates]))]
+    return [(int(verdicts[i]), -float(impacts[i]), names[i], int(configurations[i])) for i in order[:limit].tolist()]
