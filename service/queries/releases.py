@@ -15,6 +15,7 @@ A pair of runs that ingest judged already (service/release_verdicts.py, table ``
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import date
 from typing import Literal
@@ -426,12 +427,6 @@ class PairVerdicts:
         return {"counts": self.counts, "names": self.names, "verdicts": self.verdicts.astype(np.uint8).tobytes(),
                 "impacts": self.impacts.astype("<f8").tobytes()}
 
-    @classmethod
-    def of_row(cls, counts: dict[str, int], names: list[str], verdicts: bytes, impacts: bytes) -> PairVerdicts:
-        return cls(counts={v: int(counts.get(v, 0)) for v in VERDICT_ORDER}, names=list(names),
-                   verdicts=np.frombuffer(verdicts, dtype=np.uint8).astype(np.int64),
-                   impacts=np.frombuffer(impacts, dtype="<f8").astype(float))
-
 
 def judge_pairs(session: Session, configuration_id: int, pairs: list[tuple[int, int]]) -> list[PairVerdicts]:
     """What :func:`compare_versions` shows of each (base run, new run) of one configuration, to be kept; the runs'
@@ -451,32 +446,50 @@ def judge_pairs(session: Session, configuration_id: int, pairs: list[tuple[int, 
     return out
 
 
-def stored_pairs(session: Session, runs: dict[int, tuple[int, int]]) -> dict[int, PairVerdicts]:
+@dataclass(frozen=True, slots=True)
+class StoredPair:
+    """A kept pair as read back: the names stay JSON text until a model of theirs may be shown (most pairs have
+    none among the first ``limit``; parsing every pair's names was a third of the read)."""
+
+    counts: dict[str, int]
+    names_json: str
+    verdicts: np.ndarray
+    impacts: np.ndarray
+
+
+def stored_pairs(session: Session, runs: dict[int, tuple[int, int]]) -> dict[int, StoredPair]:
     """Configuration id -> its kept pair, for the (base, new) runs that are kept under today's criteria."""
     if not runs:
         return {}
-    query = sa.select(ReleasePair.configuration_id, ReleasePair.counts, ReleasePair.names, ReleasePair.verdicts,
-                      ReleasePair.impacts).where(
+    query = sa.select(ReleasePair.configuration_id, ReleasePair.counts, sa.cast(ReleasePair.names, sa.Text),
+                      ReleasePair.verdicts, ReleasePair.impacts).where(
         sa.tuple_(ReleasePair.base_run_id, ReleasePair.new_run_id).in_(list(runs.values())),
         ReleasePair.criteria == CRITERIA)
-    return {c: PairVerdicts.of_row(*row) for c, *row in session.execute(query) if c in runs}
+    return {c: StoredPair(counts={v: int(counts.get(v, 0)) for v in VERDICT_ORDER}, names_json=names,
+                          verdicts=np.frombuffer(verdicts, dtype=np.uint8).astype(np.int64),
+                          impacts=np.frombuffer(impacts, dtype="<f8"))
+            for c, counts, names, verdicts, impacts in session.execute(query) if c in runs}
 
 
-def _stored_top(stored: dict[int, PairVerdicts], limit: int) -> list[tuple[int, float, str, int]]:
+def _stored_top(stored: dict[int, StoredPair], limit: int) -> list[tuple[int, float, str, int]]:
     """The first ``limit`` kept models of these pairs in the view's order, as (verdict, -impact, name,
     configuration id): by verdict and impact first, then the models tied with the last of those sorted as the live
     pairing sorts them (numpy's lexsort, names by code point)."""
     if not stored:
         return []
-    configurations = np.concatenate([np.full(len(p.names), c, dtype=np.int64) for c, p in stored.items()])
-    verdicts = np.concatenate([p.verdicts for p in stored.values()])
-    impacts = np.concatenate([p.impacts for p in stored.values()])
-    names = [name for p in stored.values() for name in p.names]
+    pairs = list(stored.items())
+    owner = np.concatenate([np.full(len(p.verdicts), k, dtype=np.int64) for k, (_, p) in enumerate(pairs)])
+    position = np.concatenate([np.arange(len(p.verdicts)) for _, p in pairs])
+    verdicts = np.concatenate([p.verdicts for _, p in pairs])
+    impacts = np.concatenate([p.impacts for _, p in pairs])
     candidates = np.lexsort((-impacts, verdicts))
     if len(candidates) > limit:  # every model up to the limit-th's (verdict, impact), ties included
         edge = candidates[limit - 1]
         candidates = np.flatnonzero((verdicts < verdicts[edge])
                                     | ((verdicts == verdicts[edge]) & (-impacts <= -impacts[edge])))
-    shown = np.array([names[i] for i in candidates.tolist()], dtype=str)
-    order = candidates[np.lexsort((configurations[candidates], shown, -impacts[candidates], verdicts[candidates]))]
-    return [(int(verdicts[i]), -float(impacts[i]), names[i], int(configurations[i])) for i in order[:limit].tolist()]
+    names_of = {k: json.loads(pairs[k][1].names_json) for k in np.unique(owner[candidates]).tolist()}
+    names = [names_of[k][i] for k, i in zip(owner[candidates].tolist(), position[candidates].tolist(), strict=True)]
+    configurations = np.array([pairs[k][0] for k in owner[candidates].tolist()], dtype=np.int64)
+    order = np.lexsort((configurations, np.array(names, dtype=str), -impacts[candidates], verdicts[candidates]))
+    return [(int(verdicts[candidates[j]]), -float(impacts[candidates[j]]), names[j], int(configurations[j]))
+            for j in order[:limit].tolist()]
