@@ -1,18 +1,19 @@
-"""The Releases view's verdicts kept at ingest (issue 31): table ``release_pairs`` and its models.
+"""The Releases view's verdicts kept at ingest (issue 31): table ``release_pairs``.
 
 Pairing two whole nights of PyTorch's matrix (~100,000 results) per request cost ~140 ms of Postgres CPU whatever
 the read's shape, so the pairs the view is asked for are judged once, when their runs arrive: in each configuration,
 **each release's last run against the configuration's latest run and against each newer release's last run** (the
-default view, "release X -> latest", and "release X -> release Y"). A pair of any other runs (a nightly as a side, a
-newer release as the base) is paired live by service.queries.releases, as before.
+default view, "release X -> latest", and "release X -> release Y", X itself included). A pair of any other runs (a
+nightly as a side, a newer release as the base) is paired live by service.queries.releases, as before.
 
 "Last run of a version" and "latest run" are service.queries.releases.last_runs' order: the latest night, then the
 latest id. What a pair holds is service.queries.releases.judge_pairs', under the criteria's fingerprint
 (perfdash.judgement.fingerprint). Runs never change once stored; a deleted run takes its pairs with it (foreign keys
 ON DELETE CASCADE). :func:`refresh_configuration` brings one configuration's pairs to what its runs ask for: it adds
-the missing pairs and drops those no longer asked for (an older latest run, other criteria). It runs after every
-ingested run (:class:`ReleaseVerdictsHook`, a post-ingest hook), after a run is deleted, and over every
-configuration in migration 0012 (:func:`refresh_all`).
+the missing pairs and drops those no longer asked for (an older latest run, other criteria). Ingest runs it in the
+upload's transaction for each configuration that got a run (service.ingest.store_runs: like a run's summary, a
+stored run has its pairs whatever post-ingest hooks run), the API after deleting a run, migration 0012 over every
+configuration (:func:`refresh_all`), and bench/synthetic_history.py after a fill.
 """
 
 from __future__ import annotations
