@@ -54,7 +54,8 @@ class Criterion:
 EVERY_METRIC: tuple[Criterion, ...] = tuple(Criterion(m, m.min_effect) for m in RESULT_METRICS)
 
 
-# Bump when judge() changes its rules: verdicts stored under an older fingerprint are then not read (release_pairs).
+# Bump when judge() changes its rules, or a migration rewrites results' judged values: verdicts kept under an older
+# fingerprint are then not read, and ingest judges each configuration's pairs again (service/release_verdicts.py).
 RULES_VERSION = 1
 
 
