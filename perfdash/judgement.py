@@ -17,7 +17,6 @@ Vectorised (numpy): the Releases view judges thousands of models per request.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -59,12 +58,13 @@ EVERY_METRIC: tuple[Criterion, ...] = tuple(Criterion(m, m.min_effect) for m in 
 RULES_VERSION = 1
 
 
-def fingerprint(criteria: Sequence[Criterion]) -> str:
-    """What a stored verdict was judged by: the rules' version, the verdict order, each criterion (metric, its
-    direction, its minimum effect) and the epsilon. Verdicts kept under another fingerprint are stale."""
-    words = [f"rules {RULES_VERSION}", f"epsilon {EPSILON!r}", "verdicts " + ",".join(v.name for v in MODEL_VERDICTS),
-             *(f"{c.metric.name} {c.metric.better.value} {c.min_effect!r}" for c in criteria)]
-    return hashlib.sha256("\n".join(words).encode()).hexdigest()
+def criteria_words(criteria: Sequence[Criterion]) -> str:
+    """What a kept verdict was judged by, in words: the rules' version, the verdict order, each criterion (metric,
+    its direction, its minimum effect) and the epsilon. Verdicts kept under other words are stale (the service keeps
+    a hash of them: service.queries.releases.CRITERIA)."""
+    return "\n".join([f"rules {RULES_VERSION}", f"epsilon {EPSILON!r}",
+                      "verdicts " + ",".join(v.name for v in MODEL_VERDICTS),
+                      *(f"{c.metric.name} {c.metric.better.value} {c.min_effect!r}" for c in criteria)])
 
 
 def speedup_only(threshold: float = SPEEDUP.min_effect) -> tuple[Criterion, ...]:

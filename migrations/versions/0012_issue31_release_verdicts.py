@@ -2,7 +2,8 @@
 
 ``release_pairs``: per configuration, each release's last run judged against the latest run and against each newer
 release's last run: the verdict counts, and the models whose verdict is not ``unchanged`` (names, verdicts, impacts:
-what the view sorts by, packed in the row), under the criteria's fingerprint (perfdash.judgement.fingerprint).
+what the view sorts by, packed in the row), under the criteria's fingerprint (a hash of
+perfdash.judgement.criteria_words).
 
 The backfill judges every configuration's pairs with today's code (service.release_verdicts.refresh_all): at
 PyTorch's matrix a live comparison of two whole nights cost ~140 ms of Postgres per request. When this code's schema

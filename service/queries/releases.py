@@ -15,6 +15,7 @@ A pair of runs that ingest judged already (service/release_verdicts.py, table ``
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from datetime import date
@@ -409,7 +410,8 @@ def _counts(configurations: list[int], paired: Paired, judged: Judgement) -> dic
 # --------------------------------------------------------------------------------------------------------------------
 # The verdicts kept at ingest (table release_pairs, filled by service/release_verdicts.py)
 
-CRITERIA = judgement.fingerprint(EVERY_METRIC)  # what the stored verdicts must have been judged by
+# what the kept verdicts must have been judged by (perfdash.judgement.criteria_words), as release_pairs.criteria
+CRITERIA = hashlib.sha256(judgement.criteria_words(EVERY_METRIC).encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
