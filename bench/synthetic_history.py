@@ -442,6 +442,7 @@ def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_config
     from service.ingest import RunBundle, ingest, run_key
     from service.migrate import upgrade
     from service.models import Run, Series
+    from service.release_verdicts import refresh_all
 
     started = time.perf_counter()
     upgrade(url)
@@ -516,6 +517,9 @@ def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_config
                 print(f"  synthetic history: night {night_index + 1}/{len(all_nights)}, {total_results:,} result "
                       f"rows, {elapsed:.0f} s ({total_results / elapsed:,.0f} rows/s)", file=sys.stderr, flush=True)
         loader.close()
+        # what ingest keeps beside the runs: the Releases view's verdicts (service/release_verdicts.py)
+        with session_factory() as session, session.begin():
+            refresh_all(session)
         if engine.dialect.name == "postgresql":  # fresh statistics, as autovacuum would give a loaded database
             with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
                 connection.execute(sa.text("VACUUM ANALYZE"))

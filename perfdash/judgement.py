@@ -53,6 +53,20 @@ class Criterion:
 EVERY_METRIC: tuple[Criterion, ...] = tuple(Criterion(m, m.min_effect) for m in RESULT_METRICS)
 
 
+# Bump when judge() changes its rules, or a migration rewrites results' judged values: verdicts kept under an older
+# fingerprint are then not read, and ingest judges each configuration's pairs again (service/release_verdicts.py).
+RULES_VERSION = 1
+
+
+def criteria_words(criteria: Sequence[Criterion]) -> str:
+    """What a kept verdict was judged by, in words: the rules' version, the verdict order, each criterion (metric,
+    its direction, its minimum effect) and the epsilon. Verdicts kept under other words are stale (the service keeps
+    a hash of them: service.queries.releases.CRITERIA)."""
+    return "\n".join([f"rules {RULES_VERSION}", f"epsilon {EPSILON!r}",
+                      "verdicts " + ",".join(v.name for v in MODEL_VERDICTS),
+                      *(f"{c.metric.name} {c.metric.better.value} {c.min_effect!r}" for c in criteria)])
+
+
 def speedup_only(threshold: float = SPEEDUP.min_effect) -> tuple[Criterion, ...]:
     """Compare's meaning: the speedup alone, beyond the reader's threshold."""
     return (Criterion(SPEEDUP, threshold),)

@@ -54,6 +54,7 @@ from perfdash.metric_registry import RESULT_METRICS, Source
 from perfdash.metrics import model_warnings, summarize_results
 from perfdash.pytorch_json import KeyHints, ParsedRecords, looks_like_records, parse_records
 from service.models import Configuration, GeneratedCode, Machine, Result, Run, RunSummary, Series
+from service.release_verdicts import refresh_configurations
 
 logger = logging.getLogger(__name__)
 
@@ -626,6 +627,9 @@ def store_runs(session: Session, bundles: Sequence[RunBundle]) -> list[IngestedR
                                      len(bundle.results))
         session.add_all(summaries)
         session.flush()
+        # the Releases view's kept verdicts of each configuration that got a run (in this transaction: a stored run
+        # always has them, whatever hooks run)
+        refresh_configurations(session, {run.configuration_id for run in runs})
     # a duplicate inside the upload reports the run stored for its first occurrence
     for index, (key, _, bundle) in enumerate(keyed):
         if index not in out:

@@ -363,3 +363,31 @@ class BisectionRequest(Base):
     updated_at: Mapped[datetime | None]
 
     configuration: Mapped[Configuration] = relationship(lazy="joined")
+
+
+class ReleasePair(Base):
+    """The Releases view's judgement of one pair of runs of a configuration (service/release_verdicts.py), kept at
+    ingest for the pairs the view is asked for: each release's last run against the configuration's latest run and
+    against each newer release's last run (migration 0012). ``criteria`` is perfdash.judgement's fingerprint of
+    what was judged: a row of other criteria is not read. Runs never change once stored, so a row stays true
+    until one of its runs is deleted (the cascade drops it).
+
+    The models that are not ``unchanged`` are packed in the row, element i of each column the same model (one row
+    a pair, not one a model: a night of PyTorch's matrix would add ~150,000 rows against five releases): what the
+    view sorts by (verdict, impact, name); their values and statuses are read from ``results`` for those shown."""
+
+    __tablename__ = "release_pairs"
+    __table_args__ = (
+        sa.UniqueConstraint("base_run_id", "new_run_id", "criteria", name="uq_release_pairs_runs_criteria"),
+        sa.Index("ix_release_pairs_configuration_id", "configuration_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    configuration_id: Mapped[int] = mapped_column(sa.ForeignKey("configurations.id", ondelete="CASCADE"))
+    base_run_id: Mapped[int] = mapped_column(sa.ForeignKey("runs.id", ondelete="CASCADE"))
+    new_run_id: Mapped[int] = mapped_column(sa.ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    criteria: Mapped[str] = mapped_column(sa.String(64))
+    counts: Mapped[dict[str, int]] = mapped_column(sa.JSON)  # verdict name -> models, every verdict
+    names: Mapped[list[str]] = mapped_column(sa.JSON)  # the models not unchanged
+    verdicts: Mapped[bytes] = mapped_column(sa.LargeBinary)  # uint8 each: index into perfdash.verdicts.MODEL_VERDICTS
+    impacts: Mapped[bytes] = mapped_column(sa.LargeBinary)  # little-endian float64 each

@@ -21,6 +21,7 @@ from service.models import Run
 from service.queries.filters import MAX_OFFSET
 from service.queries.runs import get_run, list_runs
 from service.queries.schemas import RunDetail, RunOut
+from service.release_verdicts import refresh_configurations
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 
@@ -73,9 +74,12 @@ def runs_get(session: SessionDep, run_id: int, samples: bool = False) -> Respons
                responses={**AUTH_RESPONSES, 404: {"description": "no such run"}})
 def runs_delete(session: SessionDep, run_id: int) -> Response:
     # The database cascades to results, summary, change points and findings (foreign keys ON DELETE CASCADE).
+    configuration_id = session.scalar(sa.select(Run.configuration_id).where(Run.id == run_id))
     deleted = session.execute(sa.delete(Run).where(Run.id == run_id)).rowcount
-    if not deleted:
+    if not deleted or configuration_id is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id}")
+    # its kept Releases pairs went with it; the configuration's new latest run (or release's last) gets its own
+    refresh_configurations(session, {configuration_id})
     session.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
