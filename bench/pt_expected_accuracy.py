@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import re
 import subprocess
@@ -90,6 +91,20 @@ def error_line(log: Path) -> str:
         return ""
     hits = [line.strip() for line in lines if _ERROR_LINE.match(line.strip())]
     return hits[-1][:300] if hits else ""
+
+
+def manifest_errors(results: Path) -> dict[str, str]:
+    """Each model's failure as the runs' manifests record it (``model_errors``), first line: what a worker that died
+    without writing an exception left, e.g. "worker killed by SIGKILL in phase eager_validate" (the kernel's
+    out-of-memory killer)."""
+    errors: dict[str, str] = {}
+    for path in sorted(results.glob("*_manifest.json")):
+        try:
+            recorded = json.loads(path.read_text()).get("model_errors") or {}
+        except (OSError, ValueError):
+            continue
+        errors.update({name: str(text).splitlines()[0][:300] for name, text in recorded.items() if str(text).strip()})
+    return errors
 
 
 def compare(expected: dict[str, Outcome], actual: dict[str, Outcome], in_perfdash: set[str],
@@ -216,8 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     actual: dict[str, Outcome] = {}
     for path in sorted(args.results.glob("*_accuracy.csv")):
         actual.update(read_outcomes(path))
-    errors = {name: error_line(log) for name in expected
+    logged = {name: error_line(log) for name in expected
               for log in args.results.glob(f"logs/*/{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.log")}
+    recorded = manifest_errors(args.results)
+    errors = {name: logged.get(name) or recorded.get(name, "") for name in expected}
     text = report(args, compare(expected, actual, in_perfdash, errors), loads, wall)
     print(text)
     if args.out:

@@ -82,15 +82,20 @@ def test_report_names_the_file_and_commit(tmp_path: Path) -> None:
 def test_main_compares_an_earlier_run_without_running(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """--results: perfdash's real timm list decides what is missing; nothing is run."""
     expected = write(tmp_path / "e.csv", "name,accuracy,graph_breaks\nmobilenetv2_100,pass,0\n"
-                                         "ghostnet_100,pass,0\nnot_a_perfdash_model,pass,0\n")
+                                         "ghostnet_100,pass,0\nnot_a_perfdash_model,pass,0\nmobilenetv3_large_100,pass,0\n")
     results = tmp_path / "out"
     (results / "logs" / "run").mkdir(parents=True)
     write(results / "x_accuracy.csv", "dev,name,batch_size,accuracy,graph_breaks\ncpu,mobilenetv2_100,8,pass,0\n"
-                                      "cpu,ghostnet_100,8,fail_to_run,0\n")
+                                      "cpu,ghostnet_100,8,fail_to_run,0\ncpu,mobilenetv3_large_100,8,eager_fail_to_run,\n")
     write(results / "logs" / "run" / "ghostnet_100.log", "RuntimeError: compile failed\n")
+    write(results / "logs" / "run" / "mobilenetv3_large_100.log", "=== mobilenetv3_large_100 ===\n")  # died silently
+    write(results / "x_manifest.json", '{"model_errors": {"mobilenetv3_large_100": '
+                                       '"worker killed by SIGKILL in phase eager_validate\\n=== header ==="}}')
     assert main(["--suite", "timm_models", "--expected", str(expected), "--expected-commit", "f00",
                  "--results", str(results)]) == 0
     out = capsys.readouterr().out
-    assert "status 1/3 (33%)" in out
+    assert "status 1/4 (25%)" in out
+    assert ("| mobilenetv3_large_100 | pass | eager_fail_to_run | 0 / None | status eager_fail_to_run: worker killed "
+            "by SIGKILL in phase eager_validate |") in out
     assert "| ghostnet_100 | pass | fail_to_run | 0 / 0 | status fail_to_run: RuntimeError: compile failed |" in out
     assert "| not_a_perfdash_model | pass | – | 0 / – | not in perfdash's list for this suite |" in out
