@@ -109,7 +109,8 @@ def _post(client: httpx.Client, files: dict[str, bytes]) -> tuple[float, dict]:
     started = time.perf_counter()
     response = client.post("/api/v1/runs", files=parts, headers={"Authorization": f"Bearer {TOKEN}"})
     elapsed = time.perf_counter() - started
-    response.raise_for_status()
+    if response.is_error:  # the service's own reason, which raise_for_status would drop
+        raise SystemExit(f"upload of {len(files)} files refused: {response.status_code} {response.text[:2000]}")
     return elapsed, response.json()
 
 
