@@ -368,7 +368,7 @@ class BisectionRequest(Base):
 class ReleasePair(Base):
     """The Releases view's judgement of one pair of runs of a configuration (service/release_verdicts.py), kept at
     ingest for the pairs the view is asked for: each release's last run against the configuration's latest run and
-    against each newer release's last run (migration 0012). ``criteria`` is perfdash.judgement's fingerprint of
+    against each newer release's last run (migration 0013). ``criteria`` is perfdash.judgement's fingerprint of
     what was judged: a row of other criteria is not read. Runs never change once stored, so a row stays true
     until one of its runs is deleted (the cascade drops it).
 

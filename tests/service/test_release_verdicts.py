@@ -1,4 +1,4 @@
-"""The Releases view's verdicts kept at ingest (service/release_verdicts.py, migration 0012) give the answers of the
+"""The Releases view's verdicts kept at ingest (service/release_verdicts.py, migration 0013) give the answers of the
 live pairing, and the migration's backfill keeps what ingest keeps.
 
 A random history (three configurations, releases, a re-run of a release, nightlies, two runs in one night, models
