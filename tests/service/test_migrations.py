@@ -9,6 +9,8 @@ from service.migrate import current_heads, downgrade, upgrade
 from service.models import Base
 
 OWN_TABLES = {"machines", "configurations", "runs", "series", "results", "run_summaries", "annotations"}
+# tables of later revisions whose model the autogenerate comparison also checks
+LATER_TABLES = {"release_pairs"}
 
 
 def _tables(url: str) -> set[str]:
@@ -61,11 +63,11 @@ def test_models_match_the_migrations(fresh_postgres: str):
                 return table.name
             if isinstance(part, sa.Table):
                 return part.name
-            if isinstance(part, str) and part in OWN_TABLES:
+            if isinstance(part, str) and part in OWN_TABLES | LATER_TABLES:
                 return part
         return None
 
-    ours = [d for d in diffs if table_of(d) in OWN_TABLES]
+    ours = [d for d in diffs if table_of(d) in OWN_TABLES | LATER_TABLES]
     assert ours == []
 
 

@@ -156,23 +156,3 @@ def test_the_migration_backfills_what_ingest_keeps(history: str) -> None:
     upgrade(history)
     with session_scope(Settings(database_url=history)) as session:
         assert _kept(session) == kept_by_ingest
-
-
-def test_the_tables_of_the_migration_are_the_models(fresh_postgres: str) -> None:
-    """Autogenerate finds nothing to change in release_pairs (names, types, keys, indexes)."""
-    from alembic.autogenerate import compare_metadata
-    from alembic.runtime.migration import MigrationContext
-
-    from service.models import Base
-
-    upgrade(fresh_postgres)
-    engine = sa.create_engine(fresh_postgres)
-    try:
-        with engine.connect() as connection:
-            diffs = compare_metadata(MigrationContext.configure(connection, opts={"compare_type": True}),
-                                     Base.metadata)
-    finally:
-        engine.dispose()
-    ours = {"release_pairs"}
-    assert [d for d in diffs if ours & {getattr(getattr(p, "table", p), "name", p) for p in
-                                        (d[0] if isinstance(d, list) else d)[1:]}] == []
