@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -75,6 +75,33 @@ def _date_time_input(value: object) -> object:
 
 
 DateTime = Annotated[datetime, BeforeValidator(_date_time_input)]
+
+# A nightly's runs start on its night or up to this many days later (the longest nightly build).
+MAX_NIGHT_LAG_DAYS = 2
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def parse_night(value: str) -> date:
+    """A night as the command line and the manifest write it: YYYY-MM-DD (a UTC date)."""
+    if not _ISO_DATE.fullmatch(value):
+        raise ValueError(f"{value[:40]!r} is not a date YYYY-MM-DD")
+    try:
+        return date.fromisoformat(value)
+    except ValueError as exc:  # the right shape, an impossible date
+        raise ValueError(f"{value[:40]!r} is not a date: {exc}") from None
+
+
+def _night_input(value: object) -> object:
+    """A manifest's night: a date (Python callers) or YYYY-MM-DD text; never a number (pydantic's lax mode would read
+    one as a Unix time)."""
+    if value is None or (isinstance(value, date) and not isinstance(value, datetime)):
+        return value
+    if isinstance(value, str):
+        return parse_night(value)
+    raise ValueError(f"expected a date YYYY-MM-DD, got {type(value).__name__}")
+
+
+Night = Annotated[date, BeforeValidator(_night_input)]
 
 
 def _json_integer_input(value: object) -> object:
@@ -221,6 +248,9 @@ class Manifest(BaseModel):
     command: str | None = None
     start_time: DateTime | None = None
     end_time: DateTime | None = None
+    # The night the run belongs to: the UTC date its nightly (one Jenkins build, one `perfdash nightly`) started, so
+    # a night that crosses midnight UTC stays one night. None: the UTC date of start_time (a run on its own).
+    night: Night | None = None
     # model name -> why it could not be loaded or run (the CSV only holds the status)
     model_errors: dict[str, str] = Field(default_factory=dict)
     # The machine's software beyond the configuration and the fingerprint (kernel, CPU microcode, perfdash version,
@@ -229,6 +259,24 @@ class Manifest(BaseModel):
     # what the memory figures of this run mean (MEMORY_DEFINITIONS, ACTIVATION_PEAK_DEFINITION); empty: not recorded
     memory_definitions: dict[str, str] = Field(default_factory=dict)
     backend: BackendInfo | None = None  # None: a torch.compile backend of torch itself
+
+    @model_validator(mode="after")
+    def _night_is_when_the_run_started(self) -> Manifest:
+        # A nightly's night is the date it started: one of its runs starts that day or up to two days later (the
+        # longest nightly build). Any other night would file the run under a night it was not part of.
+        if self.night is not None and self.start_time is not None:
+            started = self.start_time.astimezone(UTC).date()
+            if not started - timedelta(days=MAX_NIGHT_LAG_DAYS) <= self.night <= started:
+                raise ValueError(f"night {self.night} is not within {MAX_NIGHT_LAG_DAYS} days before the run's start "
+                                 f"({started})")
+        return self
+
+    def night_of_run(self, made_at: datetime | None = None) -> date:
+        """The night a run is filed under: its nightly's (``night``), else the UTC date it started."""
+        if self.night is not None:
+            return self.night
+        started = self.start_time or made_at or datetime.now(UTC)
+        return started.astimezone(UTC).date() if started.tzinfo else started.date()
 
     @model_validator(mode="after")
     def _no_nul_bytes(self) -> Manifest:

@@ -96,7 +96,7 @@ def run_suite(options: RunOptions, progress: Progress | None = None) -> RunRepor
     config = options.run_config()
     options.output_dir.mkdir(parents=True, exist_ok=True)
     paths = RunPaths.for_config(options.output_dir, config)
-    manifest = load_or_create(paths.manifest, config, suite, options.quantize, options.torch_spec)
+    manifest = load_or_create(paths.manifest, config, suite, options.quantize, options.torch_spec, options.night)
     manifest.write(paths.manifest)
 
     done_perf = _done(paths.performance, options.run_performance)

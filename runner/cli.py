@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,10 @@ def register(subparsers: Any) -> None:
                      help="set an Inductor setting for this run's workers (e.g. cpp.simdlen=256; repeatable): "
                           "recorded in the manifest and part of the configuration (config env "
                           "PERFDASH_INDUCTOR_CONFIG), for experiments comparing the code a setting generates")
+    cfg.add_argument("--night", type=_night, default=os.environ.get("PERFDASH_NIGHT") or None, metavar="YYYY-MM-DD",
+                     help="the night this run belongs to: the UTC date its nightly started, so that every run of one "
+                          "nightly (a Jenkins build, `perfdash nightly`) is one night even past midnight UTC "
+                          "(default: $PERFDASH_NIGHT, else the date the run starts)")
     meas = p.add_argument_group("measurement")
     meas.add_argument("--accuracy", action="store_true", help="check accuracy (both when neither flag is given)")
     meas.add_argument("--performance", action="store_true", help="measure performance")
@@ -81,7 +86,17 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         accuracy=args.accuracy, performance=args.performance, total_partitions=args.total_partitions,
         partition_id=args.partition_id, cold_start=args.cold_start, models_file=args.models_file,
         model_list=args.model_list, quantize=args.quantize, allocator=args.allocator,
-        torch_spec=args.torch_spec, extra_env=_inductor_env(args.inductor_config))
+        torch_spec=args.torch_spec, night=args.night,
+        extra_env=_inductor_env(args.inductor_config))
+
+
+def _night(text: str) -> date:
+    from perfdash.manifest import parse_night
+
+    try:
+        return parse_night(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _inductor_env(pairs: list[str]) -> dict[str, str]:

@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -114,7 +114,7 @@ def backend_info(config: RunConfig, quantize: str | None) -> BackendInfo | None:
 
 
 def new_manifest(config: RunConfig, suite: Suite, quantize: str | None = None,
-                 torch_requested: str | None = None) -> Manifest:
+                 torch_requested: str | None = None, night: date | None = None) -> Manifest:
     version, commit, _ = torch_build()
     backend = backend_info(config, quantize)
     # The backend's packages also go with the suite's versions: the service shows those, and a new onnxruntime
@@ -123,16 +123,16 @@ def new_manifest(config: RunConfig, suite: Suite, quantize: str | None = None,
     return Manifest(config=config, machine=machine_info(config.device), torch_version=version,
                     torch_git_commit=commit, torch_requested=torch_requested, suite_versions=versions,
                     jenkins=jenkins_info(),
-                    command=shlex.join(sys.argv), start_time=datetime.now(UTC), backend=backend,
+                    command=shlex.join(sys.argv), start_time=datetime.now(UTC), night=night, backend=backend,
                     environment=software_environment(process_env(config.env)),
                     memory_definitions={"peak_memory": MEMORY_DEFINITIONS[config.device],
                                         "activation_peak": ACTIVATION_PEAK_DEFINITION})
 
 
 def load_or_create(path: Path, config: RunConfig, suite: Suite, quantize: str | None = None,
-                   torch_requested: str | None = None) -> Manifest:
+                   torch_requested: str | None = None, night: date | None = None) -> Manifest:
     """Resuming keeps the first start time and the errors already recorded; a new config starts afresh."""
-    fresh = new_manifest(config, suite, quantize, torch_requested)
+    fresh = new_manifest(config, suite, quantize, torch_requested, night)
     if path.exists():
         try:
             old = Manifest.read(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 
 from perfdash import torch_spec
@@ -51,6 +52,7 @@ class RunOptions(RunAxes):
     model_list: str = DEFAULT_MODEL_LIST  # one of the suite's named lists (runner/suites/data/<suite>.<list>.toml)
     quantize: str | None = None  # int8-dynamic (onnxruntime): a series of its own, variant int8_dynamic
     torch_spec: str | None = None  # the torch asked for (perfdash/torch_spec.py); None: whatever is installed
+    night: date | None = None  # the nightly's night (the UTC date it started); None: the date this run starts
     # Extra worker environment (recorded in the manifest): tests use it, agents may pin settings with it.
     extra_env: dict[str, str] = field(default_factory=dict)
 

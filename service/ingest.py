@@ -110,7 +110,7 @@ class RunBundle:
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
-_MANIFEST_FIELDS_SINCE_V1 = ("environment", "memory_definitions", "backend", "torch_requested")
+_MANIFEST_FIELDS_SINCE_V1 = ("environment", "memory_definitions", "backend", "torch_requested", "night")
 # configuration fields added since, with the value that means "as before"
 _CONFIG_FIELDS_SINCE_V1: dict[str, object] = {"warmup": None, "world_size": 1, "distributed_backend": None}
 
@@ -590,7 +590,7 @@ def store_runs(session: Session, bundles: Sequence[RunBundle]) -> list[IngestedR
             runs.append(Run(
                 run_key=key, content_sha256=content,
                 configuration_id=configuration_ids[configuration_key(m.config, m.machine.fingerprint())],
-                night=dated.date(), started_at=dated, ended_at=m.end_time,
+                night=m.night_of_run(dated), started_at=dated, ended_at=m.end_time,
                 torch_version=m.torch_version,
                 torch_git_commit=m.torch_git_commit, suite_versions=dict(m.suite_versions), host=m.machine.host,
                 jenkins_url=m.jenkins.build_url, source=m.source, command=m.command,

@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,6 +73,8 @@ class NightlyConfig:
     timeout: int | None = None
     models_files: dict[str, Path] = field(default_factory=dict)
     skip_benchmark: bool = False
+    # the UTC date the nightly started: every run of it is filed under this night, even those that start after midnight
+    night: date | None = None
 
     @property
     def url(self) -> str:
@@ -96,6 +98,8 @@ def run_argv(pick: SuitePick, config: NightlyConfig) -> tuple[str, ...]:
         argv += ["--repeat", str(config.repeat)]
     if config.timeout is not None:
         argv += ["--timeout", str(config.timeout)]
+    if config.night is not None:
+        argv += ["--night", config.night.isoformat()]
     return tuple(argv)
 
 
@@ -178,7 +182,7 @@ def config_from_args(args: argparse.Namespace, now: datetime) -> NightlyConfig:
     results_dir = args.results_dir or Path("results") / "nightly" / now.strftime("%Y%m%dT%H%M%SZ")
     return NightlyConfig(picks=tuple(picks), results_dir=results_dir, report=args.report, serve=not args.no_serve,
                          host=args.host, port=args.port, repeat=args.repeat, timeout=args.timeout,
-                         models_files=files, skip_benchmark=args.skip_benchmark)
+                         models_files=files, skip_benchmark=args.skip_benchmark, night=now.astimezone(UTC).date())
 
 
 def _handle(args: argparse.Namespace) -> int:

@@ -61,7 +61,9 @@ def run_pipeline(groovy_env: dict[str, str], tmp_path_factory: pytest.TempPathFa
     def run(jenkinsfile: Path, params: dict | None = None, stdout: dict[str, str] | None = None) -> dict:
         # By default the service has no pending bisection and no run of this build.
         canned = {"bisections?status=pending": "[]", "api/v1/runs?since=": "[]",
-                  "perfdash.torch_spec resolve": json.dumps(RESOLVED_NIGHTLY), **(stdout or {})}
+                  "perfdash.torch_spec resolve": json.dumps(RESOLVED_NIGHTLY),
+                  "date -u +%F": "2026-11-27",  # the night the build started (its Plan stage)
+                  **(stdout or {})}
         scenario = json.dumps({"params": params or {}, "stdout": canned}, sort_keys=True)
         key = f"{jenkinsfile}:{scenario}"
         if key not in cache:

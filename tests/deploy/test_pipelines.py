@@ -87,6 +87,8 @@ def test_xeon_cells_use_the_cpu_launcher_and_gpu_cells_run_on_gpu_agents(run_pip
     assert sum("--gpus all" in e for e in inside) == len(cuda)
     assert all("-v perfdash-cache:/cache" in e for e in inside)
     assert all("--cold-start" in line for line in run_lines)
+    # every cell's runs are filed under the night the build started (the Plan stage's `date -u +%F`: conftest)
+    assert all("--night 2026-11-27 " in line for line in run_lines)
 
 
 def test_every_shard_archives_and_ingests_its_own_results(run_pipeline, extract_commands) -> None:
@@ -195,8 +197,10 @@ def test_extended_run_adds_max_autotune(run_pipeline, extract_commands) -> None:
 
 def test_dry_run_plans_every_cell_and_runs_nothing(run_pipeline) -> None:
     record = run_pipeline(NIGHTLY, {"DRY_RUN": True}, {"bisections?status=pending": '[{"id": 1}]'})
-    # The one command a dry run runs: resolving the torch it would benchmark (a read of the wheel index).
-    assert [script.split()[:4] for script in record["sh"]] == [["python", "-m", "perfdash.torch_spec", "resolve"]]
+    # The commands a dry run runs: resolving the torch it would benchmark (a read of the wheel index) and reading the
+    # night it would file its runs under.
+    assert [script.split()[:4] for script in record["sh"]] == [["python", "-m", "perfdash.torch_spec", "resolve"],
+                                                               ["date", "-u", "+%F"]]
     assert record["builds"] == []
     assert set(record["stagesSkipped"]) == {"Benchmark", "Detect and report", "Bisect new regressions"}
     # (4 xeon + 12 gpu configurations) x 3 suites x 2 shards

@@ -104,8 +104,11 @@ def test_bad_options_are_refused() -> None:
 MODELS = {"torchbench": ("resnet18", "mobilenet_v2"), "timm_models": ("lcnet_050", "mobilenetv2_100")}
 
 
-def write_night(directory: Path, start: datetime, speedup: float, failing: str | None = None) -> None:
-    for suite, models in MODELS.items():
+def write_night(directory: Path, start: datetime, speedup: float, failing: str | None = None,
+                night: date | None = None, suite_gap: timedelta = timedelta(0)) -> None:
+    """One run a suite, the second starting ``suite_gap`` after the first; ``night``: the manifests' night."""
+    for position, (suite, models) in enumerate(MODELS.items()):
+        started = start + position * suite_gap
         config = RunConfig(suite=suite, backend="inductor", dtype="float32", mode="inference", device="cpu",
                            batch_size=4, env={"TORCHINDUCTOR_FREEZING": "1"})
         key = config.key()
@@ -120,8 +123,8 @@ def write_night(directory: Path, start: datetime, speedup: float, failing: str |
             append_row(directory / key.filename("accuracy"), AccuracyRow(dev="cpu", name=name, batch_size=4,
                                                                           accuracy=status))
         Manifest(config=config, machine=MachineInfo(host="laptop", cpu_model="Test CPU", cpu_count=2),
-                 torch_version="2.14.1", torch_git_commit="abc123", start_time=start,
-                 end_time=start + timedelta(minutes=5)).write(directory / key.filename("manifest"))
+                 torch_version="2.14.1", torch_git_commit="abc123", start_time=started, night=night,
+                 end_time=started + timedelta(minutes=5)).write(directory / key.filename("manifest"))
 
 
 def _nightly(database_url: str, results: Path, report: Path, *extra: str) -> int:
@@ -176,6 +179,42 @@ def _check_two_nights(database_url: str, tmp_path: Path) -> None:
     # Ingesting the first run again changes nothing (idempotent ingest).
     assert _nightly(database_url, tmp_path / "night1", report) == 0
     assert _starts(database_url) == {today.date(): [today, today, second, second]}
+
+
+def test_a_nightly_that_crosses_midnight_utc_stays_one_night(tmp_path: Path) -> None:
+    # started at 23:58 UTC; its second suite starts at 00:03 the next day
+    start = (datetime.now(UTC) - timedelta(days=1)).replace(hour=23, minute=58, second=0, microsecond=0)
+    write_night(tmp_path / "night", start, 1.2, night=start.date(), suite_gap=timedelta(minutes=5))
+    database = f"sqlite:///{tmp_path / 'perfdash.db'}"
+    assert _nightly(database, tmp_path / "night", tmp_path / "report.md") == 0
+    assert _starts(database) == {start.date(): [start, start + timedelta(minutes=5)]}
+    # without the nightly's night, a run is filed under the date it started
+    write_night(tmp_path / "alone", start + timedelta(hours=1), 1.2)
+    assert _nightly(database, tmp_path / "alone", tmp_path / "report.md") == 0
+    assert set(_starts(database)) == {start.date(), start.date() + timedelta(days=1)}
+
+
+def test_every_run_of_the_nightly_carries_the_night_it_started() -> None:
+    parser = build_parser()
+    late = nightly.config_from_args(parser.parse_args(["nightly"]), datetime(2026, 11, 27, 23, 58, tzinfo=UTC))
+    runs = [step.argv for step in nightly.plan(late) if step.argv[0] == "run"]
+    assert runs and all(argv[argv.index("--night") + 1] == "2026-11-27" for argv in runs)
+    if "run" in _registered():
+        from runner.cli import options_from_args
+
+        assert {options_from_args(parser.parse_args(list(argv))).night for argv in runs} == {date(2026, 11, 27)}
+        with pytest.raises(SystemExit):
+            parser.parse_args(["run", "--suite", "timm_models", "--night", "27.11.2026"])
+
+
+def test_a_manifest_night_is_a_date_before_its_run_started() -> None:
+    config = RunConfig(suite="timm_models", backend="inductor", dtype="float32", mode="inference", device="cpu")
+    start = datetime(2026, 11, 28, 0, 3, tzinfo=UTC)
+    assert Manifest(config=config, start_time=start, night="2026-11-27").night_of_run() == date(2026, 11, 27)
+    assert Manifest(config=config, start_time=start).night_of_run() == date(2026, 11, 28)
+    for night in ("2026-11-29", "2026-11-20", 1764288000, "20261127"):  # after the start, too early, a number, undashed
+        with pytest.raises(ValueError, match="night"):
+            Manifest.model_validate({"config": config.model_dump(), "start_time": start.isoformat(), "night": night})
 
 
 def test_nightly_flow_on_sqlite(tmp_path: Path, environment_untouched) -> None:
