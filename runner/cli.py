@@ -140,13 +140,15 @@ def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from runner.api import run_suite
+    from runner.lifeline import terminate_as_exception
     from runner.options import OptionsError
     from runner.summary import render
 
     options = options_from_args(args)
     progress = BarProgress(enabled=not args.no_progress)
     try:
-        report = run_suite(options, progress)
+        with terminate_as_exception():
+            report = run_suite(options, progress)
     except OptionsError as exc:
         print(f"perfdash run: error: {exc}", file=sys.stderr)
         return 2

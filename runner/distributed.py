@@ -11,6 +11,7 @@ Torch-free: the launcher never imports torch.
 
 from __future__ import annotations
 
+import os
 import queue
 import socket
 import subprocess
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.allocator import process_env
+from runner.lifeline import PARENT_PID_ENV
 from runner.process import WorkerOutcome, _handle_line, _kill_pid_group, _tail, send_job
 from runner.protocol import PHASE_LOAD, Job
 
@@ -135,7 +137,8 @@ def _start_rank(job: Job, r: int, world_size: int, port: int, env: dict[str, str
         handle.flush()
         proc = subprocess.Popen([sys.executable, "-m", "runner.rank"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=handle,
-                                env=process_env({**env, **rank_environment(r, world_size, port, cpus)}),
+                                env={**process_env({**env, **rank_environment(r, world_size, port, cpus)}),
+                                     PARENT_PID_ENV: str(os.getpid())},
                                 start_new_session=True)
     sink: dict[str, object] = {"phase": PHASE_LOAD}
     rank = _Rank(proc=proc, log=log, sink=sink)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.allocator import process_env
+from runner.lifeline import PARENT_PID_ENV
 from runner.protocol import PHASE_LOAD, Job, WorkerResult
 
 _LOG_TAIL_CHARS = 1500
@@ -83,7 +84,7 @@ def run_worker(job: Job, env: dict[str, str], timeout_s: float, log_path: Path,
         log.flush()
         proc = subprocess.Popen(
             [sys.executable, "-m", "runner.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-            env=process_env(env), start_new_session=True)
+            env={**process_env(env), PARENT_PID_ENV: str(os.getpid())}, start_new_session=True)
         reader = threading.Thread(target=_read_protocol, args=(proc.stdout, on_phase, sink), daemon=True)
         reader.start()
         timed_out = False
@@ -183,7 +184,8 @@ class ForkServer:
             # NVML answers torch.cuda.is_available() in the server without initialising CUDA (fork-safe).
             proc = subprocess.Popen([sys.executable, "-m", "runner.zygote", *self.preload], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=log,
-                                    env={**process_env(self.env), NVML_CHECK: "1"}, start_new_session=True)
+                                    env={**process_env(self.env), NVML_CHECK: "1", PARENT_PID_ENV: str(os.getpid())},
+                                    start_new_session=True)
         lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
         try:

@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
+from runner.lifeline import die_with_parent, parent_from_environment
+
 if TYPE_CHECKING:
     from runner.protocol import Job, WorkerResult
 
@@ -95,6 +97,7 @@ def run_forked(job_text: str, env: dict[str, str], protocol_fd: int, log_path: s
 
 
 def main(run: JobRunner | None = None) -> int:
+    die_with_parent(parent_from_environment())
     start = time.perf_counter()
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)

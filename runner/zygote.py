@@ -27,6 +27,8 @@ import sys
 import time
 from typing import TextIO
 
+from runner.lifeline import die_with_parent, parent_from_environment
+
 
 def preload(modules: list[str]) -> tuple[list[str], dict[str, str]]:
     """Import what the workers will need; a module that fails here is left for the worker to fail on, with the
@@ -68,8 +70,10 @@ def run_one(request: dict[str, object], control: TextIO) -> None:
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
+    server = os.getpid()
     pid = os.fork()
     if pid == 0:  # the worker
+        die_with_parent(server)
         os.close(read_fd)
         os.close(control.fileno())  # else the parent would not see the server's end while a worker lives
         from runner.worker import run_forked
@@ -87,6 +91,7 @@ def run_one(request: dict[str, object], control: TextIO) -> None:
 
 
 def main(argv: list[str]) -> int:
+    die_with_parent(parent_from_environment())
     start = time.perf_counter()
     control = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # what an import prints goes to the server's log, never into the protocol
