@@ -43,6 +43,16 @@ WHEEL_SETS = {
 
 
 INDEX_PORT = int(os.environ.get("PERFDASH_TORCH_INDEX_PORT", "38611"))
+# A test here may build an image from nothing: a cold build is allowed 1800 s (Podman.build), which the suite's
+# 900 s per test would cut short on a busy machine.
+IMAGE_TEST_TIMEOUT_S = 2400
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.timeout(IMAGE_TEST_TIMEOUT_S))
 
 
 def base_image_tag() -> str:
