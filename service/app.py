@@ -14,6 +14,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI
 
+from perfdash import logs
 from service.api import (
     annotations,
     audit,
@@ -34,6 +35,9 @@ from service.api.handlers import install_error_handlers
 from service.api.limits import BodySizeLimit
 from service.db import make_engine, make_session_factory
 from service.ingest import PostIngestHook
+from service.prometheus import RequestMetrics, ServiceMetrics
+from service.prometheus import router as metrics_router
+from service.request_log import RequestLog
 from service.settings import Settings
 from service.web import install as install_web
 
@@ -56,6 +60,7 @@ def _lifespan(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] | 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         from service.hooks import post_ingest_hooks as default_hooks
 
+        logs.configure(settings.log_options)  # again in each of uvicorn's worker processes (app_from_environment)
         engine = make_engine(settings.database_url, echo=settings.sql_echo)
         app.state.settings = settings
         app.state.engine = engine
@@ -91,12 +96,18 @@ def create_app(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] |
     app.add_middleware(BodySizeLimit)
     app.add_middleware(AllowHeader)
     app.add_middleware(RejectNulBytes)
-    app.add_middleware(ErrorBoundary)  # added last: the outermost of ours, so it sees every other one's exception
+    app.add_middleware(ErrorBoundary)  # outside the others, so it sees every other one's exception
+    # Outside ErrorBoundary: the request id is set before anything logs, and every answer (ErrorBoundary's 500 too)
+    # is counted and logged.
+    app.add_middleware(RequestMetrics)
+    app.add_middleware(RequestLog)
+    app.state.metrics = ServiceMetrics.create(app)
     for module in (runs, summary, history, compare, configurations, annotations, findings, bisections, releases_api,
                    training_api, audit):
         app.include_router(module.router)
     install_web(app)  # HTML pages and /static (service/web)
     app.include_router(health.router)
+    app.include_router(metrics_router)
     install_error_handlers(app)
     install_openapi(app, runs.openapi_components())
     return app

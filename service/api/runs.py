@@ -194,6 +194,7 @@ async def runs_create(request: Request, response: Response, session: SessionDep)
         raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "send application/json or multipart/form-data")
     hooks = request.app.state.post_ingest_hooks
     report = await run_in_threadpool(ingest, session, bundles, hooks)
+    request.app.state.metrics.observe_ingest(report)
     audit_detail(request, "; ".join(f"run {r.run_id} {'stored' if r.created else 'already stored'} "
                                     f"({r.suite} {r.backend}, {r.models} models)" for r in report.runs))
     await run_in_threadpool(session.commit)
