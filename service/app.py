@@ -30,6 +30,7 @@ from service.api import (
 from service.api import releases as releases_api
 from service.api import training as training_api
 from service.api.contract import AllowHeader, install_openapi
+from service.api.docs import install as install_api_docs
 from service.api.errors import ErrorBoundary, RejectNulBytes
 from service.api.handlers import install_error_handlers
 from service.api.limits import BodySizeLimit
@@ -91,7 +92,9 @@ def _lifespan(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] | 
 
 def create_app(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] | None = None) -> FastAPI:
     """Build the app with ``settings``; ``post_ingest_hooks`` default to :func:`service.hooks.post_ingest_hooks`."""
+    # /docs and /redoc are service.api.docs' (offline, with a policy of their own), not FastAPI's (from a CDN)
     app = FastAPI(title="perfdash", version="1", lifespan=_lifespan(settings, post_ingest_hooks),
+                  docs_url=None, redoc_url=None,
                   description="Nightly performance of torch.compile: runs, summaries, history, comparisons.")
     app.add_middleware(BodySizeLimit)
     app.add_middleware(AllowHeader)
@@ -101,12 +104,13 @@ def create_app(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] |
     # is counted and logged.
     app.add_middleware(RequestMetrics)
     app.add_middleware(RequestLog)
-    app.state.metrics = ServiceMetrics.create(app)
+    app.state.metrics = ServiceMetrics.create()
     for module in (runs, summary, history, compare, configurations, annotations, findings, bisections, releases_api,
                    training_api, audit):
         app.include_router(module.router)
     install_web(app)  # HTML pages and /static (service/web)
     app.include_router(health.router)
+    install_api_docs(app)
     app.include_router(metrics_router)
     install_error_handlers(app)
     install_openapi(app, runs.openapi_components())

@@ -4,15 +4,16 @@ Each app has its own registry (``app.state.metrics``, made by create_app; never 
 make many apps, and a module-level registry would be state shared between them). Counters and histograms are this
 process's: with several replicas, or ``perfdash serve --workers N``, each process counts what it served, and a
 scrape of one process says nothing of the others (Prometheus scrapes each and sums). The backlog gauges (candidates
-waiting for their A/B, open bisections, failed GitHub posts) are read from the database at each scrape, so every
-process reports the same figures (take their max, not their sum).
+waiting for their A/B, open bisections, failed GitHub posts) are read from the database at each scrape, through the
+request's session like any read of the API, so every process reports the same figures (take their max, not their
+sum), and they hold no state between scrapes.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,10 +26,11 @@ from prometheus_client.registry import Collector
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-if TYPE_CHECKING:
-    from fastapi import FastAPI
+from service.api.deps import SessionDep
 
+if TYPE_CHECKING:
     from service.ingest import IngestReport
+    from service.queries.backlog import Backlog
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +53,9 @@ class ServiceMetrics:
     detection_seconds: Histogram
 
     @classmethod
-    def create(cls, app: FastAPI) -> ServiceMetrics:
+    def create(cls) -> ServiceMetrics:
         registry = CollectorRegistry()
         ProcessCollector(registry=registry)  # CPU seconds, resident memory, open files of this process
-        registry.register(BacklogCollector(app))
         return cls(
             registry=registry,
             requests=Counter("perfdash_http_requests", "HTTP requests answered, by route template and status",
@@ -79,54 +80,40 @@ class ServiceMetrics:
             self.detection_seconds.observe(report.hooks_s)
 
 
-class BacklogCollector(Collector):
-    """Gauges read from the database at scrape time (service.queries.backlog); ``perfdash_database_up`` 0 and none of
-    them when it cannot be read."""
+def backlog_families(backlog: Backlog | None) -> list[Metric]:
+    """The gauges of the database's backlog (service.queries.backlog) at this scrape; ``backlog`` None: the database
+    did not answer (``perfdash_database_up`` 0, and none of the others: an absent series, not a stale figure)."""
+    up = GaugeMetricFamily("perfdash_database_up", "Whether the database answered this scrape's queries")
+    up.add_metric([], 0 if backlog is None else 1)
+    if backlog is None:
+        return [up]
+    confirmations = GaugeMetricFamily("perfdash_confirmations_pending", "Regression candidates waiting for their A/B "
+                                      "re-measurement (findings whose confirmation is pending)")
+    confirmations.add_metric([], backlog.confirmations_pending)
+    bisections = GaugeMetricFamily("perfdash_bisections_open", "Bisection and confirm requests the bisect job has "
+                                   "not finished", labels=("purpose", "status"))
+    for (purpose, status), count in sorted(backlog.bisections_open.items()):
+        bisections.add_metric([purpose, status], count)
+    oldest = GaugeMetricFamily("perfdash_bisections_oldest_open_age_seconds",
+                               "Age of the oldest bisection or confirm request not done (0: none open)")
+    oldest.add_metric([], backlog.oldest_open_bisection_s)
+    posts = GaugeMetricFamily("perfdash_github_posts_failed", "GitHub posts whose last attempt failed (retried by "
+                              "the next `perfdash report --post` or detection)", labels=("kind",))
+    for kind, count in sorted(backlog.github_posts_failed.items()):
+        posts.add_metric([kind], count)
+    return [up, confirmations, bisections, oldest, posts]
 
-    def __init__(self, app: FastAPI) -> None:
-        self.app = app
 
-    def describe(self) -> Iterator[Metric]:
-        yield from self._families()
+@dataclass(frozen=True, slots=True)
+class Scrape(Collector):
+    """What one scrape exposes: the app's registry, then the backlog read for it."""
 
-    def collect(self) -> Iterator[Metric]:
-        from service.queries.backlog import read_backlog
+    registry: CollectorRegistry
+    backlog: Backlog | None
 
-        factory = getattr(self.app.state, "session_factory", None)
-        if factory is None:  # not started
-            return
-        up = GaugeMetricFamily("perfdash_database_up", "Whether the database answered this scrape's queries")
-        try:
-            with factory() as session:
-                backlog = read_backlog(session)
-        except sa.exc.SQLAlchemyError as exc:
-            logger.warning("metrics: the database did not answer: %s", type(exc).__name__)
-            up.add_metric([], 0)
-            yield up
-            return
-        up.add_metric([], 1)
-        confirmations, bisections, oldest, posts = self._families()
-        confirmations.add_metric([], backlog.confirmations_pending)
-        for (purpose, status), count in sorted(backlog.bisections_open.items()):
-            bisections.add_metric([purpose, status], count)
-        oldest.add_metric([], backlog.oldest_open_bisection_s)
-        for kind, count in sorted(backlog.github_posts_failed.items()):
-            posts.add_metric([kind], count)
-        yield from (up, confirmations, bisections, oldest, posts)
-
-    @staticmethod
-    def _families() -> tuple[GaugeMetricFamily, ...]:
-        return (
-            GaugeMetricFamily("perfdash_confirmations_pending",
-                              "Regression candidates waiting for their A/B re-measurement (findings.confirmation "
-                              "pending)"),
-            GaugeMetricFamily("perfdash_bisections_open", "Bisection and confirm requests the bisect job has not "
-                              "finished", labels=("purpose", "status")),
-            GaugeMetricFamily("perfdash_bisections_oldest_open_age_seconds",
-                              "Age of the oldest bisection or confirm request not done (0: none open)"),
-            GaugeMetricFamily("perfdash_github_posts_failed", "GitHub posts whose last attempt failed (retried by "
-                              "the next `perfdash report --post`)", labels=("kind",)),
-        )
+    def collect(self) -> Iterable[Metric]:
+        yield from self.registry.collect()
+        yield from backlog_families(self.backlog)
 
 
 def app_route(scope: Scope) -> str | None:
@@ -185,6 +172,15 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/metrics")
-def metrics_endpoint(request: Request) -> Response:
-    """Prometheus' text format (sync: the backlog queries run in the thread pool)."""
-    return Response(generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+def metrics_endpoint(request: Request, session: SessionDep) -> Response:
+    """Prometheus' text format. Sync: the backlog's queries run in the thread pool. A database that does not answer
+    still gets the process's counters out (the time of an outage is when they matter)."""
+    from service.queries.backlog import read_backlog
+
+    try:
+        backlog: Backlog | None = read_backlog(session)
+    except sa.exc.SQLAlchemyError as exc:
+        logger.warning("metrics: the database did not answer: %s", type(exc).__name__)
+        backlog = None
+    return Response(generate_latest(Scrape(request.app.state.metrics.registry, backlog)),
+                    media_type=CONTENT_TYPE_LATEST)
