@@ -5,7 +5,7 @@ each scrape (service.prometheus), so the figures are the database's, the same fr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import get_args
 
 import sqlalchemy as sa
@@ -42,9 +42,9 @@ def read_backlog(session: Session) -> Backlog:
         oldest = first if oldest is None else min(oldest, first)
     failed = {kind: 0 for kind in POST_KINDS}
     failed.update(session.execute(sa.select(GithubPost.kind, sa.func.count()).where(GithubPost.status == "failed")
-                                  .group_by(GithubPost.kind)).tuples().all())
-    # the age by the database's clock, which wrote created_at (a naive column: the server's time zone)
-    now = session.scalar(sa.select(sa.cast(sa.func.now(), sa.DateTime))) if oldest is not None else None
-    age = 0.0 if oldest is None or now is None else max(0.0, (now - oldest).total_seconds())
+                                  .group_by(GithubPost.kind)).all())
+    # created_at is a timestamptz on Postgres; SQLite's CURRENT_TIMESTAMP is UTC without a zone
+    age = 0.0 if oldest is None else max(0.0, (datetime.now(UTC) - (
+        oldest if oldest.tzinfo else oldest.replace(tzinfo=UTC))).total_seconds())
     return Backlog(confirmations_pending=pending or 0, bisections_open=bisections, oldest_open_bisection_s=age,
                    github_posts_failed=failed)
