@@ -32,8 +32,9 @@ FORMATS: tuple[str, ...] = get_args(LogFormat)
 # the threads and processes it hands work to, which copy it) sees its own.
 REQUEST_ID: ContextVar[str | None] = ContextVar("perfdash_request_id", default=None)
 
-# Libraries whose INFO lines repeat what perfdash logs itself: httpx logs every request's full URL (query included).
-QUIET_LOGGERS = {"httpx": logging.WARNING, "httpcore": logging.WARNING}
+# Libraries whose INFO lines are noise at INFO (all of them show at DEBUG): httpx logs every request's full URL, query
+# included, which perfdash's own lines say better; alembic names its dialect on every command that opens the database.
+QUIET_LOGGERS = {"httpx": logging.WARNING, "httpcore": logging.WARNING, "alembic": logging.WARNING}
 
 # What every LogRecord has: the rest of a record's attributes are the ``extra=`` fields of the call, which JSON keeps.
 _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime",
@@ -130,7 +131,7 @@ def configure(options: LogOptions, stream: TextIO | None = None) -> None:
     root.addHandler(PerfdashHandler(options, stream))
     root.setLevel(options.level.upper())
     for name, level in QUIET_LOGGERS.items():
-        logging.getLogger(name).setLevel(max(level, root.level))
+        logging.getLogger(name).setLevel(root.level if root.level <= logging.DEBUG else max(level, root.level))
     logging.captureWarnings(True)
 
 

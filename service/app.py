@@ -36,7 +36,7 @@ from service.api.handlers import install_error_handlers
 from service.api.limits import BodySizeLimit
 from service.db import make_engine, make_session_factory
 from service.ingest import PostIngestHook
-from service.prometheus import RequestMetrics, ServiceMetrics
+from service.prometheus import ServiceMetrics
 from service.prometheus import router as metrics_router
 from service.request_log import RequestLog
 from service.settings import Settings
@@ -101,8 +101,7 @@ def create_app(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] |
     app.add_middleware(RejectNulBytes)
     app.add_middleware(ErrorBoundary)  # outside the others, so it sees every other one's exception
     # Outside ErrorBoundary: the request id is set before anything logs, and every answer (ErrorBoundary's 500 too)
-    # is counted and logged.
-    app.add_middleware(RequestMetrics)
+    # is logged and counted.
     app.add_middleware(RequestLog)
     app.state.metrics = ServiceMetrics.create()
     for module in (runs, summary, history, compare, configurations, annotations, findings, bisections, releases_api,

@@ -12,7 +12,6 @@ sum), and they hold no state between scrapes.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -24,7 +23,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 from starlette.routing import Match
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from service.api.deps import SessionDep
 
@@ -72,6 +71,17 @@ class ServiceMetrics:
                                         "Wall time of the post-ingest hooks (detection) of one upload's new runs",
                                         registry=registry, buckets=DETECTION_BUCKETS),
         )
+
+    def observe_request(self, scope: Scope, status: int, seconds: float, own_route: str | None) -> None:
+        """One answered request (service.request_log.RequestLog): counted and timed by method, route template and
+        status; an answer of the upload's path counted as an ingest. ``own_route``: :func:`app_route` of the scope as
+        it arrived."""
+        method, route = scope["method"], route_template(scope, own_route)
+        self.requests.labels(method, route, str(status)).inc()
+        self.request_seconds.labels(method, route).observe(seconds)
+        # by the path, not the route: an upload refused before routing (413, too large) is an ingest too
+        if (method, scope["path"]) == INGEST_ROUTE:
+            self.ingests.labels("accepted" if status < 400 else "refused" if status < 500 else "failed").inc()
 
     def observe_ingest(self, report: IngestReport) -> None:
         """What an upload stored and how long its detection took (service.api.runs)."""
@@ -133,39 +143,6 @@ def route_template(scope: Scope, app_route: str | None = None) -> str:
     values)."""
     served = getattr(scope.get("route"), "path", None)
     return served if isinstance(served, str) else app_route or UNMATCHED
-
-
-class RequestMetrics:
-    """Pure ASGI middleware: each request counted and timed by method, route template and status; each answer of the
-    upload route counted as an ingest."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        metrics: ServiceMetrics = scope["app"].state.metrics
-        method, own_route = scope["method"], app_route(scope)
-        started = time.perf_counter()
-        status = 500
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, tracking_send)
-        finally:
-            route = route_template(scope, own_route)
-            metrics.requests.labels(method, route, str(status)).inc()
-            metrics.request_seconds.labels(method, route).observe(time.perf_counter() - started)
-            # by the path, not the route: an upload refused before routing (413, too large) is an ingest too
-            if (method, scope["path"]) == INGEST_ROUTE:
-                metrics.ingests.labels("accepted" if status < 400 else "refused" if status < 500 else "failed").inc()
 
 
 router = APIRouter(include_in_schema=False)

@@ -1,10 +1,11 @@
-"""Each request's id and its one log line.
+"""Each request's id, its one log line and its metrics.
 
 :class:`RequestLog` (pure ASGI, the outermost middleware) takes the client's ``X-Request-ID`` when it is a plain token
 (else makes one), sets it for everything the request logs (perfdash.logs.REQUEST_ID: the handlers, the threads they
 use, the detection workers an upload starts), answers it in the ``X-Request-ID`` header, and logs one line when the
 response is sent: method, path, status, milliseconds. The line names the path and never the query string (a token
-sent as ``?token=`` would be in it); uvicorn's own access log, which prints it, is off (service.cli).
+sent as ``?token=`` would be in it); uvicorn's own access log, which prints it, is off (service.cli). The same
+moment counts the request in the app's metrics (service.prometheus.ServiceMetrics.observe_request).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from perfdash.logs import REQUEST_ID
+from service.prometheus import app_route
 
 logger = logging.getLogger("service.requests")
 
@@ -45,6 +47,7 @@ class RequestLog:
             return
         rid = request_id(scope)
         token = REQUEST_ID.set(rid)
+        own_route = app_route(scope)  # before routing: a mount rewrites the scope's paths
         started = time.perf_counter()
         status = 500  # what the client gets if nothing is sent (the server's error middleware answers)
 
@@ -60,7 +63,9 @@ class RequestLog:
         finally:
             path = scope["path"]
             quiet = path.startswith(QUIET_PATHS)
-            ms = (time.perf_counter() - started) * 1000
+            seconds = time.perf_counter() - started
+            scope["app"].state.metrics.observe_request(scope, status, seconds, own_route)
+            ms = seconds * 1000
             logger.log(logging.DEBUG if quiet else logging.INFO, "%s %s %d %.1f ms", scope["method"], path, status,
                        ms, extra={"method": scope["method"], "path": path, "status": status,
                                   "duration_ms": round(ms, 1)})
