@@ -95,13 +95,13 @@ def run_forked(job_text: str, env: dict[str, str], protocol_fd: int, log_path: s
 
 
 def main(run: JobRunner | None = None) -> int:
-    from perfdash import logs
-
     start = time.perf_counter()
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    logs.configure(logs.LogOptions.from_environ())  # into the model's log, as the console script's lines are
+    from perfdash import logs  # into the model's log, as the console script's lines are
+
+    logs.configure(logs.LogOptions.from_environ())
     serve(sys.stdin.read(), protocol, start, run)
     return 0
 

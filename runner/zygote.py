@@ -27,8 +27,6 @@ import sys
 import time
 from typing import TextIO
 
-from perfdash import logs
-
 
 def preload(modules: list[str]) -> tuple[list[str], dict[str, str]]:
     """Import what the workers will need; a module that fails here is left for the worker to fail on, with the
@@ -93,7 +91,8 @@ def main(argv: list[str]) -> int:
     control = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # what an import prints goes to the server's log, never into the protocol
     sys.stdout = sys.stderr
-    # into the server's log; the workers it forks inherit the setup (perfdash.logs)
+    from perfdash import logs  # into the server's log; the workers it forks inherit the setup
+
     logs.configure(logs.LogOptions.from_environ())
     loaded, failed = preload(argv)
     # The imports' objects (several hundred thousand) move to the collector's permanent generation: else a worker's
