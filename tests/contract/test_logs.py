@@ -59,8 +59,9 @@ def test_a_pool_worker_logs_as_its_parent_with_the_request_id(capfd: pytest.Capt
     logs.configure(logs.LogOptions(format="json", level="INFO"))
     token = logs.REQUEST_ID.set("upload-7")
     try:
-        # forkserver, as service.detection.night's pool: a fresh process that inherits no logging setup
-        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver"),
+        # a fresh process that inherits no logging setup, as service.detection.night's forkserver workers (spawn here:
+        # the forkserver is one per process, and its stderr is wherever stderr was when an earlier test started it)
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=logs.configure_child, initargs=logs.for_child()) as pool:
             pool.submit(logging.log, logging.INFO, "run 9: 1 new findings").result()
     finally:
