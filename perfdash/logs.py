@@ -36,9 +36,10 @@ REQUEST_ID: ContextVar[str | None] = ContextVar("perfdash_request_id", default=N
 # included, which perfdash's own lines say better; alembic names its dialect on every command that opens the database.
 QUIET_LOGGERS = {"httpx": logging.WARNING, "httpcore": logging.WARNING, "alembic": logging.WARNING}
 
-# What every LogRecord has: the rest of a record's attributes are the ``extra=`` fields of the call, which JSON keeps.
+# What every LogRecord has: the rest of a record's attributes are the ``extra=`` fields of the call, which JSON keeps
+# (but uvicorn's ``color_message``, its message again with terminal colour codes).
 _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime",
-                                                                                     "request_id"}
+                                                                                     "request_id", "color_message"}
 
 
 @dataclass(frozen=True, slots=True)
