@@ -20,6 +20,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from perfdash import logs
+
 COMMAND_MODULES: tuple[str, ...] = (
     "service.cli",
     "service.detection.cli",
@@ -70,6 +72,11 @@ def _settings_problem(exc: ValueError) -> str:
 def main(argv: Sequence[str] | None = None, *, settings: Any = None) -> int:
     """Parse ``argv`` and run the subcommand. ``settings``: the service's Settings when the caller already holds them
     (default: read from the environment, if the subcommand needs them)."""
+    try:  # before anything logs: every subcommand's lines get a timestamp, a level and a logger (perfdash.logs)
+        logs.configure(logs.LogOptions.from_environ())
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     if _reads_settings(args):

@@ -395,6 +395,15 @@ def append_row(path: Path, row: PerformanceRow | AccuracyRow, with_stats: bool =
         handle.flush()
 
 
+def csv_text(rows: Sequence[PerformanceRow] | Sequence[AccuracyRow], kind: str, with_stats: bool = True) -> str:
+    """A whole result file's text (header, then ``rows``), as :func:`append_row` writes it line by line."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header_for(kind, with_stats))
+    writer.writerows(row.to_csv_fields(with_stats) for row in rows)
+    return out.getvalue()
+
+
 def _decode(data: bytes, file: str) -> str:
     try:
         return data.decode("utf-8-sig")

@@ -102,6 +102,9 @@ def main(run: JobRunner | None = None) -> int:
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    from perfdash import logs  # into the model's log, as the console script's lines are
+
+    logs.configure(logs.LogOptions.from_environ())
     serve(sys.stdin.read(), protocol, start, run)
     return 0
 

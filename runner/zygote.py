@@ -96,6 +96,9 @@ def main(argv: list[str]) -> int:
     control = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # what an import prints goes to the server's log, never into the protocol
     sys.stdout = sys.stderr
+    from perfdash import logs  # into the server's log; the workers it forks inherit the setup
+
+    logs.configure(logs.LogOptions.from_environ())
     loaded, failed = preload(argv)
     # The imports' objects (several hundred thousand) move to the collector's permanent generation: else a worker's
     # first full collection walks them all, writing to every page that holds one and so copying it from the server

@@ -14,6 +14,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI
 
+from perfdash import logs
 from service.api import (
     annotations,
     audit,
@@ -29,11 +30,15 @@ from service.api import (
 from service.api import releases as releases_api
 from service.api import training as training_api
 from service.api.contract import AllowHeader, install_openapi
+from service.api.docs import install as install_api_docs
 from service.api.errors import ErrorBoundary, RejectNulBytes
 from service.api.handlers import install_error_handlers
 from service.api.limits import BodySizeLimit
 from service.db import make_engine, make_session_factory
 from service.ingest import PostIngestHook
+from service.prometheus import ServiceMetrics
+from service.prometheus import router as metrics_router
+from service.request_log import RequestLog
 from service.settings import Settings
 from service.web import install as install_web
 
@@ -56,6 +61,7 @@ def _lifespan(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] | 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         from service.hooks import post_ingest_hooks as default_hooks
 
+        logs.configure(settings.log_options)  # again in each of uvicorn's worker processes (app_from_environment)
         engine = make_engine(settings.database_url, echo=settings.sql_echo)
         app.state.settings = settings
         app.state.engine = engine
@@ -86,17 +92,25 @@ def _lifespan(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] | 
 
 def create_app(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] | None = None) -> FastAPI:
     """Build the app with ``settings``; ``post_ingest_hooks`` default to :func:`service.hooks.post_ingest_hooks`."""
+    # /docs and /redoc are service.api.docs' (offline, with a policy of their own), not FastAPI's (from a CDN)
     app = FastAPI(title="perfdash", version="1", lifespan=_lifespan(settings, post_ingest_hooks),
+                  docs_url=None, redoc_url=None,
                   description="Nightly performance of torch.compile: runs, summaries, history, comparisons.")
     app.add_middleware(BodySizeLimit)
     app.add_middleware(AllowHeader)
     app.add_middleware(RejectNulBytes)
-    app.add_middleware(ErrorBoundary)  # added last: the outermost of ours, so it sees every other one's exception
+    app.add_middleware(ErrorBoundary)  # outside the others, so it sees every other one's exception
+    # Outside ErrorBoundary: the request id is set before anything logs, and every answer (ErrorBoundary's 500 too)
+    # is logged and counted.
+    app.add_middleware(RequestLog)
+    app.state.metrics = ServiceMetrics.create()
     for module in (runs, summary, history, compare, configurations, annotations, findings, bisections, releases_api,
                    training_api, audit):
         app.include_router(module.router)
     install_web(app)  # HTML pages and /static (service/web)
     app.include_router(health.router)
+    install_api_docs(app)
+    app.include_router(metrics_router)
     install_error_handlers(app)
     install_openapi(app, runs.openapi_components())
     return app

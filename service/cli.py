@@ -6,7 +6,7 @@ import argparse
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from service.settings import Settings
@@ -167,21 +167,27 @@ def _summary(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from perfdash import logs
     from service.app import create_app
     from service.migrate import upgrade
 
     settings = args.settings
+    logs.configure(settings.log_options)  # the service's format from its first line on (the app's startup again)
     tls = tls_options(settings)
     if isinstance(tls, str):
         print(f"error: perfdash serve: {tls}", file=sys.stderr)
         return 2
     if not args.no_upgrade:
         upgrade(settings.database_url)
+    # uvicorn's own logging setup stays off (log_config=None): its lines go through perfdash.logs like every other,
+    # and its access log, which prints each request's query string (a token sent as ?token= with it), is replaced by
+    # service.request_log's line (the path, the status, the request id).
+    quiet: dict[str, Any] = {"log_config": None, "access_log": False}
     if args.workers == 1:  # one process: the app gets the settings main() read
-        uvicorn.run(create_app(settings), host=args.host, port=args.port, **tls)
+        uvicorn.run(create_app(settings), host=args.host, port=args.port, **tls, **quiet)
     else:  # worker processes import the factory by name; each reads the same environment at its startup
         uvicorn.run("service.app:app_from_environment", factory=True, host=args.host, port=args.port,
-                    workers=args.workers, **tls)
+                    workers=args.workers, **tls, **quiet)
     return 0
 
 

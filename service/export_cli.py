@@ -9,26 +9,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfdash.contract import GraphStats, ModelResult, PerformanceRow, RunKey
 from perfdash.pytorch_json import export_records
 
 if TYPE_CHECKING:
     from service.settings import Settings
 
 
-def _model_result(r, device: str) -> ModelResult:  # r: service.queries.schemas.ResultOut
-    performance = None
-    if r.speedup is not None:
-        performance = PerformanceRow(
-            dev=device, name=r.name, batch_size=r.batch_size, speedup=r.speedup, abs_latency=r.abs_latency or 0.0,
-            compilation_latency=r.compilation_latency, compression_ratio=r.compression_ratio,
-            eager_peak_mem=r.eager_peak_mem, dynamo_peak_mem=r.dynamo_peak_mem,
-            stats=GraphStats(r.calls_captured, r.unique_graphs, r.graph_breaks, r.unique_graph_breaks))
-    return ModelResult(name=r.name, batch_size=r.batch_size, accuracy=r.accuracy, performance=performance)
-
-
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
     from service.db import session_scope
+    from service.queries.pytorch_csv import model_result, run_key
     from service.queries.runs import get_run
     from service.queries.summary import night_summary
 
@@ -44,13 +33,12 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"error: no run {run_id}", file=sys.stderr)
                 return 1
             c = run.configuration
-            key = RunKey(backend=c.backend, variant=c.variant, suite=c.suite, dtype=c.dtype, mode=c.mode,
-                         device=c.device)
+            key = run_key(c)
             extra = {"perfdash_run_id": run.id, "torch_git_commit": run.torch_git_commit,
                      "torch_version": run.torch_version, "machine": c.machine.fingerprint,
                      "compile_mode": c.compile_mode, "threads": c.threads,
                      "started_at": run.started_at.isoformat() if run.started_at else None}
-            lines = export_records(key, [_model_result(r, c.device) for r in run.results], extra)
+            lines = export_records(key, [model_result(r, c.device) for r in run.results], extra)
             folder = out if len(run_ids) == 1 else out / f"run-{run_id}"
             folder.mkdir(parents=True, exist_ok=True)
             for kind, records in lines.items():

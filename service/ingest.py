@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -207,6 +208,8 @@ class IngestReport:
     runs: tuple[IngestedRun, ...]
     hook_errors: tuple[str, ...] = ()
     notices: tuple[str, ...] = ()
+    hook_runs: int = 0  # runs the post-ingest hooks (detection) ran for: the new ones and earlier pending ones
+    hooks_s: float = 0.0  # their wall time (the /metrics endpoint's detection time)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -746,5 +749,7 @@ def ingest(session: Session, bundles: Sequence[RunBundle], hooks: Sequence[PostI
         if not database_unavailable(exc):
             raise
         earlier = []
+    started = time.perf_counter()
     errors = run_hooks(session, [*earlier, *new], hooks)
-    return IngestReport(runs=stored, hook_errors=tuple(errors), notices=tuple(n for b in bundles for n in b.notices))
+    return IngestReport(runs=stored, hook_errors=tuple(errors), notices=tuple(n for b in bundles for n in b.notices),
+                        hook_runs=len(earlier) + len(new) if hooks else 0, hooks_s=time.perf_counter() - started)

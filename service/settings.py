@@ -17,6 +17,8 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, fiel
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from perfdash.logs import FORMAT_ENV, LEVEL_ENV, LogFormat, LogOptions
+
 # The environment variables whose value may instead be read from the file named by ``<NAME>_FILE``.
 FILE_BACKED = ("DATABASE_URL", "GITHUB_TOKEN", "PERFDASH_INGEST_TOKENS", "PERFDASH_TOKENS")
 
@@ -108,6 +110,14 @@ class Settings(BaseSettings):
     # `perfdash serve` over TLS: the certificate chain and its key (PEM), both or neither.
     tls_cert_file: Path | None = Field(None, validation_alias=_env("PERFDASH_TLS_CERT_FILE"))
     tls_key_file: Path | None = Field(None, validation_alias=_env("PERFDASH_TLS_KEY_FILE"))
+    # The service's log lines (perfdash.logs): JSON lines for a log collector, or text for a person; and the level.
+    log_format: LogFormat = Field("json", validation_alias=_env(FORMAT_ENV))
+    log_level: str = Field("INFO", validation_alias=_env(LEVEL_ENV))
+
+    @field_validator("log_level")
+    @classmethod
+    def _level(cls, value: str) -> str:
+        return LogOptions(level=value).level.upper()
 
     @field_validator("tokens", mode="before")
     @classmethod
@@ -142,6 +152,10 @@ class Settings(BaseSettings):
                                    file_secret_settings: PydanticBaseSettingsSource,
                                    ) -> tuple[PydanticBaseSettingsSource, ...]:
         return init_settings, SecretFilesSource(settings_cls), env_settings, dotenv_settings, file_secret_settings
+
+    @property
+    def log_options(self) -> LogOptions:
+        return LogOptions(format=self.log_format, level=self.log_level)
 
     @property
     def ingest_token_list(self) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from service.api.deps import RunFilterDep, SessionDep, json_response
 from service.ingest import IngestDefaults, RunBundle, RunPayload, bundle_from_payload, bundles_from_files, ingest
 from service.models import Run
 from service.queries.filters import MAX_OFFSET
+from service.queries.pytorch_csv import CsvKind, run_csv
 from service.queries.runs import get_run, list_runs
 from service.queries.schemas import RunDetail, RunOut
 from service.release_verdicts import refresh_configurations
@@ -67,6 +68,19 @@ def runs_get(session: SessionDep, run_id: int, samples: bool = False) -> Respons
     if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id}")
     return json_response(run)
+
+
+@router.get("/{run_id}/csv/{kind}", response_class=Response,
+            summary="One run as PyTorch's result file (its harness' columns and file name)",
+            responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}},
+                             "description": "the file, named in Content-Disposition"}})
+def runs_csv(session: SessionDep, run_id: int, kind: CsvKind) -> Response:
+    found = run_csv(session, run_id, kind)
+    if found is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id}")
+    name, text = found
+    return Response(text, media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'inline; filename="{name}"'})
 
 
 @router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[AdminScope],
@@ -194,6 +208,7 @@ async def runs_create(request: Request, response: Response, session: SessionDep)
         raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "send application/json or multipart/form-data")
     hooks = request.app.state.post_ingest_hooks
     report = await run_in_threadpool(ingest, session, bundles, hooks)
+    request.app.state.metrics.observe_ingest(report)
     audit_detail(request, "; ".join(f"run {r.run_id} {'stored' if r.created else 'already stored'} "
                                     f"({r.suite} {r.backend}, {r.models} models)" for r in report.runs))
     await run_in_threadpool(session.commit)

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from perfdash import logs
+
 logger = logging.getLogger(__name__)
 
 # Below this many runs a pool's start (a process importing the detector, ~1.5 s of CPU) costs more than it saves.
@@ -137,8 +139,9 @@ def detect_runs(session: Session, run_ids: Sequence[int], *, incremental: bool, 
     work = batches(parts, count * BATCHES_PER_WORKER)
     # forkserver, not fork: a fork would copy this process's open connections (and the API's threads), and a child
     # closing an inherited socket ends the parent's session on the server
-    with ProcessPoolExecutor(max_workers=min(count, len(work)),
-                             mp_context=multiprocessing.get_context("forkserver")) as pool:
+    # (a fresh process: it logs as this one does, with the request's id, only if handed the setup: perfdash.logs)
+    with ProcessPoolExecutor(max_workers=min(count, len(work)), mp_context=multiprocessing.get_context("forkserver"),
+                             initializer=logs.configure_child, initargs=logs.for_child()) as pool:
         done = {o.run_id: o for f in [pool.submit(_detect_batch, url, b, incremental, keep) for b in work]
                 for o in f.result()}
     return [done[run_id] for run_id in run_ids]

@@ -25,4 +25,5 @@ NAV: tuple[NavItem, ...] = (
     NavItem("backends", "Backends", "/backends"),
     NavItem("training", "Training", "/training"),
     NavItem("releases", "Releases", "/releases"),
+    NavItem("api", "API", "/docs"),  # the JSON API's operations (service/api/docs.py); /redoc reads the same
 )

@@ -108,7 +108,8 @@ def start_server(database_url: str) -> LiveServer:
     from service.app import create_app
     from service.settings import Settings
 
-    app = create_app(Settings(database_url=database_url), post_ingest_hooks=[])
+    # WARNING: a line per request from a server thread lands between tests' captures, all over pytest's output
+    app = create_app(Settings(database_url=database_url, log_level="WARNING"), post_ingest_hooks=[])
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
