@@ -14,8 +14,9 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI
 
+# not `annotations`: the name of this module's `from __future__` feature
+from service.api import annotations as annotations_api
 from service.api import (
-    annotations,
     audit,
     bisections,
     compare,
@@ -92,7 +93,7 @@ def create_app(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] |
     app.add_middleware(AllowHeader)
     app.add_middleware(RejectNulBytes)
     app.add_middleware(ErrorBoundary)  # added last: the outermost of ours, so it sees every other one's exception
-    for module in (runs, summary, history, compare, configurations, annotations, findings, bisections, releases_api,
+    for module in (runs, summary, history, compare, configurations, annotations_api, findings, bisections, releases_api,
                    training_api, audit):
         app.include_router(module.router)
     install_web(app)  # HTML pages and /static (service/web)

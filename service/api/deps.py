@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated, Literal
 
 from fastapi import Depends, Query, Request, Response
@@ -32,11 +32,11 @@ SessionDep = Annotated[Session, Depends(get_session)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
-def json_response(content: BaseModel | list[BaseModel], status_code: int = 200) -> Response:
+def json_response(content: BaseModel | Sequence[BaseModel], status_code: int = 200) -> Response:
     """Serialise a query result once. Returning the model would make FastAPI dump it, re-validate the dump against
     ``response_model`` and dump it again — most of the time of a 3-year history. ``response_model`` stays on the
     route for the OpenAPI document."""
-    if isinstance(content, list):
+    if not isinstance(content, BaseModel):
         body = b"[" + b",".join(item.model_dump_json().encode() for item in content) + b"]"
     else:
         body = content.model_dump_json().encode()

@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import special
@@ -381,7 +381,7 @@ def _segment(logs: np.ndarray, raw: np.ndarray, offset: int, config: DetectionCo
         if found is None:
             continue
         if isinstance(found, ChangePoint):
-            out.append(ChangePoint(**{**_as_dict(found), "index": found.index + offset}))
+            out.append(replace(found, index=found.index + offset))
         _segment(logs[:tau], raw[:tau], offset, config, noise, z_cap, out)
         _segment(logs[tau:], raw[tau:], offset + tau, config, noise, z_cap, out)
         return
@@ -393,10 +393,6 @@ def _least_z(config: DetectionConfig) -> float:
     loosest = max(config.p_value_max, config.p_value_two_points, config.p_value_three_points)
     p_cap = max(config.p_value_max, loosest * max(1.0, config.short_level_factor) * max(1.0, config.noisy_factor))
     return float(-special.ndtri(min(p_cap, 1.0) / 2.0))
-
-
-def _as_dict(cp: ChangePoint) -> dict[str, float | int]:
-    return {name: getattr(cp, name) for name in ChangePoint.__slots__}
 
 
 def detect_change_points(values: Sequence[float], *, baseline_start: int = 0,

@@ -32,7 +32,7 @@ class SeriesOut(BaseModel):
     configuration: ConfigurationOut
 
 
-class ModelPoint(ResultMetricFields):  # type: ignore[valid-type, misc]
+class ModelPoint(ResultMetricFields):
     """One run of a series: the registry's metrics as measured (``speedup`` included) and the gated speedup."""
 
     run_id: int
@@ -54,7 +54,7 @@ class ModelPoint(ResultMetricFields):  # type: ignore[valid-type, misc]
     @computed_field  # type: ignore[prop-decorator]
     @property
     def gated_speedup(self) -> float:
-        return contract.gated_speedup(self.speedup, self.passed)  # type: ignore[attr-defined]
+        return contract.gated_speedup(self.speedup, self.passed)
 
     @property
     def activation_ratio(self) -> float | None:
@@ -195,8 +195,8 @@ def suite_history(session: Session, configuration_id: int, since: date | None = 
     rows = _summary_points(session, ConfigFilter(configuration_id=configuration_id), since, until)
     points = _validate_points(SuitePoint, [
         {"run_id": run_id, "night": night, "torch_git_commit": commit,
-         "summary": SummaryOut.values(*values, None, with_warnings=False)}
-        for *values, _, run_id, night, commit in rows])
+         "summary": SummaryOut.values(passed, total, geomean, unclipped, compile_s, ratio, None, with_warnings=False)}
+        for passed, total, geomean, unclipped, compile_s, ratio, _, run_id, night, commit in rows])
     return SuiteHistory(configuration=ConfigurationOut.from_row(configuration), points=points)
 
 
