@@ -497,6 +497,7 @@ def _number(record: dict[str, str], column: str, file: str, line: int, *, intege
 
 
 def _stats(record: dict[str, str], file: str, line: int) -> GraphStats:
+    # the ignore: _number(integer=True) is an int or None, though its type is every column's, float | int | None
     return GraphStats(**{c: _number(record, c, file, line, integer=True) for c in STAT_COLUMNS})  # type: ignore[arg-type]
 
 

@@ -82,8 +82,8 @@ def plan(out: Path, gpus: int, repeat: int = 5, warmup: int = 2) -> list[Cell]:
     """Every CUDA cell, in the order they run (the suite matrix first: it is what the nightly's GPU cells run)."""
     cells = [_suite_cell(out, suite, dtype, mode, cudagraphs, repeat, warmup)
              for suite in SUITE_MODELS for dtype in DTYPES for mode in MODES for cudagraphs in (True, False)]
-    common: dict[str, Any] = {"device": "cuda", "performance": True, "repeat": repeat, "warmup": warmup, "cold_start": True,
-              "output_dir": out / "cuda", "timeout_s": CELL_TIMEOUT_S}
+    common: dict[str, Any] = {"device": "cuda", "performance": True, "repeat": repeat, "warmup": warmup,
+                              "cold_start": True, "output_dir": out / "cuda", "timeout_s": CELL_TIMEOUT_S}
     cells.append(Cell(name="hf_vision ResNet_bs1 (resnet-50) float32 inference", device="cuda",
                       run=RunOptions(suite="hf_vision", only="ResNet_bs1", **common)))
     for backend, dtype in (("onnxruntime", "float32"), ("tensorrt", "float16")):

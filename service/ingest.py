@@ -333,6 +333,7 @@ def _bundle(key: RunKey, parts: Mapping[str, tuple[str, bytes]], defaults: Inges
 # The metrics of perfdash.metric_registry that come with the samples (training throughput): a JSON upload carries them
 # beside the raw timings, under their names.
 SAMPLE_METRICS: tuple[str, ...] = tuple(m.name for m in RESULT_METRICS if m.source is Source.SAMPLES)
+# the ignore: create_model's overloads do not take field definitions through **
 _SampleMetricFields: type[BaseModel] = create_model(  # type: ignore[call-overload]
     "SampleMetricFields", **{name: (float | None, Field(None, ge=0)) for name in SAMPLE_METRICS})
 
@@ -699,7 +700,7 @@ def _run_batch_hook(session: Session, hook: PostIngestHook, run_ids: Sequence[in
     """Run a hook's ``for_runs`` over ``run_ids``; its failures go to ``errors``; returns the runs to retry later."""
     name = getattr(hook, "__name__", hook)
     try:
-        outcomes = hook.for_runs(session, run_ids)  # type: ignore[attr-defined]
+        outcomes = hook.for_runs(session, run_ids)  # type: ignore[attr-defined]  # run_hooks checked it has one
     except Exception as exc:  # the batch as a whole failed (the pool, the database): every run, as one hook would
         try:
             session.rollback()

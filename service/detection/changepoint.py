@@ -63,6 +63,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -119,8 +120,8 @@ class DetectionConfig:
             raise ValueError("window is shorter than min_before + min_after")
 
     @classmethod
-    def for_metric(cls, metric: str, **overrides: float | int) -> DetectionConfig:
-        return cls(min_effect=min_effect_of(metric), **overrides)  # type: ignore[arg-type]
+    def for_metric(cls, metric: str, **overrides: Any) -> DetectionConfig:
+        return cls(min_effect=min_effect_of(metric), **overrides)
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,7 +135,7 @@ class SeriesPoints(Sequence[Point]):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as it compares equal to a list; typeshed: a method
 
 
 @dataclass(frozen=True, slots=True)

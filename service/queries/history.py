@@ -51,7 +51,7 @@ class ModelPoint(ResultMetricFields):
     dynamo_activation_peak_mem: float | None = None
 
     # computed, not validated: one field less to check per point of a 3-year history, and no pass over the rows
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form; mypy allows no decorated property
     @property
     def gated_speedup(self) -> float:
         return contract.gated_speedup(self.speedup, self.passed)
@@ -86,7 +86,7 @@ class SuiteHistory(BaseModel):
 
 @functools.cache
 def _points_adapter(model: type[BaseModel]) -> TypeAdapter:
-    return TypeAdapter(list[model])  # type: ignore[valid-type]
+    return TypeAdapter(list[model])  # type: ignore[valid-type]  # a model known when it runs: one adapter a model
 
 
 def _validate_points(model: type[BaseModel], rows: list[dict]) -> list:
