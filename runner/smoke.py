@@ -220,3 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     print(render(rows))
     ran = [r for r in rows if r.status != NOT_RUN]
     return 0 if ran and all(r.status in ("pass", "pass_due_to_skip") for r in ran) else 1
+
+
+if __name__ == "__main__":  # scripts/gpu-smoke runs it as python -m runner.smoke
+    sys.exit(main())
