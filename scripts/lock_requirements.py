@@ -3,9 +3,12 @@
 - ``docker/service.lock``: every package of the service image (perfdash's core and its ``service`` extra), pinned,
   with the sha256 of the file pip chose for Linux x86-64 and CPython 3.11 (the image's). docker/service.Dockerfile
   installs it with ``--require-hashes``; psycopg2 is its source archive, built against libpq in the image.
-- ``docker/runner.lock``: pins for pip's constraints in the runner images (the core and the ``runner``, ``backends``
-  and ``backends-cuda`` extras), without torch, torchvision and what only they bring (the CUDA libraries, triton,
-  sympy...): an image measures the torch it is given (docker/install-torch.sh pins that one).
+- ``docker/runner.lock``: pins for pip's constraints in the runner images (the core and the ``runner`` and
+  ``backends`` extras), without torch, torchvision and everything they bring (the CUDA libraries, triton, numpy...):
+  an image measures the torch it is given (docker/install-torch.sh pins that one). Not ``backends-cuda``: its
+  TensorRT packages are stubs that fetch their wheels from pypi.nvidia.com at install, which only a GPU image's build
+  reaches; its three packages are pinned exactly in pyproject.toml, and the CUDA image's step that installs them may
+  fail without failing the image (docker/runner-cuda.Dockerfile).
 
 Run it after changing a requirement in pyproject.toml (tests/deploy/test_docker.py fails until the locks satisfy
 pyproject again), or to take newer releases:
@@ -31,7 +34,7 @@ from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parents[1]
 SERVICE_EXTRAS = ("service",)
-RUNNER_EXTRAS = ("runner", "backends", "backends-cuda")
+RUNNER_EXTRAS = ("runner", "backends")
 TORCH = frozenset({"torch", "torchvision"})  # the torch under test: never pinned for a runner image
 HEADER = ("# {name}: made by scripts/lock-requirements from pyproject.toml ({what}); do not edit by hand.\n"
           "# Regenerate after a requirement changes: scripts/lock-requirements\n")
@@ -101,7 +104,7 @@ def write_runner_lock(path: Path) -> None:
     requirements = requirements_of(RUNNER_EXTRAS)
     pins = [_pin(item) for item in ours(resolve(requirements), requirements)]
     path.write_text(HEADER.format(name=path.name, what="core + " + ", ".join(RUNNER_EXTRAS)
-                                  + "; constraints, without torch and what only torch brings")
+                                  + "; constraints: torch and what it brings are the image's")
                     + "\n".join(pins) + "\n")
 
 
