@@ -103,7 +103,7 @@ def test_service_image_has_no_torch() -> None:
 
 def test_dockerignore_keeps_local_state_out_but_not_the_sources() -> None:
     patterns = [p for p in (REPO / ".dockerignore").read_text().splitlines() if p and not p.startswith("#")]
-    for local in (".venv", ".git", "results", "perfdash.db", "docker/perfdash.env"):
+    for local in (".venv", ".git", "results", "perfdash.db", "docker/perfdash.env", ".mypy_cache"):
         assert any(fnmatch.fnmatch(local, p) for p in patterns), f"{local} would be sent to the Docker daemon"
     needed = ["pyproject.toml", "perfdash/cli.py", "docker/install-torch.sh", "docker/xeon-launch.sh", "README.md"]
     for path in needed:
