@@ -71,7 +71,7 @@ def run_marks(session: Session, run: Run, *, last_runs: int | None = None) -> di
 
 def suite_geomean_history(session: Session, run: Run) -> list[tuple[int, date, str | None, float | None]]:
     """(run id, night, commit, clipped geomean speedup) of the runs up to and including ``run``, oldest first."""
-    return [row._tuple() for row in session.execute(  # Row._tuple(): public, underscored against column names
+    return [(run_id, night, commit, geomean) for run_id, night, commit, geomean in session.execute(
         sa.select(Run.id, Run.night, Run.torch_git_commit, RunSummary.geomean_speedup)
         .join(RunSummary, RunSummary.run_id == Run.id).where(*up_to(run)).order_by(*run_order()))]
 
