@@ -37,10 +37,12 @@ run: $(RUN_STAMP)
 test: $(TEST_STAMP)
 	@mkdir -p "$(TMPDIR)" "$(TORCHINDUCTOR_CACHE_DIR)"
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) results perfdash.db .pytest_cache

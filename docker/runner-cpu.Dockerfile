@@ -35,7 +35,9 @@ ARG TORCH_SPEC
 ARG TORCH_INDEX_ROOT=https://download.pytorch.org/whl
 RUN test -n "${TORCH_SPEC}" || { echo "build with --build-arg TORCH_SPEC=<release|date|version[@commit]|commit>" >&2; exit 2; } \
     && install-torch "${TORCH_SPEC}" cpu
-ENV PIP_CONSTRAINT=/etc/perfdash/torch-constraints.txt \
+# The versions of everything else, locked (docker/runner.lock, made by scripts/lock-requirements), beside torch's pin.
+COPY docker/runner.lock /etc/perfdash/runner.lock
+ENV PIP_CONSTRAINT="/etc/perfdash/torch-constraints.txt /etc/perfdash/runner.lock" \
     PERFDASH_TORCH_SPEC=${TORCH_SPEC}
 
 # perfdash's dependencies in a layer of their own (cached while only perfdash's code changes). The runner extra brings

@@ -50,7 +50,7 @@ import random
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -180,7 +180,9 @@ class AbRecord(BaseModel):
 def balanced_order(pairs: int, rng: random.Random) -> list[tuple[AbSide, AbSide]]:
     """``pairs`` pairs, half of them A first (the odd one at random), shuffled."""
     a_first = pairs // 2 + (rng.random() < 0.5 if pairs % 2 else 0)
-    orders: list[tuple[AbSide, AbSide]] = [("A", "B")] * a_first + [("B", "A")] * (pairs - a_first)
+    a_b: tuple[AbSide, AbSide] = ("A", "B")
+    b_a: tuple[AbSide, AbSide] = ("B", "A")
+    orders = [a_b] * a_first + [b_a] * (pairs - a_first)
     rng.shuffle(orders)
     return orders
 
@@ -290,7 +292,7 @@ def decide(a: Sequence[Sample], b: Sequence[Sample], policy: AbPolicy, final: bo
     p_diff = min(1.0, math.exp(-llr)) if llr > -700 else 1.0
     p_same = min(1.0, math.exp(llr_same)) if llr_same < 700 else 1.0
     bound = policy.llr_bound
-    common = {"pairs": pairs, "change_pct": change, "p_different": p_diff, "p_same": p_same,
+    common: dict[str, Any] = {"pairs": pairs, "change_pct": change, "p_different": p_diff, "p_same": p_same,
               "llr": llr if math.isfinite(llr) else math.copysign(1e9, llr),
               "llr_same": llr_same if math.isfinite(llr_same) else math.copysign(1e9, llr_same),
               "scale_pct": scale * 100.0,
@@ -312,7 +314,7 @@ def _decide_status(a: Sequence[Sample], b: Sequence[Sample], policy: AbPolicy, f
     fa, fb = (sum(map(is_failing, s)) for s in (a, b))
     ra, rb = fa / len(a), fb / len(b)
     change = (rb - ra) * 100.0
-    p = float(fisher_exact([[fb, len(b) - fb], [fa, len(a) - fa]], alternative="greater").pvalue)
+    p = float(fisher_exact(np.array([[fb, len(b) - fb], [fa, len(a) - fa]]), alternative="greater").pvalue)
     text = f"failure rate {ra:.0%} at A, {rb:.0%} at B (Fisher p={p:.2g})"
     if (ra == 0.0 and rb == 1.0) or p < policy.alpha_per_look:
         return AbRound(pairs=len(a), answer="different", change_pct=change, p_different=p, p_same=None, reason=text)

@@ -48,6 +48,13 @@ class Axis:
     explicit: bool = False  # always written in a command line, even at its default (the series reads by it)
     help: str = ""
 
+    @property
+    def stored_column(self) -> str:
+        """The column of an axis the stored configuration has (those a filter or a bisection request names)."""
+        if self.column is None:
+            raise ValueError(f"the axis {self.name} is not a column of the stored configuration")
+        return self.column
+
     def value(self, config: RunConfig) -> Any:
         value = getattr(config, self.name)
         return dict(sorted(value.items())) if isinstance(value, Mapping) else value

@@ -31,7 +31,7 @@ BisectionPurpose = Literal["bisect", "confirm"]
 BisectionStatus = Literal["pending", "running", "done"]
 Direction = Better  # which way is better; the strings "higher" / "lower" on the wire
 # the metrics a bisection can chase: the registry's detected metrics and the accuracy status
-BisectMetric = Literal[BISECT_METRICS]  # type: ignore[valid-type]
+BisectMetric = Literal[BISECT_METRICS]  # type: ignore[valid-type]  # the registry's names: known when it runs only
 # One measurement (Sample, perfdash.ab's): the metric's value, or a status word (an accuracy status, "crash",
 # "timeout") when there is none.
 

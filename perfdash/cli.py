@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from perfdash import logs
+from perfdash import __version__, logs
 
 COMMAND_MODULES: tuple[str, ...] = (
     "service.cli",
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="perfdash",
         description="Nightly performance dashboard for torch.compile: benchmark, ingest, detect, report, bisect.",
     )
+    parser.add_argument("--version", action="version", version=f"perfdash {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)

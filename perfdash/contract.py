@@ -506,6 +506,7 @@ def _number(record: dict[str, str], column: str, file: str, line: int, *, intege
 
 
 def _stats(record: dict[str, str], file: str, line: int) -> GraphStats:
+    # the ignore: _number(integer=True) is an int or None, though its type is every column's, float | int | None
     return GraphStats(**{c: _number(record, c, file, line, integer=True) for c in STAT_COLUMNS})  # type: ignore[arg-type]
 
 
@@ -530,20 +531,21 @@ def parse_performance_csv(data: bytes, file: str) -> list[PerformanceRow]:
         batch_size = _number(rec, "batch_size", file, line, integer=True)
         speedup = _number(rec, "speedup", file, line)
         abs_latency = _number(rec, "abs_latency", file, line)
-        for column, value in (("batch_size", batch_size), ("speedup", speedup), ("abs_latency", abs_latency)):
-            if value is None:
-                raise ContractError("empty value", file=file, line=line, column=column)
+        if batch_size is None or speedup is None or abs_latency is None:
+            column = next(column for column, value in (("batch_size", batch_size), ("speedup", speedup),
+                                                       ("abs_latency", abs_latency)) if value is None)
+            raise ContractError("empty value", file=file, line=line, column=column)
         rows.append(
             PerformanceRow(
                 dev=dev,
                 name=name,
-                batch_size=int(batch_size),  # type: ignore[arg-type]
-                speedup=float(speedup),  # type: ignore[arg-type]
-                abs_latency=float(abs_latency),  # type: ignore[arg-type]
-                compilation_latency=_number(rec, "compilation_latency", file, line),  # type: ignore[arg-type]
-                compression_ratio=_number(rec, "compression_ratio", file, line),  # type: ignore[arg-type]
-                eager_peak_mem=_number(rec, "eager_peak_mem", file, line),  # type: ignore[arg-type]
-                dynamo_peak_mem=_number(rec, "dynamo_peak_mem", file, line),  # type: ignore[arg-type]
+                batch_size=int(batch_size),
+                speedup=float(speedup),
+                abs_latency=float(abs_latency),
+                compilation_latency=_number(rec, "compilation_latency", file, line),
+                compression_ratio=_number(rec, "compression_ratio", file, line),
+                eager_peak_mem=_number(rec, "eager_peak_mem", file, line),
+                dynamo_peak_mem=_number(rec, "dynamo_peak_mem", file, line),
                 stats=_stats(rec, file, line),
             )
         )
@@ -566,7 +568,7 @@ def parse_accuracy_csv(data: bytes, file: str) -> list[AccuracyRow]:
                 batch_size=int(batch_size),
                 accuracy=status,
                 stats=_stats(rec, file, line),
-                compilation_latency=_number(rec, "compilation_latency", file, line),  # type: ignore[arg-type]
+                compilation_latency=_number(rec, "compilation_latency", file, line),
             )
         )
     return rows

@@ -96,7 +96,7 @@ class TextFormatter(logging.Formatter):
         return text
 
 
-class PerfdashHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class PerfdashHandler(logging.StreamHandler):
     """The root logger's handler that :func:`configure` installs; it stamps each record with the request id and
     remembers its options (which a child process is handed). Without a stream of its own it writes to whatever
     ``sys.stderr`` is when a line is written (as logging's last-resort handler does), so a replaced stderr (a test's
@@ -108,7 +108,7 @@ class PerfdashHandler(logging.StreamHandler):  # type: ignore[type-arg]
         self.options = options
         self.setFormatter(JsonFormatter() if options.format == "json" else TextFormatter())
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> TextIO:
         return self._own_stream if self._own_stream is not None else sys.stderr
 

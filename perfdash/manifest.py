@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
+import annotated_types
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -111,12 +114,20 @@ def _json_integer_input(value: object) -> object:
     return value
 
 
-def json_int(ge: int, le: int) -> Any:
+@dataclass(frozen=True)
+class json_int(annotated_types.GroupedMetadata):  # a lower-case name: read as a rule of a type, not a type
     """An integer as JSON Schema says one, between ``ge`` and ``le``: a number without a fraction (3 and 3.0), never
-    true/false or text. Not strict (a model configured strict would refuse 3.0, which the schema allows). The bounds
-    come before the validator: after it (a Field's ge/le on the field), pydantic's JSON schema said them as unknown
-    ``ge``/``le`` keys, not ``minimum``/``maximum``, and the document then allowed what the model refuses."""
-    return Annotated[int, Field(ge=ge, le=le), BeforeValidator(_json_integer_input), Strict(False)]
+    true/false or text, as ``Annotated[int, json_int(ge, le)]`` (metadata pydantic unpacks in order, and a type
+    checker reads as int). Not strict (a model configured strict would refuse 3.0, which the schema allows). The
+    bounds come before the validator: after it (a Field's ge/le on the field), pydantic's JSON schema said them as
+    unknown ``ge``/``le`` keys, not ``minimum``/``maximum``, and the document then allowed what the model refuses."""
+
+    ge: int
+    le: int
+
+    def __iter__(self) -> Iterator[object]:
+        yield from (annotated_types.Ge(self.ge), annotated_types.Le(self.le), BeforeValidator(_json_integer_input),
+                    Strict(False))
 
 
 class JenkinsInfo(BaseModel):
@@ -135,7 +146,7 @@ class MachineInfo(BaseModel):
     host: str = Field("unknown", max_length=MAX_NAME_LENGTH)
     device: Literal["cpu", "cuda"] | str = "cpu"
     cpu_model: str = Field("unknown", max_length=MAX_NAME_LENGTH)
-    cpu_count: json_int(1, INT32_MAX) | None = None
+    cpu_count: Annotated[int, json_int(1, INT32_MAX)] | None = None
     gpu_name: str | None = Field(None, max_length=MAX_NAME_LENGTH)
     gpu_driver: str | None = Field(None, max_length=64)
     cuda_version: str | None = Field(None, max_length=64)
@@ -167,19 +178,19 @@ class RunConfig(BaseModel):
     dtype: str = Field("float32", json_schema_extra={"enum": list(DTYPES)})
     mode: str = Field("inference", json_schema_extra={"enum": list(MODES)})
     device: str = Field("cpu", json_schema_extra={"enum": list(DEVICES)})
-    threads: json_int(1, 1_000_000) | None = None  # None: all cores of the socket; 1: single-core
+    threads: Annotated[int, json_int(1, 1_000_000)] | None = None  # None: all cores of the socket; 1: single-core
     dynamic_shapes: StrictBool = False
     cold_start: StrictBool = False
-    batch_size: json_int(0, INT32_MAX) | None = None  # an override; None: the suite's own batch sizes
-    repeat: json_int(0, INT32_MAX) | None = None
+    batch_size: Annotated[int, json_int(0, INT32_MAX)] | None = None  # an override; None: the suite's own batch sizes
+    repeat: Annotated[int, json_int(0, INT32_MAX)] | None = None
     # warm-up iterations per side (compile latency and peak memory are taken over them)
-    warmup: json_int(0, INT32_MAX) | None = None
-    total_partitions: json_int(1, INT32_MAX) = 1
-    partition_id: json_int(0, INT32_MAX) = 0
+    warmup: Annotated[int, json_int(0, INT32_MAX)] | None = None
+    total_partitions: Annotated[int, json_int(1, INT32_MAX)] = 1
+    partition_id: Annotated[int, json_int(0, INT32_MAX)] = 0
     env: dict[str, str] = Field(default_factory=dict)  # settings such as TORCHINDUCTOR_FREEZING
     # DistributedDataParallel: processes (devices or CPU slices) of the run and their process-group backend;
     # 1 and None: a single process, no torch.distributed
-    world_size: json_int(1, 65536) = 1
+    world_size: Annotated[int, json_int(1, 65536)] = 1
     distributed_backend: Literal["gloo", "nccl"] | None = None
 
     @property
@@ -234,7 +245,7 @@ class Manifest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     # readers refuse a newer schema (parse, and the schema's maximum says so to a client)
-    schema_version: json_int(1, SCHEMA_VERSION) = SCHEMA_VERSION
+    schema_version: Annotated[int, json_int(1, SCHEMA_VERSION)] = SCHEMA_VERSION
     source: Literal["perfdash", "pytorch"] = "perfdash"
     config: RunConfig
     machine: MachineInfo = Field(default_factory=MachineInfo)

@@ -133,15 +133,16 @@ def parse_records(data: bytes, file: str, hints: KeyHints = KeyHints()) -> Parse
     except UnicodeDecodeError as exc:
         raise ContractError(f"not UTF-8 text (offset {exc.start})", file=file) from None
     records: list[tuple[int, _Record]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+    for line_number, record_text in enumerate(text.splitlines(), start=1):
+        if not record_text.strip():
             continue
         try:
-            records.append((number, _Record.model_validate_json(line)))
+            records.append((line_number, _Record.model_validate_json(record_text)))
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
-            raise ContractError(f"not a benchmark record: {where}: {first['msg']}", file=file, line=number) from None
+            raise ContractError(f"not a benchmark record: {where}: {first['msg']}", file=file,
+                                line=line_number) from None
     if not records:
         raise ContractError("no benchmark records", file=file, line=1)
 
@@ -164,18 +165,19 @@ def parse_records(data: bytes, file: str, hints: KeyHints = KeyHints()) -> Parse
     batch: dict[str, int] = {}
     speedup_lines: list[tuple[int, str, str]] = []
     accuracy_lines: list[tuple[int, str, str]] = []
-    for number, record in records:
+    for line_number, record in records:
         name, metric, value = record.model.name, record.metric.name, _value(record.metric)
         if metric in _NOT_METRICS:
             continue
-        models.setdefault(name, {})[metric] = (number, value)
+        models.setdefault(name, {})[metric] = (line_number, value)
         size = record.benchmark.extra_info.get("batch_size")
         if isinstance(size, int) and size > 0:
             batch[name] = size
         if metric == "speedup":
-            speedup_lines.append((number, name, f"{value:.2f}x" if isinstance(value, int | float) else str(value)))
+            speedup_lines.append((line_number, name,
+                                  f"{value:.2f}x" if isinstance(value, int | float) else str(value)))
         elif metric == "accuracy":
-            accuracy_lines.append((number, name, str(value)))
+            accuracy_lines.append((line_number, name, str(value)))
 
     performance, accuracy = [], []
     for name, metrics in models.items():

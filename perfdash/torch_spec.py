@@ -194,7 +194,7 @@ class _RangeReader(io.RawIOBase):
         self.pos = {0: offset, 1: self.pos + offset, 2: self.size + offset}[whence]
         return self.pos
 
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # typeshed's takes any writable buffer
         if self.pos >= self.size or not len(buffer):
             return 0
         end = min(self.pos + len(buffer), self.size) - 1

@@ -64,6 +64,7 @@ MODEL_VERDICTS: tuple[Verdict, ...] = (NEW_FAILURE, REGRESSION, FIXED, IMPROVEME
 COUNTED: tuple[Verdict, ...] = (NEW_FAILURE, REGRESSION, FIXED, IMPROVEMENT, WITHIN_NOISE)
 
 # The model verdicts as a string enum: the API's field type (its OpenAPI enum), values the names above.
+# the ignores: a type checker reads a functional Enum's members from literals only, not from the table above
 ModelVerdictName = StrEnum("ModelVerdictName", {v.name: v.name for v in MODEL_VERDICTS})  # type: ignore[misc]
 
 
@@ -92,6 +93,7 @@ MACHINE_CHANGE = Verdict("machine_change", Severity.NOTE, "machine change", "Sam
 FINDING_CATEGORIES: tuple[Verdict, ...] = (REGRESSION, NEW_FAILURE, IMPROVEMENT, FIXED, ENVIRONMENT, MODELS_DROPPED,
                                            MACHINE_CHANGE)
 
+# the ignore: as ModelVerdictName's, members from a table
 FindingCategoryName = StrEnum("FindingCategoryName",  # type: ignore[misc]
                                {v.name: v.name for v in FINDING_CATEGORIES})
 

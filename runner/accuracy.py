@@ -17,7 +17,7 @@ import enum
 import math
 import types
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -87,7 +87,8 @@ def scalar_loss(output: Any) -> torch.Tensor:
     tensors = [t for t in flatten(output) if isinstance(t, torch.Tensor) and t.is_floating_point()]
     if not tensors:
         raise ValueError("the model's output has no floating-point tensor to derive a loss from")
-    return sum(t.float().mean() for t in tensors) / len(tensors)
+    # as PyTorch's harness reduces it; a tensor, as tensors is not empty (typeshed's sum() adds its start, 0)
+    return cast(torch.Tensor, sum(t.float().mean() for t in tensors) / len(tensors))
 
 
 def _rmse(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -43,7 +43,7 @@ def accuracy_settings(model_name: str) -> Iterator[None]:
             torch.use_deterministic_algorithms(True)
         cudnn.deterministic = True
         cudnn.benchmark = False
-        mkldnn.deterministic = True
+        mkldnn.deterministic = True  # type: ignore[assignment]  # a flag of torch's PropModule, typed as its ContextProp
         os.environ[_CUBLAS_WORKSPACE] = ":4096:8"
         cudnn.allow_tf32 = False
         matmul.allow_tf32 = False

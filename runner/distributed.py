@@ -24,7 +24,7 @@ from pathlib import Path
 
 from runner.allocator import process_env
 from runner.lifeline import PARENT_PID_ENV
-from runner.process import WorkerOutcome, _handle_line, _kill_pid_group, _tail, send_job
+from runner.process import ProtocolSink, WorkerOutcome, _handle_line, _kill_pid_group, _tail, send_job
 from runner.protocol import PHASE_LOAD, Job
 
 # The variable that gives a rank its cores (comma-separated ids); the rank pins itself to them before it starts
@@ -85,7 +85,7 @@ class WorldOutcome:
 class _Rank:
     proc: subprocess.Popen[bytes]
     log: Path
-    sink: dict[str, object]
+    sink: ProtocolSink
     reader: threading.Thread | None = None
     started: float | None = None
     exited_at: float | None = None
@@ -121,10 +121,10 @@ def launch(job: Job, world_size: int, env: dict[str, str], timeout_s: float, log
     outcomes = []
     for rank in ranks:
         outcomes.append(WorkerOutcome(
-            result=rank.sink.get("result"), last_phase=str(rank.sink["phase"]),  # type: ignore[arg-type]
+            result=rank.sink.get("result"), last_phase=str(rank.sink["phase"]),
             returncode=rank.proc.returncode, timed_out=timed_out,
             wall_s=(rank.exited_at or wall), log_tail=_tail(rank.log),
-            protocol_error=rank.sink.get("error")))  # type: ignore[arg-type]
+            protocol_error=rank.sink.get("error")))
     return WorldOutcome(ranks=tuple(outcomes), culprit=culprit, timed_out=timed_out, wall_s=wall,
                         started_s=tuple(rank.started for rank in ranks))
 
@@ -140,7 +140,7 @@ def _start_rank(job: Job, r: int, world_size: int, port: int, env: dict[str, str
                                 env={**process_env({**env, **rank_environment(r, world_size, port, cpus)}),
                                      PARENT_PID_ENV: str(os.getpid())},
                                 start_new_session=True)
-    sink: dict[str, object] = {"phase": PHASE_LOAD}
+    sink: ProtocolSink = {"phase": PHASE_LOAD}
     rank = _Rank(proc=proc, log=log, sink=sink)
 
     def on_phase(phase: str) -> None:

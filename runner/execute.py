@@ -156,7 +156,8 @@ def compile_step(module: torch.nn.Module, p: Prepared, job: Job, notes: dict[str
     A backend that is not Dynamo's (ONNX Runtime, OpenVINO, TensorRT: runner.backends) compiles the module."""
     if job.backend in BACKEND_SPECS:
         backend_model = LazyBackendModel(module, job, notes if notes is not None else {})
-        return make_step(backend_model, p, job, checking_accuracy=checking_accuracy)
+        # only called, never trained: the other backends measure inference (runner.backends refuses training)
+        return make_step(backend_model, p, job, checking_accuracy=checking_accuracy)  # type: ignore[arg-type]
     mode = None if job.compile_mode == "default" else job.compile_mode
     if mode == "max-autotune" and job.disable_cudagraphs:
         mode = "max-autotune-no-cudagraphs"  # max-autotune's options turn CUDA graphs on; this one is it without

@@ -72,12 +72,12 @@ def capture(device: str) -> Iterator[Captured]:
         if previous is not None:
             previous(code)
 
-    GraphLowering.save_output_code = save  # type: ignore[assignment]
+    GraphLowering.save_output_code = save
     try:
         with config.patch({"cpp.enable_kernel_profile": device == "cpu"}):
             yield captured
     finally:
-        GraphLowering.save_output_code = previous  # type: ignore[assignment]
+        GraphLowering.save_output_code = previous
 
 
 def kernel_profile(step: Callable[[], Any], device: str, steps: int = PROFILE_STEPS) -> tuple[KernelTime, ...]:

@@ -147,7 +147,7 @@ def cpu_peak_bytes(fn: Callable[[], Any], primed: bool = True) -> int:
             fn()  # primes the profiler's block sizes; not measured
         with record_function(_WINDOW):
             fn()
-    events = list(prof.profiler.kineto_results.events())  # type: ignore[union-attr]
+    events = list(prof.profiler.kineto_results.events())
     window = next(e for e in events if e.name() == _WINDOW)
     memory = sorted(((e.start_ns(), e.nbytes()) for e in events
                      if e.name() == "[memory]" and e.device_type() == DeviceType.CPU

@@ -42,6 +42,6 @@ def make_optimizer(name: str, device: str, backend: str, params: Iterable[torch.
         sgd = torch.optim.SGD(params, lr=0.01, foreach=True)
         # The step runs inside the compiled iteration (runner.execute.compile_step); PyTorch's init_optimizer keeps
         # SGD's single foreach add out of Dynamo (little to gain, compile time to lose), and so does this.
-        sgd.step = torch._dynamo.disable(sgd.step)  # type: ignore[method-assign]
+        sgd.step = torch._dynamo.disable(sgd.step)  # type: ignore[method-assign]  # this instance's step, wrapped
         return sgd
     return torch.optim.Adam(params, lr=0.01, capturable=True, foreach=True)

@@ -123,7 +123,8 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
         raise OptionsError(str(exc)) from None
     _choice("backend", options.backend, RUNNABLE_BACKENDS)
     for axis in CHECKED_FLAGS:  # the contract's vocabulary of each configuration axis the runner takes as a flag
-        if axis.name not in ("suite", "backend"):  # the suite and backend: what this runner can run (above)
+        # the suite and backend: what this runner can run (above); every checked axis has a flag and a vocabulary
+        if axis.name not in ("suite", "backend") and axis.flag and axis.vocabulary:
             _choice(axis.flag.removeprefix("--"), getattr(options, axis.name), axis.vocabulary)
     _choice("allocator", options.allocator, ALLOCATORS)
     check_torch(options.torch_spec)

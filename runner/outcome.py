@@ -107,7 +107,7 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
             compiled = statistics.median(perf.compiled_ms)
             eager_mem, compiled_mem = perf.eager_peak_mem, perf.dynamo_peak_mem
             measurable = (eager_mem or 0.0) >= MIN_PEAK_FOR_RATIO_GB and (compiled_mem or 0.0) >= MIN_PEAK_FOR_RATIO_GB
-            ratio = eager_mem / compiled_mem if measurable else None  # type: ignore[operator]
+            ratio = eager_mem / compiled_mem if measurable and eager_mem and compiled_mem else None
             perf_row = PerformanceRow(
                 dev=dev, name=name, batch_size=batch_size, speedup=eager / compiled, abs_latency=compiled,
                 compilation_latency=perf.compilation_latency, compression_ratio=ratio, eager_peak_mem=eager_mem,

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from runner.allocator import process_env
 from runner.lifeline import PARENT_PID_ENV
@@ -26,6 +27,14 @@ from runner.protocol import PHASE_LOAD, Job, WorkerResult
 
 _LOG_TAIL_CHARS = 1500
 NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
+
+
+class ProtocolSink(TypedDict, total=False):
+    """What a worker's protocol lines said so far: its phase, its result, what was wrong with a line."""
+
+    phase: str
+    result: WorkerResult
+    error: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +59,7 @@ class WorkerOutcome:
             return f"signal {-self.returncode}"
 
 
-def _handle_line(line: str, on_phase: Callable[[str], None], sink: dict[str, object]) -> None:
+def _handle_line(line: str, on_phase: Callable[[str], None], sink: ProtocolSink) -> None:
     """One line of the worker protocol: a phase or the result."""
     line = line.strip()
     if not line:
@@ -68,7 +77,7 @@ def _handle_line(line: str, on_phase: Callable[[str], None], sink: dict[str, obj
         sink["error"] = f"bad worker message ({exc}): {line[:200]}"
 
 
-def _read_protocol(stream, on_phase: Callable[[str], None], sink: dict[str, object]) -> None:
+def _read_protocol(stream, on_phase: Callable[[str], None], sink: ProtocolSink) -> None:
     for raw in stream:
         _handle_line(raw.decode("utf-8", "replace"), on_phase, sink)
 
@@ -77,7 +86,7 @@ def run_worker(job: Job, env: dict[str, str], timeout_s: float, log_path: Path,
                on_phase: Callable[[str], None] = lambda phase: None) -> WorkerOutcome:
     """Start ``python -m runner.worker``, send the job, wait up to ``timeout_s``; kill its process group on timeout."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    sink: dict[str, object] = {"phase": PHASE_LOAD}
+    sink: ProtocolSink = {"phase": PHASE_LOAD}
     start = time.perf_counter()
     with log_path.open("ab") as log:
         log.write(f"=== {job.spec.name} ===\n".encode())
@@ -101,9 +110,9 @@ def run_worker(job: Job, env: dict[str, str], timeout_s: float, log_path: Path,
             raise
         reader.join(timeout=10)
     wall = time.perf_counter() - start
-    return WorkerOutcome(result=sink.get("result"), last_phase=str(sink["phase"]),  # type: ignore[arg-type]
+    return WorkerOutcome(result=sink.get("result"), last_phase=str(sink["phase"]),
                          returncode=proc.returncode, timed_out=timed_out, wall_s=wall, log_tail=_tail(log_path),
-                         protocol_error=sink.get("error"))  # type: ignore[arg-type]
+                         protocol_error=sink.get("error"))
 
 
 def send_job(proc: subprocess.Popen[bytes], job: Job) -> None:
@@ -236,7 +245,7 @@ class ForkServer:
             if retry:
                 return self.run(job, env, timeout_s, log_path, on_phase, retry=False)
             return run_worker(job, {**self.env, **env}, timeout_s, log_path, on_phase)
-        sink: dict[str, object] = {"phase": PHASE_LOAD}
+        sink: ProtocolSink = {"phase": PHASE_LOAD}
         start = time.perf_counter()
         pid: int | None = None
         returncode: int | None = None
@@ -279,9 +288,9 @@ class ForkServer:
         wall = time.perf_counter() - start
         if returncode is None and timed_out:
             returncode = -signal.SIGKILL
-        return WorkerOutcome(result=sink.get("result"), last_phase=str(sink["phase"]),  # type: ignore[arg-type]
+        return WorkerOutcome(result=sink.get("result"), last_phase=str(sink["phase"]),
                              returncode=returncode, timed_out=timed_out, wall_s=wall, log_tail=_tail(log_path),
-                             protocol_error=sink.get("error"))  # type: ignore[arg-type]
+                             protocol_error=sink.get("error"))
 
 
 def _server_event(line: str) -> tuple[str, int] | None:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypedDict
 
 from perfdash.axes import AXIS
 from perfdash.contract import (
@@ -52,7 +53,7 @@ from runner.options import (
 )
 from runner.outcome import interpret
 from runner.process import WorkerOutcome
-from runner.protocol import PHASE_MEASURE, Performance, WorkerResult
+from runner.protocol import PHASE_MEASURE, WorkerResult
 
 SUMMARY_FILE = "scaling.jsonl"
 
@@ -217,7 +218,7 @@ def world_outcome(world: WorldOutcome) -> WorkerOutcome:
         return world.ranks[rank]
     results = [r.result for r in world.ranks]
     assert all(r is not None and r.performance is not None for r in results)
-    perfs: list[Performance] = [r.performance for r in results]  # type: ignore[union-attr,misc]
+    perfs = [r.performance for r in results if r is not None and r.performance is not None]
     first = perfs[0]
 
     def slowest(values: list[float | None]) -> float | None:
@@ -239,7 +240,16 @@ def world_outcome(world: WorldOutcome) -> WorkerOutcome:
                          last_phase=PHASE_MEASURE, returncode=0, timed_out=False, wall_s=world.wall_s, log_tail="")
 
 
-def _costs(world: WorldOutcome) -> dict[str, float | None]:
+class _Costs(TypedDict):
+    """What a world cost beside its measurement (ScalingPoint's fields of the same names)."""
+
+    launch_s: float | None
+    init_process_group_s: float | None
+    first_step_s: float | None
+    wall_s: float | None
+
+
+def _costs(world: WorldOutcome) -> _Costs:
     def slowest(key: str) -> float | None:
         values = [r.result.timings[key] for r in world.ranks if r.result is not None and key in r.result.timings]
         return max(values) if values else None

@@ -27,7 +27,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runner.gpu_settings import in_force
 from runner.options import RunOptions, cuda_device_present
@@ -82,8 +82,8 @@ def plan(out: Path, gpus: int, repeat: int = 5, warmup: int = 2) -> list[Cell]:
     """Every CUDA cell, in the order they run (the suite matrix first: it is what the nightly's GPU cells run)."""
     cells = [_suite_cell(out, suite, dtype, mode, cudagraphs, repeat, warmup)
              for suite in SUITE_MODELS for dtype in DTYPES for mode in MODES for cudagraphs in (True, False)]
-    common = {"device": "cuda", "performance": True, "repeat": repeat, "warmup": warmup, "cold_start": True,
-              "output_dir": out / "cuda", "timeout_s": CELL_TIMEOUT_S}
+    common: dict[str, Any] = {"device": "cuda", "performance": True, "repeat": repeat, "warmup": warmup,
+                              "cold_start": True, "output_dir": out / "cuda", "timeout_s": CELL_TIMEOUT_S}
     cells.append(Cell(name="hf_vision ResNet_bs1 (resnet-50) float32 inference", device="cuda",
                       run=RunOptions(suite="hf_vision", only="ResNet_bs1", **common)))
     for backend, dtype in (("onnxruntime", "float32"), ("tensorrt", "float16")):
@@ -220,3 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     print(render(rows))
     ran = [r for r in rows if r.status != NOT_RUN]
     return 0 if ran and all(r.status in ("pass", "pass_due_to_skip") for r in ran) else 1
+
+
+if __name__ == "__main__":  # scripts/gpu-smoke runs it as python -m runner.smoke
+    sys.exit(main())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 
 from perfdash.contract import ModelResult, ModelSamples, PerformanceRow
@@ -57,8 +57,8 @@ def models_table(results: Sequence[ModelResult], samples: Mapping[str, ModelSamp
 
 def render(config: RunConfig, summary: SuiteSummary, results: Sequence[ModelResult],
            samples: Sequence[ModelSamples] = ()) -> Group:
-    parts: list[object] = [models_table(results, {s.name: s for s in samples}), summary_table(config, summary)]
+    parts: list[RenderableType] = [models_table(results, {s.name: s for s in samples}), summary_table(config, summary)]
     warnings = model_warnings(results)
     if warnings:
         parts.append("warnings: " + "; ".join(f"{w.name}: {w.reason}" for w in warnings))
-    return Group(*parts)  # type: ignore[arg-type]
+    return Group(*parts)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import dataclasses
 import os
 import sys
 import time
@@ -54,11 +55,13 @@ def serve(job_text: str, protocol: TextIO, start: float, run: JobRunner | None =
     inductor_overrides.apply(os.environ)  # perfdash run --inductor-config, as the configuration's env records it
     imported = time.perf_counter()
     if run is None:
-        from runner.execute import run_job as run
+        from runner.execute import run_job
+
+        run = run_job
 
     result = run(job, emit)
     timings = {"import": imported - start, **result.timings, "worker_total": time.perf_counter() - start}
-    protocol.write(type(result)(**{**_fields(result), "timings": timings}).to_json() + "\n")
+    protocol.write(dataclasses.replace(result, timings=timings).to_json() + "\n")
     protocol.flush()
 
 
@@ -107,10 +110,6 @@ def main(run: JobRunner | None = None) -> int:
     logs.configure(logs.LogOptions.from_environ())
     serve(sys.stdin.read(), protocol, start, run)
     return 0
-
-
-def _fields(result: object) -> dict[str, object]:
-    return {name: getattr(result, name) for name in result.__dataclass_fields__}  # type: ignore[attr-defined]
 
 
 def exit_now(code: int) -> None:

@@ -25,7 +25,7 @@ import json
 import os
 import sys
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 from runner.lifeline import die_with_parent, parent_from_environment
 
@@ -65,7 +65,7 @@ def _send(control: TextIO, message: dict[str, object]) -> None:
     control.flush()
 
 
-def run_one(request: dict[str, object], control: TextIO) -> None:
+def run_one(request: dict[str, Any], control: TextIO) -> None:
     """Fork the worker, relay its protocol lines to the parent until it closes them, then report how it ended."""
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()
@@ -78,7 +78,7 @@ def run_one(request: dict[str, object], control: TextIO) -> None:
         os.close(control.fileno())  # else the parent would not see the server's end while a worker lives
         from runner.worker import run_forked
 
-        run_forked(str(request["job"]), dict(request.get("env") or {}),  # type: ignore[arg-type]
+        run_forked(str(request["job"]), dict(request.get("env") or {}),
                    write_fd, str(request["log"]))
     os.close(write_fd)
     _send(control, {"event": "forked", "pid": pid})

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Debian packages perfdash needs: `install-system-packages.sh run|test`.
 #   run   what `make run` uses: jemalloc (CPU workers preload it by default, as PyTorch's CPU dashboard:
-#         runner/allocator.py) and g++ (Inductor's C++ kernels)
+#         runner/allocator.py), g++ (Inductor's C++ kernels), and what builds psycopg2 from source (libpq-dev for
+#         pg_config and libpq, gcc, Python's headers)
 #   test  also what the tests use: a PostgreSQL server, headless Chromium, Groovy (Jenkinsfile checks), util-linux
 #         (runuser, lscpu), and podman with runc and debootstrap (the image tests: tests/containers)
 set -euo pipefail
@@ -9,6 +10,10 @@ profile="${1:-test}"
 missing=()
 compgen -G "/usr/lib/*/libjemalloc.so.2" >/dev/null || missing+=(libjemalloc2)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+command -v pg_config >/dev/null 2>&1 || missing+=(libpq-dev)
+python3.11 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' \
+    2>/dev/null || missing+=(python3.11-dev)
 if [ "$profile" = test ]; then
     ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
     command -v chromium >/dev/null 2>&1 || missing+=(chromium)

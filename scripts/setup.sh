@@ -16,6 +16,9 @@ fi
 # images install theirs first: docker/install-torch.sh). pip takes both from local wheels on these machines.
 "$venv/bin/pip" install --quiet --upgrade pip
 "$venv/bin/pip" install --quiet "torch==2.14.1" "torchvision==0.29.1"
+# psycopg2 is built from source now (libpq-dev); psycopg2-binary, which a venv made before may hold, installs the same
+# module and would stay beside it
+"$venv/bin/pip" uninstall --quiet --yes psycopg2-binary 2>/dev/null || true
 extras="runner,service"
 [ "$profile" = test ] && extras="runner,service,dev,backends"
 "$venv/bin/pip" install --quiet -e "$here[$extras]"

@@ -15,8 +15,10 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from fastapi import FastAPI
 
 from perfdash import logs
+
+# not `annotations`: the name of this module's `from __future__` feature
+from service.api import annotations as annotations_api
 from service.api import (
-    annotations,
     audit,
     bisections,
     compare,
@@ -104,7 +106,7 @@ def create_app(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] |
     # is logged and counted.
     app.add_middleware(RequestLog)
     app.state.metrics = ServiceMetrics.create()
-    for module in (runs, summary, history, compare, configurations, annotations, findings, bisections, releases_api,
+    for module in (runs, summary, history, compare, configurations, annotations_api, findings, bisections, releases_api,
                    training_api, audit):
         app.include_router(module.router)
     install_web(app)  # HTML pages and /static (service/web)

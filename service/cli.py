@@ -6,7 +6,7 @@ import argparse
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
     from service.settings import Settings
@@ -191,7 +191,14 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def tls_options(settings: Settings) -> dict[str, str] | str:
+class TlsOptions(TypedDict, total=False):
+    """uvicorn.run's TLS arguments."""
+
+    ssl_certfile: str
+    ssl_keyfile: str
+
+
+def tls_options(settings: Settings) -> TlsOptions | str:
     """uvicorn's TLS options from PERFDASH_TLS_CERT_FILE and PERFDASH_TLS_KEY_FILE (both, or neither: plain HTTP,
     for a reverse proxy in front or a loopback test), or what is wrong with them."""
     cert, key = settings.tls_cert_file, settings.tls_key_file

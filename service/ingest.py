@@ -116,9 +116,10 @@ _MANIFEST_FIELDS_SINCE_V1 = ("environment", "memory_definitions", "backend", "to
 _CONFIG_FIELDS_SINCE_V1: dict[str, object] = {"warmup": None, "world_size": 1, "distributed_backend": None}
 
 
-def _unset_since_v1(manifest: Manifest) -> dict[str, object]:
+def _unset_since_v1(manifest: Manifest) -> dict[str, bool | set[str]]:
     """The manifest fields added after runs were first hashed that this one leaves empty (a model_dump exclude)."""
-    exclude: dict[str, object] = {name: True for name in _MANIFEST_FIELDS_SINCE_V1 if not getattr(manifest, name)}
+    exclude: dict[str, bool | set[str]] = {name: True for name in _MANIFEST_FIELDS_SINCE_V1
+                                           if not getattr(manifest, name)}
     config = {name for name, unset in _CONFIG_FIELDS_SINCE_V1.items() if getattr(manifest.config, name) == unset}
     if config:
         exclude["config"] = config
@@ -335,11 +336,12 @@ def _bundle(key: RunKey, parts: Mapping[str, tuple[str, bytes]], defaults: Inges
 # The metrics of perfdash.metric_registry that come with the samples (training throughput): a JSON upload carries them
 # beside the raw timings, under their names.
 SAMPLE_METRICS: tuple[str, ...] = tuple(m.name for m in RESULT_METRICS if m.source is Source.SAMPLES)
+# the ignore: create_model's overloads do not take field definitions through **
 _SampleMetricFields: type[BaseModel] = create_model(  # type: ignore[call-overload]
     "SampleMetricFields", **{name: (float | None, Field(None, ge=0)) for name in SAMPLE_METRICS})
 
 
-class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
+class ResultPayload(_SampleMetricFields):
     """One model of a JSON upload: the columns of both CSVs, and optionally the raw samples with perfdash's own
     metrics (SAMPLE_METRICS)."""
 
@@ -351,7 +353,7 @@ class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
         {"required": ["accuracy"], "properties": {"accuracy": {"type": "string", "minLength": 1}}}]})
 
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
-    batch_size: json_int(0, INT32_MAX) = 0
+    batch_size: Annotated[int, json_int(0, INT32_MAX)] = 0
     # the contract's status shape (perfdash.contract), said in the schema too
     accuracy: str | None = Field(None, max_length=MAX_STATUS_LENGTH,
                                  json_schema_extra={"pattern": "^[A-Za-z][A-Za-z0-9_]*$"})
@@ -363,10 +365,10 @@ class ResultPayload(_SampleMetricFields):  # type: ignore[valid-type, misc]
     compression_ratio: float | None = Field(None, ge=0)
     eager_peak_mem: float | None = Field(None, ge=0)
     dynamo_peak_mem: float | None = Field(None, ge=0)
-    calls_captured: json_int(0, INT32_MAX) | None = None
-    unique_graphs: json_int(0, INT32_MAX) | None = None
-    graph_breaks: json_int(0, INT32_MAX) | None = None
-    unique_graph_breaks: json_int(0, INT32_MAX) | None = None
+    calls_captured: Annotated[int, json_int(0, INT32_MAX)] | None = None
+    unique_graphs: Annotated[int, json_int(0, INT32_MAX)] | None = None
+    graph_breaks: Annotated[int, json_int(0, INT32_MAX)] | None = None
+    unique_graph_breaks: Annotated[int, json_int(0, INT32_MAX)] | None = None
     # timings are positive and peaks non-negative (ModelSamples)
     eager_ms: list[Annotated[float, Field(gt=0)]] | None = None
     compiled_ms: list[Annotated[float, Field(gt=0)]] | None = None
@@ -701,7 +703,7 @@ def _run_batch_hook(session: Session, hook: PostIngestHook, run_ids: Sequence[in
     """Run a hook's ``for_runs`` over ``run_ids``; its failures go to ``errors``; returns the runs to retry later."""
     name = getattr(hook, "__name__", hook)
     try:
-        outcomes = hook.for_runs(session, run_ids)  # type: ignore[attr-defined]
+        outcomes = hook.for_runs(session, run_ids)  # type: ignore[attr-defined]  # run_hooks checked it has one
     except Exception as exc:  # the batch as a whole failed (the pool, the database): every run, as one hook would
         try:
             session.rollback()

@@ -26,11 +26,12 @@ Shape of the data (years of nightly runs, ~3M result rows):
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from perfdash.bisection import BisectionPurpose, BisectionStatus
 from perfdash.contract import gated_speedup
 from perfdash.metric_registry import RESULT_METRICS
 
@@ -44,6 +45,8 @@ NAMING_CONVENTION = {
 
 
 class Base(DeclarativeBase):
+    # every model maps one Table (none a join or a select): what Core inserts use (Result.__table__.insert())
+    __table__: ClassVar[sa.Table]
     metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map = {dict[str, Any]: sa.JSON, datetime: sa.DateTime(timezone=True)}
 
@@ -159,7 +162,8 @@ class Series(Base):
 # compilation_latency, compression_ratio, the throughputs), named as the metric; None where the run did not measure
 # it. Raw, not gated: ``passed`` says whether the accuracy gate let the model count. A new entry needs a migration
 # adding its column (tests/service/test_migrations.py checks both agree).
-ResultMetricColumns = type("ResultMetricColumns", (), {
+# Any to a type checker: the columns are made from the registry at import, so it cannot know their names.
+ResultMetricColumns: Any = type("ResultMetricColumns", (), {
     m.name: mapped_column(sa.Float, nullable=True) for m in RESULT_METRICS})
 
 
@@ -345,9 +349,9 @@ class BisectionRequest(Base):
     __table_args__ = (sa.UniqueConstraint("finding_id", "purpose", name="uq_bisection_requests_finding_purpose"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    status: Mapped[str] = mapped_column(sa.String(16), index=True)  # pending | running | done
+    status: Mapped[BisectionStatus] = mapped_column(sa.String(16), index=True)  # pending | running | done
     # bisect: find the culprit; confirm: only measure good and bad side by side (a candidate's A/B re-measurement)
-    purpose: Mapped[str] = mapped_column(sa.String(16), default="bisect", server_default="bisect")
+    purpose: Mapped[BisectionPurpose] = mapped_column(sa.String(16), default="bisect", server_default="bisect")
     finding_id: Mapped[int | None] = mapped_column(sa.ForeignKey("findings.id", ondelete="SET NULL"))
     # what to measure: one model (at a batch size) of a stored configuration, whose axes the bisect tool receives
     configuration_id: Mapped[int] = mapped_column(sa.ForeignKey("configurations.id"), index=True)

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import cast
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
@@ -84,9 +85,9 @@ def compact_runs(session: Session, run_ids: list[int], now: datetime | None = No
     of results rewritten."""
     if not run_ids:
         return 0
-    updated = session.execute(
+    updated = cast(sa.CursorResult, session.execute(  # an UPDATE's result: it has a rowcount
         sa.update(Result).where(Result.run_id.in_(run_ids), Result.samples.is_not(None))
-        .values(samples=_compacted(session.get_bind().dialect.name)).execution_options(synchronize_session=False))
+        .values(samples=_compacted(session.get_bind().dialect.name)).execution_options(synchronize_session=False)))
     session.execute(sa.update(Run).where(Run.id.in_(run_ids)).values(samples_compacted_at=now or datetime.now(UTC))
                     .execution_options(synchronize_session=False))
     return updated.rowcount or 0

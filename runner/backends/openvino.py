@@ -42,7 +42,7 @@ def build(module: torch.nn.Module, dtype: str) -> tuple[Callable[..., Any], dict
     import openvino.torch  # noqa: F401 - registers the "openvino" backend with torch.compile
 
     threads = torch.get_num_threads()
-    options = {"device": "CPU", "aot_autograd": True,
+    options: dict[str, Any] = {"device": "CPU", "aot_autograd": True,
                "config": {"INFERENCE_PRECISION_HINT": OPENVINO_PRECISION_HINT[dtype],
                           "INFERENCE_NUM_THREADS": str(threads)}}
     recorder = _FallbackRecorder()

@@ -66,7 +66,8 @@ def _torch_tensorrt(module: torch.nn.Module, dtype: str) -> tuple[Callable[..., 
     warm-up: compilation) checks what the modules it built report."""
     import torch_tensorrt  # noqa: F401 - registers the "tensorrt" backend with torch.compile
 
-    trt_backend = torch._dynamo.lookup_backend("tensorrt")
+    # Callable[..., Any]: torch types a backend without the options Torch-TensorRT's takes
+    trt_backend: Callable[..., Any] = torch._dynamo.lookup_backend("tensorrt")
     options = {"enabled_precisions": {torch.float16 if dtype == "float16" else torch.float32}}
     built: list[Any] = []
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import typing
-from collections.abc import Callable, Iterator
-from typing import Annotated, Literal
+from collections.abc import Callable, Iterator, Sequence
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, Query, Request, Response
 from pydantic import BaseModel
@@ -32,11 +32,11 @@ SessionDep = Annotated[Session, Depends(get_session)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
-def json_response(content: BaseModel | list[BaseModel], status_code: int = 200) -> Response:
+def json_response(content: BaseModel | Sequence[BaseModel], status_code: int = 200) -> Response:
     """Serialise a query result once. Returning the model would make FastAPI dump it, re-validate the dump against
     ``response_model`` and dump it again — most of the time of a 3-year history. ``response_model`` stays on the
     route for the OpenAPI document."""
-    if isinstance(content, list):
+    if not isinstance(content, BaseModel):
         body = b"[" + b",".join(item.model_dump_json().encode() for item in content) + b"]"
     else:
         body = content.model_dump_json().encode()
@@ -53,8 +53,8 @@ def _config_filter_dependency() -> Callable[..., ConfigFilter]:
     hints = typing.get_type_hints(ConfigFilter)
     fields = [f.name for f in dataclasses.fields(ConfigFilter)]
 
-    def build(**values: object) -> ConfigFilter:
-        return ConfigFilter(**{name: None if values.get(name) == "" else values.get(name)  # type: ignore[arg-type]
+    def build(**values: Any) -> ConfigFilter:
+        return ConfigFilter(**{name: None if values.get(name) == "" else values.get(name)
                                for name in fields})
 
     def annotation(name: str) -> object:
@@ -62,6 +62,7 @@ def _config_filter_dependency() -> Callable[..., ConfigFilter]:
         return kind | None if kind is str else kind | Literal[""] | None
 
     descriptions = {"backend": "backend with variant, e.g. inductor_no_cudagraphs", "machine": "machine fingerprint"}
+    # the ignore: FastAPI reads a dependency's parameters from __signature__, which typeshed's functions lack
     build.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation(name),
                           default=Query(None, description=descriptions.get(name)))

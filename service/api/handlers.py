@@ -77,4 +77,5 @@ HANDLERS = ((ContractError, contract_error), (RequestValidationError, validation
 
 def install_error_handlers(app: FastAPI) -> None:
     for exception, handler in HANDLERS:
+        # the ignore: starlette types a handler as taking any Exception; each of these takes its own kind only
         app.add_exception_handler(exception, handler)  # type: ignore[arg-type]

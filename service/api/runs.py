@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, cast
 
 import sqlalchemy as sa
 from fastapi import APIRouter, HTTPException, Query, Request, Response, status
@@ -89,7 +89,7 @@ def runs_csv(session: SessionDep, run_id: int, kind: CsvKind) -> Response:
 def runs_delete(session: SessionDep, run_id: int) -> Response:
     # The database cascades to results, summary, change points and findings (foreign keys ON DELETE CASCADE).
     configuration_id = session.scalar(sa.select(Run.configuration_id).where(Run.id == run_id))
-    deleted = session.execute(sa.delete(Run).where(Run.id == run_id)).rowcount
+    deleted = cast(sa.CursorResult, session.execute(sa.delete(Run).where(Run.id == run_id))).rowcount
     if not deleted or configuration_id is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id}")
     # its kept Releases pairs went with it; the configuration's new latest run (or release's last) gets its own

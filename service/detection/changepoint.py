@@ -62,7 +62,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -119,8 +120,8 @@ class DetectionConfig:
             raise ValueError("window is shorter than min_before + min_after")
 
     @classmethod
-    def for_metric(cls, metric: str, **overrides: float | int) -> DetectionConfig:
-        return cls(min_effect=min_effect_of(metric), **overrides)  # type: ignore[arg-type]
+    def for_metric(cls, metric: str, **overrides: Any) -> DetectionConfig:
+        return cls(min_effect=min_effect_of(metric), **overrides)
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,7 +382,7 @@ def _segment(logs: np.ndarray, raw: np.ndarray, offset: int, config: DetectionCo
         if found is None:
             continue
         if isinstance(found, ChangePoint):
-            out.append(ChangePoint(**{**_as_dict(found), "index": found.index + offset}))
+            out.append(replace(found, index=found.index + offset))
         _segment(logs[:tau], raw[:tau], offset, config, noise, z_cap, out)
         _segment(logs[tau:], raw[tau:], offset + tau, config, noise, z_cap, out)
         return
@@ -393,10 +394,6 @@ def _least_z(config: DetectionConfig) -> float:
     loosest = max(config.p_value_max, config.p_value_two_points, config.p_value_three_points)
     p_cap = max(config.p_value_max, loosest * max(1.0, config.short_level_factor) * max(1.0, config.noisy_factor))
     return float(-special.ndtri(min(p_cap, 1.0) / 2.0))
-
-
-def _as_dict(cp: ChangePoint) -> dict[str, float | int]:
-    return {name: getattr(cp, name) for name in ChangePoint.__slots__}
 
 
 def detect_change_points(values: Sequence[float], *, baseline_start: int = 0,

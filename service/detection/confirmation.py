@@ -118,7 +118,7 @@ def _widened_range(session: Session, finding: Finding) -> tuple[str, str]:
     is before the step and the bad one after it; the bisection searches the wider range (about one step more).
     """
     cp = finding.change_point
-    assert cp is not None and finding.good_commit and finding.bad_commit
+    assert cp is not None and finding.series_id is not None and finding.good_commit and finding.bad_commit
     runs = series_commits(session, finding.series_id)
     ids = [run_id for run_id, _ in runs]
     if cp.previous_run_id not in ids or cp.run_id not in ids:

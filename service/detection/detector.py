@@ -135,7 +135,7 @@ class SeriesPoints(Sequence[Point]):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as it compares equal to a list; typeshed: a method
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,12 +178,12 @@ def _recent_moves(session: Session, run: Run, config: ShiftConfig) -> dict[str, 
             if value is not None and value > 0:
                 history[(series_id, metric.name)].append((run_id, float(value)))
     moves: dict[str, list[float]] = defaultdict(list)
-    for (_series, metric), points in history.items():
+    for (_series, metric_name), points in history.items():
         if points[-1][0] != run.id:
             continue
         move = series_move([v for _, v in points], config)
         if move is not None:
-            moves[metric].append(move)
+            moves[metric_name].append(move)
     return moves
 
 
@@ -366,6 +366,8 @@ def _code_change(session: Session, old_run_id: int, new_run_id: int, model: str)
     """Whether the generated code of ``model`` changed between the two runs (service.detection.code_change); the
     torch build counts as environment here (the code calls torch's own kernels)."""
     old, new = session.get(Run, old_run_id), session.get(Run, new_run_id)
+    if old is None or new is None:  # deleted since the detection began
+        raise LookupError(f"run {old_run_id if old is None else new_run_id} is gone")
     environment_changed = (run_environment(old) != run_environment(new)
                            or (old.torch_version, old.torch_git_commit) != (new.torch_version, new.torch_git_commit))
     return compare_code(code_side(session, old_run_id, model), code_side(session, new_run_id, model),
@@ -439,7 +441,7 @@ def performance_change_points(d: RunDetection) -> list[Finding | None]:
             searched.append((series_id, metric, points, search))
     # all of the run's series at once: most did not move, and one check over all of them says so (issue 31)
     results = detect_change_points_many([search for *_, search in searched])
-    found = []
+    found: list[Finding | None] = []
     for (series_id, metric, points, _), change_points in zip(searched, results, strict=True):
         found += _store_found(session, run, series_id, series_in_run[series_id], metric, points,
                               stored[(series_id, metric)], change_points)

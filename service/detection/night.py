@@ -70,7 +70,7 @@ def streams(session: Session, run_ids: Sequence[int]) -> list[list[int]]:
     """``run_ids`` split by configuration, each part in the order given (the unit one worker detects in order)."""
     from service.models import Run
 
-    configuration_of: dict[int, int] = dict(session.execute(  # type: ignore[arg-type]
+    configuration_of: dict[int, int] = dict(session.execute(
         sa.select(Run.id, Run.configuration_id).where(Run.id.in_(list(run_ids)))).all())
     parts: dict[int | None, list[int]] = defaultdict(list)
     for run_id in run_ids:
@@ -132,7 +132,7 @@ def detect_runs(session: Session, run_ids: Sequence[int], *, incremental: bool, 
     bind = session.get_bind()
     count = workers_for(bind, len(run_ids), workers)
     parts = streams(session, run_ids) if count > 1 else []
-    if count <= 1 or len(parts) <= 1:
+    if count <= 1 or len(parts) <= 1 or isinstance(bind, sa.Connection):  # a Connection: count is 1 (workers_for)
         return [detect_one(session, run_id, incremental, keep) for run_id in run_ids]
     session.commit()  # nothing of ours open while the workers write (the caller committed what matters)
     url = bind.url.render_as_string(hide_password=False)

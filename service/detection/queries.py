@@ -93,7 +93,7 @@ def _configuration_of(session: Session, fields: BisectionFields) -> int:
     the one that ran last."""
     query = sa.select(Configuration.id).join(Run, Run.configuration_id == Configuration.id)
     for name in REQUEST_AXES:
-        column, value = getattr(Configuration, AXIS[name].column), getattr(fields, name)
+        column, value = getattr(Configuration, AXIS[name].stored_column), getattr(fields, name)
         query = query.where(column.is_(None) if value is None else column == value)
     found = session.scalar(query.group_by(Configuration.id).order_by(sa.func.max(Run.id).desc()).limit(1))
     if found is None:

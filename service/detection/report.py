@@ -201,8 +201,8 @@ def build_report(session: Session, run_id: int, dashboard_url: str | None = None
             rows.append((compiler, cells))
         tables.append(MetricTable(title=metric.pytorch_title, suites=suites, rows=rows))
     summaries = {r.id: session.get(RunSummary, r.id) for r in runs}
-    warnings = [(r.configuration.suite, w["name"], w["reason"]) for r in runs if summaries[r.id]
-                for w in summaries[r.id].warnings]
+    warnings = [(r.configuration.suite, w["name"], w["reason"]) for r in runs if (summary := summaries[r.id])
+                for w in summary.warnings]
     findings = open_findings_of(session, [r.id for r in runs])
     context = ReportContext(
         title=f"Performance Dashboard for {c.dtype} precision -- {_thread_title(c)}",

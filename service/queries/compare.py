@@ -68,7 +68,7 @@ def _deltas(names: list[str], before: dict[str, ResultOut], after: dict[str, Res
         changes: dict[str, float | None] = {}
         if b is not None and n is not None and b.passed and n.passed:
             changes = {m: None if math.isnan(c := columns[m][i]) else c for m in metrics}
-        out.append(ModelDelta(name=name, base=b, new=n, verdict=judged.verdict_of(i).name,
+        out.append(ModelDelta(name=name, base=b, new=n, verdict=ModelVerdictName(judged.verdict_of(i).name),
                               status_changed=b is not None and n is not None and b.accuracy != n.accuracy,
                               speedup_change=changes.get(SPEEDUP.name),
                               compile_time_change=changes.get(COMPILATION_LATENCY.name),

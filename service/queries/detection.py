@@ -71,7 +71,7 @@ def run_marks(session: Session, run: Run, *, last_runs: int | None = None) -> di
 
 def suite_geomean_history(session: Session, run: Run) -> list[tuple[int, date, str | None, float | None]]:
     """(run id, night, commit, clipped geomean speedup) of the runs up to and including ``run``, oldest first."""
-    return [tuple(row) for row in session.execute(  # type: ignore[misc]
+    return [(run_id, night, commit, geomean) for run_id, night, commit, geomean in session.execute(
         sa.select(Run.id, Run.night, Run.torch_git_commit, RunSummary.geomean_speedup)
         .join(RunSummary, RunSummary.run_id == Run.id).where(*up_to(run)).order_by(*run_order()))]
 
@@ -87,7 +87,7 @@ def series_commits(session: Session, series_id: int) -> list[tuple[int, str]]:
     return [(run_id, commit) for run_id, commit in session.execute(
         sa.select(Run.id, Run.torch_git_commit).join(Result, Result.run_id == Run.id)
         .where(Result.series_id == series_id, Result.passed, Run.torch_git_commit.is_not(None))
-        .order_by(*run_order()))]
+        .order_by(*run_order())) if commit is not None]  # the query has none: narrows the type
 
 
 def night_of_run(session: Session, run_id: int) -> date | None:

@@ -44,7 +44,7 @@ class ConfigFilter:
         for axis in FILTER_AXES:
             value = getattr(self, axis.name)
             if value is not None and axis.name != "backend":
-                out.append(getattr(c, axis.column) == value)
+                out.append(getattr(c, axis.stored_column) == value)
         if self.configuration_id is not None:
             out.append(c.id == self.configuration_id)
         if self.backend is not None:

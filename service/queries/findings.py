@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from perfdash.axes import AXIS
 from perfdash.bisection import REQUEST_AXES, BisectionOut, BisectionResult
+from perfdash.metric_registry import Better
 from perfdash.verdicts import FindingCategoryName, Severity
 from perfdash.verdicts import category as category_of
 from service.models import BisectionRequest, Finding, Run
@@ -52,7 +53,8 @@ class FindingOut(BaseModel):
     @classmethod
     def from_row(cls, row: Finding) -> FindingOut:
         return cls(
-            id=row.id, kind=row.kind, category=row.category, severity=category_of(row.category).severity,
+            id=row.id, kind=row.kind, category=FindingCategoryName(row.category),
+            severity=category_of(row.category).severity,
             configuration_id=row.configuration_id,
             series_id=row.series_id, run_id=row.run_id, night=row.run.night, suite=row.configuration.suite,
             backend=row.configuration.backend_variant, model=row.model, metric=row.metric, old_status=row.old_status,
@@ -107,11 +109,11 @@ def get_finding(session: Session, finding_id: int) -> FindingOut | None:
 def bisection_out(row: BisectionRequest) -> BisectionOut:
     """The request as the API answers it: its configuration's axes sent along, so the bisect tool needs nothing
     else."""
-    axes = {name: getattr(row.configuration, AXIS[name].column) for name in REQUEST_AXES}
+    axes = {name: getattr(row.configuration, AXIS[name].stored_column) for name in REQUEST_AXES}
     return BisectionOut(
         id=row.id, status=row.status, purpose=row.purpose, finding_id=row.finding_id,
         configuration_id=row.configuration_id, model=row.model, batch_size=row.batch_size, metric=row.metric,
-        direction=row.direction, good_commit=row.good_commit, bad_commit=row.bad_commit,
+        direction=Better(row.direction), good_commit=row.good_commit, bad_commit=row.bad_commit,
         threshold_pct=row.threshold_pct, created_at=row.created_at,
         result=BisectionResult.model_validate(row.result) if row.result is not None else None, **axes)
 

@@ -32,7 +32,7 @@ class SeriesOut(BaseModel):
     configuration: ConfigurationOut
 
 
-class ModelPoint(ResultMetricFields):  # type: ignore[valid-type, misc]
+class ModelPoint(ResultMetricFields):
     """One run of a series: the registry's metrics as measured (``speedup`` included) and the gated speedup."""
 
     run_id: int
@@ -51,10 +51,10 @@ class ModelPoint(ResultMetricFields):  # type: ignore[valid-type, misc]
     dynamo_activation_peak_mem: float | None = None
 
     # computed, not validated: one field less to check per point of a 3-year history, and no pass over the rows
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form; mypy allows no decorated property
     @property
     def gated_speedup(self) -> float:
-        return contract.gated_speedup(self.speedup, self.passed)  # type: ignore[attr-defined]
+        return contract.gated_speedup(self.speedup, self.passed)
 
     @property
     def activation_ratio(self) -> float | None:
@@ -86,7 +86,7 @@ class SuiteHistory(BaseModel):
 
 @functools.cache
 def _points_adapter(model: type[BaseModel]) -> TypeAdapter:
-    return TypeAdapter(list[model])  # type: ignore[valid-type]
+    return TypeAdapter(list[model])  # type: ignore[valid-type]  # a model known when it runs: one adapter a model
 
 
 def _validate_points(model: type[BaseModel], rows: list[dict]) -> list:
@@ -195,8 +195,8 @@ def suite_history(session: Session, configuration_id: int, since: date | None = 
     rows = _summary_points(session, ConfigFilter(configuration_id=configuration_id), since, until)
     points = _validate_points(SuitePoint, [
         {"run_id": run_id, "night": night, "torch_git_commit": commit,
-         "summary": SummaryOut.values(*values, None, with_warnings=False)}
-        for *values, _, run_id, night, commit in rows])
+         "summary": SummaryOut.values(passed, total, geomean, unclipped, compile_s, ratio, None, with_warnings=False)}
+        for passed, total, geomean, unclipped, compile_s, ratio, _, run_id, night, commit in rows])
     return SuiteHistory(configuration=ConfigurationOut.from_row(configuration), points=points)
 
 

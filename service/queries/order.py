@@ -160,12 +160,20 @@ def latest_nights(session: Session, configuration_ids: Sequence[int]) -> dict[in
 
 
 class _Ordered(Protocol):
-    id: int
-    configuration_id: int
-    partition_id: int
-    total_partitions: int
-    night: date
-    started_at: Any
+    """What latest_of_each reads of a run; read-only, so a frozen dataclass is one."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def configuration_id(self) -> int: ...
+    @property
+    def partition_id(self) -> int: ...
+    @property
+    def total_partitions(self) -> int: ...
+    @property
+    def night(self) -> date: ...
+    @property
+    def started_at(self) -> Any: ...
 
 
 R = TypeVar("R", bound=_Ordered)

@@ -129,9 +129,9 @@ def judge(paired: Paired) -> Judgement:
                            Side(paired.passed[1], new_numbers, (new_low, new_high)), EVERY_METRIC)
 
 
-def _direction_word(direction: int) -> str:
+def _direction_word(direction: int) -> Literal["better", "worse", "same"]:
     severity = severity_of_direction(direction)
-    return "same" if severity is Severity.NEUTRAL else severity.value
+    return "same" if severity is Severity.NEUTRAL else "better" if severity is Severity.BETTER else "worse"
 
 
 def model_change(paired: Paired, judged: Judgement, i: int) -> ModelChange:
@@ -145,7 +145,7 @@ def model_change(paired: Paired, judged: Judgement, i: int) -> ModelChange:
                 direction=_direction_word(int(judged.direction[rule.name][i])))
     base_passed, new_passed = (None if np.isnan(p[i]) else bool(p[i]) for p in paired.passed)
     return ModelChange(configuration_id=int(paired.configuration_id[i]), series_id=paired.series_id[i],
-                       name=paired.name[i], verdict=judged.verdict_of(i).name,
+                       name=paired.name[i], verdict=ModelVerdictName(judged.verdict_of(i).name),
                        base_status=status_of(paired.accuracy[0][i], base_passed),
                        new_status=status_of(paired.accuracy[1][i], new_passed), impact=float(judged.impact[i]),
                        metrics=metrics)
@@ -244,7 +244,7 @@ NAME_SEPARATOR = "\n"
 ACCURACY_PROBES = 2_000  # (run, name) pairs looked up one by one; more read their runs' rows
 
 
-def _binary(column: sa.ColumnElement, send: str) -> sa.ColumnElement:
+def _binary(column: sa.SQLColumnExpression, send: str) -> sa.ColumnElement:
     return sa.func.string_agg(getattr(sa.func, send)(column), sa.literal(b"", sa.LargeBinary))
 
 
@@ -256,7 +256,7 @@ def _run_columns(session: Session, run_ids: list[int], probes: list[tuple[int, s
     if not run_ids:
         return _RunColumns(np.array([], dtype=np.int64), np.array([], dtype=np.int64), [], np.array([]),
                            {k: np.array([]) for k in _NUMBERS})
-    where = Result.run_id.in_(run_ids)
+    where: sa.ColumnElement[bool] = Result.run_id.in_(run_ids)
     if probes is not None and len(probes) <= ACCURACY_PROBES:  # a few models of the runs: (run, name) probes
         where = sa.tuple_(Result.run_id, Result.name).in_(probes) if probes else sa.false()
     row = _read_columns(session, where, sa.func.string_agg(Result.name, sa.literal(NAME_SEPARATOR)))
@@ -299,7 +299,7 @@ def versions(session: Session, filters: ConfigFilter = ConfigFilter()) -> list[s
         found = session.scalars(_distinct_versions())
     else:  # SQLite (tests, a laptop): its compound selects take no LIMIT inside; a small history anyway
         found = session.scalars(query)
-    return list(reversed(torch_versions.ordered(found)))
+    return list(reversed(torch_versions.ordered(v for v in found if v is not None)))  # none are: the query says so
 
 
 def _distinct_versions() -> sa.Select:

@@ -33,7 +33,7 @@ def has_runs(session: Session) -> bool:
     return session.scalar(sa.select(Run.id).limit(1)) is not None
 
 
-def runs_select(filters: RunFilter, *columns: sa.ColumnElement | type[Run], limit: int,
+def runs_select(filters: RunFilter, *columns: sa.SQLColumnExpression | type[Run], limit: int,
                 offset: int = 0) -> sa.Select:
     """``columns`` (default the Run entity) of the runs matching ``filters``, newest first."""
     query = sa.select(*(columns or (Run,)))

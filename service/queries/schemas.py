@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -165,11 +165,14 @@ class RunOut(BaseModel):
 
 # One optional number field per metric of perfdash.metric_registry (speedup, abs_latency, ..., the throughputs), named
 # as the metric: the base of every model that carries a result's metrics, so a new registry entry appears in each.
-ResultMetricFields: type[BaseModel] = create_model(
-    "ResultMetricFields", **{m.name: (float | None, None) for m in RESULT_METRICS})  # type: ignore[call-overload]
+if TYPE_CHECKING:  # a type checker cannot know the fields' names: any attribute of the metrics reads as Any
+    class ResultMetricFields(BaseModel):
+        def __getattr__(self, name: str) -> Any: ...
+else:
+    ResultMetricFields = create_model("ResultMetricFields", **{m.name: (float | None, None) for m in RESULT_METRICS})
 
 
-class ResultOut(ResultMetricFields):  # type: ignore[valid-type, misc]
+class ResultOut(ResultMetricFields):
     """One model of one run: the registry's metrics as measured (``speedup`` included), and ``gated_speedup``, what
     the summary counts."""
 

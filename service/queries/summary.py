@@ -134,7 +134,7 @@ def _rows(session: Session, filters: ConfigFilter | None, parameters: dict[str, 
     found = session.execute(_statement(with_warnings, filters), parameters).all()
     if filters is not None:
         found = [c.row for c in latest_of_each(
-            _Candidate(*(row[_AT[key]] for key in _CANDIDATE_KEYS), row) for row in found)]
+            _Candidate(**{key: row[_AT[key]] for key in _CANDIDATE_KEYS}, row=row) for row in found)]
     made = configuration_outs_of(row[configuration] for row in found)
     out = []
     for row in found:
@@ -180,4 +180,4 @@ def latest_runs_with_base(session: Session, filters: ConfigFilter = ConfigFilter
     latest = list(latest_run_ids(session, filters).values())
     base = previous_run_ids(session, latest)
     runs = lite_runs(session, latest + [b for b in base.values() if b is not None])
-    return [(runs[run_id], runs[base[run_id]] if base.get(run_id) is not None else None) for run_id in latest]
+    return [(runs[run_id], runs[b] if (b := base.get(run_id)) is not None else None) for run_id in latest]

@@ -109,7 +109,7 @@ def _model_configurations(session: Session, model: str, filters: ConfigFilter) -
     return list(session.scalars(sa.select(Configuration).where(*_training(filters), has_series)))
 
 
-def _point_columns() -> tuple[sa.ColumnElement, ...]:
+def _point_columns() -> tuple[sa.SQLColumnExpression, ...]:
     return (Run.configuration_id, Result.series_id, Run.id, Run.night, Run.torch_version, Result.eager_throughput,
             Result.compiled_throughput)
 

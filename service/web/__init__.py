@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from fastapi import FastAPI, Request, Response
+from starlette.middleware.base import RequestResponseEndpoint
 from starlette.staticfiles import StaticFiles
 
 from service.web.templating import STATIC_DIR, build_templates
@@ -33,7 +34,7 @@ def install(app: FastAPI) -> None:
     app.include_router(bisections_router)
 
     @app.middleware("http")
-    async def page_headers(request: Request, call_next) -> Response:  # type: ignore[no-untyped-def]
+    async def page_headers(request: Request, call_next: RequestResponseEndpoint) -> Response:
         started = time.perf_counter()
         response = await call_next(request)
         if response.headers.get("content-type", "").startswith("text/html"):

@@ -94,7 +94,7 @@ def _cell(backend: str, result: Result) -> Cell:
     measured = bool(result.speedup and result.abs_latency)
     return Cell(backend=backend, status=display_status(result.accuracy, result.passed), passed=result.passed,
                 latency_ms=result.abs_latency if measured else None, speedup=result.speedup if measured else None,
-                eager_ms=result.abs_latency * result.speedup if measured else None,  # type: ignore[operator]
+                eager_ms=result.abs_latency * result.speedup if measured else None,
                 compile_s=result.compilation_latency if measured else None, series_id=result.series_id,
                 run_id=result.run_id)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Protocol
+from typing import Any, Protocol
 
 from perfdash.contract import SUITES, display_status, gated_speedup
 from perfdash.metric_registry import DASHBOARD_METRICS, RESULT_METRICS, ResultMetric, SummaryMetric, shown_metrics
@@ -267,7 +267,7 @@ def comparison_sections(rows: Sequence[RunModelRow], comparison: RunComparison) 
 
 
 def model_chart_data(points: Sequence[ModelPoint], annotations: Sequence[dict[str, str]],
-                     findings: Sequence[dict[str, object]]) -> dict[str, object]:
+                     findings: Sequence[dict[str, object]]) -> dict[str, Any]:  # the chart's JSON
     status_changes = []
     previous: ModelPoint | None = None
     for p in points:

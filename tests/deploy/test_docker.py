@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from runner.allocator import DASHBOARD_KMP, DASHBOARD_MALLOC_CONF
 
@@ -52,7 +54,7 @@ def test_dockerfile_is_pinned_and_complete(dockerfile: Path) -> None:
     # requires-python is 3.11 only: the image's Python must match.
     assert name != "python" or tag.startswith("3.11."), image
     for keyword, args in steps:
-        if keyword == "COPY":
+        if keyword == "COPY" and "--from=" not in args:  # --from: a build stage's path, not the checkout's
             *sources, _ = args.split()
             for source in sources:
                 if not source.startswith("--") and source != ".":
@@ -90,8 +92,9 @@ def test_runner_images_install_the_asked_torch_first_and_keep_it(name: str, vari
 
 def test_service_image_has_no_torch() -> None:
     text = (DOCKER / "service.Dockerfile").read_text()
-    assert "requirements-of.py pyproject.toml service >" in text
+    assert "-r /tmp/service.lock" in text
     assert "torch" not in re.sub(r"#.*", "", text) and "runner" not in re.sub(r"#.*", "", text)
+    assert not {"torch", "torchvision"} & set(_pins(DOCKER / "service.lock"))
     steps = instructions(DOCKER / "service.Dockerfile")
     assert ("EXPOSE", "8000") in steps
     user = next(a for k, a in steps if k == "USER")
@@ -100,7 +103,7 @@ def test_service_image_has_no_torch() -> None:
 
 def test_dockerignore_keeps_local_state_out_but_not_the_sources() -> None:
     patterns = [p for p in (REPO / ".dockerignore").read_text().splitlines() if p and not p.startswith("#")]
-    for local in (".venv", ".git", "results", "perfdash.db", "docker/perfdash.env"):
+    for local in (".venv", ".git", "results", "perfdash.db", "docker/perfdash.env", ".mypy_cache"):
         assert any(fnmatch.fnmatch(local, p) for p in patterns), f"{local} would be sent to the Docker daemon"
     needed = ["pyproject.toml", "perfdash/cli.py", "docker/install-torch.sh", "docker/xeon-launch.sh", "README.md"]
     for path in needed:
@@ -351,3 +354,73 @@ def test_serve_with_workers_gives_each_worker_the_environment(tmp_path: Path) ->
         log.close()
     assert (tmp_path / "serve.log").read_text().count("Started server process") == 2  # two workers, each its app
     assert database.exists() and not (tmp_path / "perfdash.db").exists()
+
+
+# ---- the lock files the images install from (scripts/lock-requirements makes them) --------------------------------
+
+def _pins(lock: Path) -> dict[str, str]:
+    """name -> version of a lock file's ``name==version`` lines."""
+    pins = {}
+    for line in lock.read_text().splitlines():
+        if match := re.match(r"^([A-Za-z0-9._-]+)==([^\s;\\]+)", line):
+            pins[canonicalize_name(match.group(1))] = match.group(2)
+    return pins
+
+
+def _requirements(*extras: str) -> list[Requirement]:
+    """The core's requirements and the extras', those that apply on the images' platform (Linux x86-64, 3.11)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    texts = [*project["dependencies"], *(r for e in extras for r in project["optional-dependencies"][e])]
+    platform = {"platform_machine": "x86_64", "sys_platform": "linux", "python_version": "3.11"}
+    return [r for r in map(Requirement, texts) if r.marker is None or r.marker.evaluate(platform)]
+
+
+@pytest.mark.parametrize("lock,extras", [("service.lock", ("service",)),
+                                         ("runner.lock", ("runner", "backends"))])
+def test_each_lock_pins_what_pyproject_asks(lock: str, extras: tuple[str, ...]) -> None:
+    # A requirement changed in pyproject.toml without scripts/lock-requirements fails here, not in an image build.
+    pins = _pins(DOCKER / lock)
+    for requirement in _requirements(*extras):
+        name = canonicalize_name(requirement.name)
+        # numpy comes with torchvision: a runner image takes it as the torch under test has it
+        if name in ("torch", "torchvision") or (lock == "runner.lock" and name == "numpy"):
+            assert name not in pins, f"{lock} pins {name}: the images take it with the torch under test"
+            continue
+        assert name in pins, f"{lock} has no pin of {requirement}: run scripts/lock-requirements"
+        assert requirement.specifier.contains(pins[name], prereleases=True), \
+            f"{lock} pins {name}=={pins[name]}, pyproject asks {requirement}: run scripts/lock-requirements"
+
+
+def test_the_service_lock_is_hashed_and_has_the_real_psycopg2() -> None:
+    text = (DOCKER / "service.lock").read_text()
+    entries = re.findall(r"^([A-Za-z0-9._-]+==\S+) \\\n\s+--hash=sha256:([0-9a-f]{64})$", text, re.MULTILINE)
+    assert len(entries) == len(_pins(DOCKER / "service.lock")) > 10, "every pin carries its file's sha256"
+    assert "psycopg2" in _pins(DOCKER / "service.lock") and "psycopg2-binary" not in _pins(DOCKER / "service.lock")
+    service = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["service"]
+    assert not [r for r in service if r.startswith("psycopg2-binary")], "psycopg2 is built from source everywhere"
+
+
+def test_the_service_image_installs_exactly_the_lock() -> None:
+    steps = instructions(DOCKER / "service.Dockerfile")
+    copied = [a for k, a in steps if k == "COPY" and "docker/service.lock" in a]
+    assert copied, "the lock goes into the build stage"
+    pip_runs = [a for k, a in steps if k == "RUN" and "pip install" in a]
+    locked = [a for a in pip_runs if "--require-hashes" in a and "-r /tmp/service.lock" in a and "--no-deps" in a]
+    assert len(locked) == 1, pip_runs
+    # nothing else resolves a version: the one other install is perfdash's own tree, without its dependencies
+    assert all("--no-deps" in a for a in pip_runs), pip_runs
+    # the compiler and libpq's headers stay in the build stage; the image has the library psycopg2 links to
+    final = steps[max(i for i, (k, _) in enumerate(steps) if k == "FROM"):]
+    assert any(k == "RUN" and "libpq5" in a for k, a in final)
+    assert not any(k == "RUN" and ("libpq-dev" in a or "gcc" in a) for k, a in final)
+
+
+@pytest.mark.parametrize("name", ["runner-cpu.Dockerfile", "runner-cuda.Dockerfile"])
+def test_runner_images_take_the_lock_as_constraints(name: str) -> None:
+    steps = instructions(DOCKER / name)
+    constraint = next(i for i, (k, a) in enumerate(steps) if k == "ENV" and "PIP_CONSTRAINT=" in a)
+    files = re.search(r'PIP_CONSTRAINT="([^"]+)"', steps[constraint][1])
+    assert files and files.group(1).split() == ["/etc/perfdash/torch-constraints.txt", "/etc/perfdash/runner.lock"]
+    copied = next(i for i, (k, a) in enumerate(steps)
+                  if k == "COPY" and a == "docker/runner.lock /etc/perfdash/runner.lock")
+    assert copied < constraint

@@ -4,6 +4,7 @@ settings it would have, and runs one tiny CPU cell through perfdash run's machin
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -29,9 +30,10 @@ def test_the_plan_covers_every_cuda_path(tmp_path: Path) -> None:
 
 def test_on_cpu_the_cuda_rows_are_marked_not_run_and_one_cpu_cell_runs(tmp_path: Path) -> None:
     out = tmp_path / "smoke"
-    done = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu-smoke"), "--cpu", "--cpu-backend",
+    # run by name, as a user runs it, in this test's environment (PERFDASH_VENV: the checkout's own .venv otherwise)
+    done = subprocess.run([str(REPO / "scripts" / "gpu-smoke"), "--cpu", "--cpu-backend",
                            "aot_eager", "--output-dir", str(out)], capture_output=True, text=True, timeout=600,
-                          cwd=REPO, check=False)
+                          cwd=REPO, check=False, env={**os.environ, "PERFDASH_VENV": sys.prefix})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "the 40 CUDA cells are skipped" in done.stdout
     lines = done.stdout.splitlines()

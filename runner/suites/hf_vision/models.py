@@ -196,7 +196,8 @@ def query_tokenizer(queries: tuple[str, ...]) -> Any:
                 merges.append(merge)
             pieces = [pieces[0] + pieces[1], *pieces[2:]]
             vocab.setdefault(pieces[0], len(vocab))
-    return CLIPTokenizer(vocab=vocab, merges=merges)
+    # tokenizers' BPE takes the merges as pairs; transformers annotates them as "a b" lines
+    return CLIPTokenizer(vocab=vocab, merges=merges)  # type: ignore[arg-type]
 
 
 def make_inputs(arch: Architecture, processor_overrides: Overrides, batch_size: int,
