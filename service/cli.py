@@ -23,6 +23,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     downgrade.set_defaults(handler=_db_downgrade, reads_settings=True)
     current = db_sub.add_parser("current", help="print the revision(s) DATABASE_URL is at")
     current.set_defaults(handler=_db_current, reads_settings=True)
+    backup = db_sub.add_parser(
+        "backup", help="dump DATABASE_URL (Postgres) into FILE with pg_dump, custom format",
+        description="A consistent snapshot of the whole database (schema, revision, rows) while the service runs. "
+                    "Restore it with `perfdash db restore FILE` into an empty database (docs/operations.md).")
+    backup.add_argument("file", type=Path, metavar="FILE")
+    backup.set_defaults(handler=_db_backup, reads_settings=True)
+    restore = db_sub.add_parser(
+        "restore", help="restore a `perfdash db backup` FILE into DATABASE_URL, which must be empty (pg_restore)",
+        description="In one transaction: all of it or nothing. Then `perfdash db upgrade` brings a backup of an "
+                    "older perfdash to this version's schema.")
+    restore.add_argument("file", type=Path, metavar="FILE")
+    restore.set_defaults(handler=_db_restore, reads_settings=True)
     compact = db_sub.add_parser(
         "compact-samples", help="drop the raw timings of old runs' results (PERFDASH_SAMPLES_KEEP_DAYS / _RUNS)",
         description="A result's raw timings (eager_ms, compiled_ms) are dropped once its run is older than "
@@ -116,6 +128,30 @@ def _db_current(args: argparse.Namespace) -> int:
     from service.migrate import current_heads
 
     print(" ".join(sorted(current_heads(args.settings.database_url))) or "(empty: run `perfdash db upgrade`)")
+    return 0
+
+
+def _db_backup(args: argparse.Namespace) -> int:
+    from service.backup import BackupError, backup
+
+    try:
+        size = backup(args.settings.database_url, args.file)
+    except BackupError as exc:
+        print(f"error: perfdash db backup: {exc}", file=sys.stderr)
+        return 1
+    print(f"backed up into {args.file} ({size:,} bytes)")
+    return 0
+
+
+def _db_restore(args: argparse.Namespace) -> int:
+    from service.backup import BackupError, restore
+
+    try:
+        restore(args.settings.database_url, args.file)
+    except BackupError as exc:
+        print(f"error: perfdash db restore: {exc}", file=sys.stderr)
+        return 1
+    print(f"restored {args.file}; now run `perfdash db upgrade` if it was taken by an older perfdash")
     return 0
 
 
