@@ -17,6 +17,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     upgrade = db_sub.add_parser("upgrade", help="migrate DATABASE_URL to a revision (default: head)")
     upgrade.add_argument("revision", nargs="?", default="head")
+    upgrade.add_argument("--wait", type=float, default=0, metavar="SECONDS",
+                         help="wait up to SECONDS for the database to accept connections first (a container started "
+                              "beside its database; default: no wait)")
     upgrade.set_defaults(handler=_db_upgrade, reads_settings=True)
     downgrade = db_sub.add_parser("downgrade", help="migrate DATABASE_URL down to a revision (e.g. base)")
     downgrade.add_argument("revision")
@@ -107,12 +110,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1)
     serve.add_argument("--no-upgrade", action="store_true", help="do not migrate DATABASE_URL to head first")
+    serve.add_argument("--wait", type=float, default=0, metavar="SECONDS",
+                       help="wait up to SECONDS for the database to accept connections first (default: no wait)")
     serve.set_defaults(handler=_serve, reads_settings=True)
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
+    from service.db import wait_until_reachable
     from service.migrate import upgrade
 
+    if args.wait > 0 and not wait_until_reachable(args.settings.database_url, args.wait):
+        print(f"error: perfdash db upgrade: the database did not accept connections within {args.wait:g} s",
+              file=sys.stderr)
+        return 1
     upgrade(args.settings.database_url, args.revision)
     return 0
 
@@ -204,6 +214,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from service.app import create_app
+    from service.db import wait_until_reachable
     from service.migrate import upgrade
 
     settings = args.settings
@@ -211,7 +222,11 @@ def _serve(args: argparse.Namespace) -> int:
     if isinstance(tls, str):
         print(f"error: perfdash serve: {tls}", file=sys.stderr)
         return 2
-    if not args.no_upgrade:
+    if args.wait > 0 and not wait_until_reachable(settings.database_url, args.wait):
+        print(f"error: perfdash serve: the database did not accept connections within {args.wait:g} s",
+              file=sys.stderr)
+        return 1
+    if not args.no_upgrade:  # replicas starting together migrate one at a time (service.migrate)
         upgrade(settings.database_url)
     if args.workers == 1:  # one process: the app gets the settings main() read
         uvicorn.run(create_app(settings), host=args.host, port=args.port, **tls)

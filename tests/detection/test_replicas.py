@@ -214,7 +214,9 @@ def test_two_replicas_take_one_night_from_two_agents(replicas, fresh_postgres, p
     assert replicated == _serial_findings(postgres_url, nights)
     assert sum(1 for f in replicated if f[2] == "speedup" and f[3] == "regression") == len(DTYPES)
 
-    # every confirm request's A/B result, posted by two agents to both replicas at once
+    # every confirm request's A/B result, posted by two agents to both replicas at once, to a slow GitHub (so one
+    # replica is still posting the issue when the other files it too)
+    github.state.delay_s = 0.3
     status, pending = _request(f"{one}/api/v1/bisections?status=pending")
     confirms = [r["id"] for r in pending if r["purpose"] == "confirm"]
     assert status == 200 and len(confirms) == len(DTYPES)
