@@ -139,36 +139,26 @@ def _together(*calls):
         return [f.result() for f in [pool.submit(run, call) for call in calls]]
 
 
-def _serial_findings(postgres_url: str, nights: list[dict[str, dict[str, bytes]]]) -> list[tuple]:
-    """The findings of one process ingesting the same runs one by one (the reference)."""
-    import uuid
-
+def _serial_findings(url: str, nights: list[dict[str, dict[str, bytes]]]) -> list[tuple]:
+    """The findings of one process ingesting the same runs one by one into the empty database ``url`` (the
+    reference)."""
     from service.db import make_engine, make_session_factory
     from service.hooks import post_ingest_hooks
     from service.ingest import bundles_from_files, ingest
     from service.migrate import upgrade
     from service.settings import Settings
 
-    name = f"serial_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = sa.make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
+    upgrade(url)
+    engine = make_engine(url)
+    hooks = post_ingest_hooks(Settings(database_url=url))
     try:
-        upgrade(url)
-        engine = make_engine(url)
-        hooks = post_ingest_hooks(Settings(database_url=url))
         with make_session_factory(engine)() as session:
             for night in nights:
                 for files in night.values():
                     assert not ingest(session, bundles_from_files(files), hooks).hook_errors
-            found = _findings(session.connection())
-        engine.dispose()
-        return found
+            return _findings(session.connection())
     finally:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-        admin.dispose()
+        engine.dispose()
 
 
 def _findings(connection) -> list[tuple]:
@@ -186,7 +176,7 @@ def _confirmed(verdict: str = "confirmed") -> bytes:
                        "p_value": 1e-5}).encode()
 
 
-def test_two_replicas_take_one_night_from_two_agents(replicas, fresh_postgres, postgres_url, github, run_files,
+def test_two_replicas_take_one_night_from_two_agents(replicas, fresh_postgres, new_database, github, run_files,
                                                      series_values) -> None:
     (one, two), env = replicas
     github.add_issue()  # the report's tracking issue, number 1
@@ -211,7 +201,7 @@ def test_two_replicas_take_one_night_from_two_agents(replicas, fresh_postgres, p
         assert connection.scalar(sa.text("SELECT count(*) FROM runs WHERE hooks_pending")) == 0
         replicated = _findings(connection)
     # each run detected once and in order: the findings of one process ingesting the runs one by one
-    assert replicated == _serial_findings(postgres_url, nights)
+    assert replicated == _serial_findings(new_database(), nights)
     assert sum(1 for f in replicated if f[2] == "speedup" and f[3] == "regression") == len(DTYPES)
 
     # every confirm request's A/B result, posted by two agents to both replicas at once, to a slow GitHub (so one

@@ -9,8 +9,6 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,26 +22,6 @@ CONTRACT_DATA = Path(__file__).parents[1] / "contract" / "data"
 # The result directories of PyTorch's harness (and runner.py's statuses) the tests already hold: real CSVs.
 REAL_RUNS = (DATA / "pytorch_run", CONTRACT_DATA / "runner_py_statuses")
 TABLES_AT_0001 = ("machines", "configurations", "runs", "results", "run_summaries", "annotations")
-
-
-@pytest.fixture
-def new_database(postgres_url: str) -> Iterator[object]:
-    """new_database() -> the URL of another empty database on the session's server (all dropped afterwards)."""
-    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    names: list[str] = []
-
-    def make() -> str:
-        name = f"restore_{uuid.uuid4().hex[:8]}"
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-        names.append(name)
-        return sa.make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
-
-    yield make
-    with admin.connect() as connection:
-        for name in names:
-            connection.execute(sa.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-    admin.dispose()
 
 
 def _fill(history: list[Path] = ()) -> None:
