@@ -4,7 +4,8 @@
 #         runner/allocator.py), g++ (Inductor's C++ kernels), and what builds psycopg2 from source (libpq-dev for
 #         pg_config and libpq, gcc, Python's headers)
 #   test  also what the tests use: a PostgreSQL server, headless Chromium, Groovy (Jenkinsfile checks), util-linux
-#         (runuser, lscpu), and podman with runc and debootstrap (the image tests: tests/containers)
+#         (runuser, lscpu), and podman with runc, debootstrap and CNI's dnsname plugin (the image tests:
+#         tests/containers; compose's containers find each other by service name through dnsname)
 set -euo pipefail
 profile="${1:-test}"
 missing=()
@@ -22,6 +23,7 @@ if [ "$profile" = test ]; then
     command -v podman >/dev/null 2>&1 || missing+=(podman)
     command -v runc >/dev/null 2>&1 || missing+=(runc)
     command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+    [ -x /usr/lib/cni/dnsname ] || missing+=(golang-github-containernetworking-plugin-dnsname)
 elif [ "$profile" != run ]; then
     echo "usage: $0 run|test" >&2
     exit 2

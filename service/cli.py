@@ -17,12 +17,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     upgrade = db_sub.add_parser("upgrade", help="migrate DATABASE_URL to a revision (default: head)")
     upgrade.add_argument("revision", nargs="?", default="head")
+    upgrade.add_argument("--wait", type=float, default=0, metavar="SECONDS",
+                         help="wait up to SECONDS for the database to accept connections first (a container started "
+                              "beside its database; default: no wait)")
     upgrade.set_defaults(handler=_db_upgrade, reads_settings=True)
     downgrade = db_sub.add_parser("downgrade", help="migrate DATABASE_URL down to a revision (e.g. base)")
     downgrade.add_argument("revision")
     downgrade.set_defaults(handler=_db_downgrade, reads_settings=True)
     current = db_sub.add_parser("current", help="print the revision(s) DATABASE_URL is at")
     current.set_defaults(handler=_db_current, reads_settings=True)
+    backup = db_sub.add_parser(
+        "backup", help="dump DATABASE_URL (Postgres) into FILE with pg_dump, custom format",
+        description="A consistent snapshot of the whole database (schema, revision, rows) while the service runs. "
+                    "Restore it with `perfdash db restore FILE` into an empty database (docs/operations.md).")
+    backup.add_argument("file", type=Path, metavar="FILE")
+    backup.set_defaults(handler=_db_backup, reads_settings=True)
+    restore = db_sub.add_parser(
+        "restore", help="restore a `perfdash db backup` FILE into DATABASE_URL, which must be empty (pg_restore)",
+        description="In one transaction: all of it or nothing. Then `perfdash db upgrade` brings a backup of an "
+                    "older perfdash to this version's schema.")
+    restore.add_argument("file", type=Path, metavar="FILE")
+    restore.set_defaults(handler=_db_restore, reads_settings=True)
     compact = db_sub.add_parser(
         "compact-samples", help="drop the raw timings of old runs' results (PERFDASH_SAMPLES_KEEP_DAYS / _RUNS)",
         description="A result's raw timings (eager_ms, compiled_ms) are dropped once its run is older than "
@@ -95,12 +110,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1)
     serve.add_argument("--no-upgrade", action="store_true", help="do not migrate DATABASE_URL to head first")
+    serve.add_argument("--wait", type=float, default=0, metavar="SECONDS",
+                       help="wait up to SECONDS for the database to accept connections first (default: no wait)")
     serve.set_defaults(handler=_serve, reads_settings=True)
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
+    from service.db import wait_until_reachable
     from service.migrate import upgrade
 
+    if args.wait > 0 and not wait_until_reachable(args.settings.database_url, args.wait):
+        print(f"error: perfdash db upgrade: the database did not accept connections within {args.wait:g} s",
+              file=sys.stderr)
+        return 1
     upgrade(args.settings.database_url, args.revision)
     return 0
 
@@ -116,6 +138,30 @@ def _db_current(args: argparse.Namespace) -> int:
     from service.migrate import current_heads
 
     print(" ".join(sorted(current_heads(args.settings.database_url))) or "(empty: run `perfdash db upgrade`)")
+    return 0
+
+
+def _db_backup(args: argparse.Namespace) -> int:
+    from service.backup import BackupError, backup
+
+    try:
+        size = backup(args.settings.database_url, args.file)
+    except BackupError as exc:
+        print(f"error: perfdash db backup: {exc}", file=sys.stderr)
+        return 1
+    print(f"backed up into {args.file} ({size:,} bytes)")
+    return 0
+
+
+def _db_restore(args: argparse.Namespace) -> int:
+    from service.backup import BackupError, restore
+
+    try:
+        restore(args.settings.database_url, args.file)
+    except BackupError as exc:
+        print(f"error: perfdash db restore: {exc}", file=sys.stderr)
+        return 1
+    print(f"restored {args.file}; now run `perfdash db upgrade` if it was taken by an older perfdash")
     return 0
 
 
@@ -169,6 +215,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from perfdash import logs
     from service.app import create_app
+    from service.db import wait_until_reachable
     from service.migrate import upgrade
 
     settings = args.settings
@@ -177,7 +224,11 @@ def _serve(args: argparse.Namespace) -> int:
     if isinstance(tls, str):
         print(f"error: perfdash serve: {tls}", file=sys.stderr)
         return 2
-    if not args.no_upgrade:
+    if args.wait > 0 and not wait_until_reachable(settings.database_url, args.wait):
+        print(f"error: perfdash serve: the database did not accept connections within {args.wait:g} s",
+              file=sys.stderr)
+        return 1
+    if not args.no_upgrade:  # replicas starting together migrate one at a time (service.migrate)
         upgrade(settings.database_url)
     # uvicorn's own logging setup stays off (log_config=None): its lines go through perfdash.logs like every other,
     # and its access log, which prints each request's query string (a token sent as ?token= with it), is replaced by

@@ -4,6 +4,7 @@ here: a request's session and settings are service/api/deps.py's (SessionDep, Se
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -80,3 +81,25 @@ def unavailable_message(exc: BaseException, settings: Settings) -> str | None:
     return f"the database {where} cannot be reached ({type(origin).__name__}: {reason}); start it or check " \
            "DATABASE_URL, then run this again"
 
+
+
+def wait_until_reachable(database_url: str, seconds: float, interval_s: float = 1.0) -> bool:
+    """Whether the database accepted a connection within ``seconds`` (tried every ``interval_s``). For a migration
+    started together with its database, where the orchestrator does not wait for the database's health check
+    (podman before 4.6, a Kubernetes init container)."""
+    from service.ingest import database_unavailable
+
+    engine = make_engine(database_url)
+    deadline = time.monotonic() + seconds
+    try:
+        while True:
+            try:
+                with engine.connect() as connection:
+                    connection.execute(sa.text("SELECT 1"))
+                return True
+            except sa.exc.SQLAlchemyError as exc:
+                if not database_unavailable(exc) or time.monotonic() + interval_s > deadline:
+                    return False
+                time.sleep(interval_s)
+    finally:
+        engine.dispose()

@@ -54,6 +54,7 @@ from perfdash.manifest import MachineInfo, Manifest, RunConfig, json_int
 from perfdash.metric_registry import RESULT_METRICS, Source
 from perfdash.metrics import model_warnings, summarize_results
 from perfdash.pytorch_json import KeyHints, ParsedRecords, looks_like_records, parse_records
+from service.locks import LockSpace, holding, lock_for_transaction, text_key
 from service.models import Configuration, GeneratedCode, Machine, Result, Run, RunSummary, Series
 from service.release_verdicts import refresh_configurations
 
@@ -560,10 +561,24 @@ def _result_row(run_id: int, series_id: int, result: ModelResult, samples: Model
     }
 
 
+def _ingest_locks(bundles: Sequence[RunBundle]) -> list[tuple[LockSpace, int]]:
+    """The locks an upload takes: the machines and the configurations of its runs (a run, its series and the
+    Releases view's pairs all belong to one configuration)."""
+    locks = []
+    for bundle in bundles:
+        fingerprint = bundle.manifest.machine.fingerprint()
+        locks += [(LockSpace.INGEST_MACHINE, text_key(fingerprint)),
+                  (LockSpace.INGEST_CONFIGURATION, text_key(configuration_key(bundle.manifest.config, fingerprint)))]
+    return locks
+
+
 def store_runs(session: Session, bundles: Sequence[RunBundle]) -> list[IngestedRun]:
     """Add runs in the session's transaction (flushed, not committed), in a handful of batched statements whatever
     their number; an identical stored run is returned as is, the same key with other content raises
     :class:`IngestConflict`."""
+    # Another process may be storing the same run, or creating the same machine or configuration, right now: wait
+    # for it (its commit), then read what is stored (service.locks).
+    lock_for_transaction(session, _ingest_locks(bundles))
     keyed = [(run_key(b), b.content_sha256, b) for b in bundles]
     stored = {r.run_key: r for r in session.scalars(sa.select(Run).where(Run.run_key.in_([k for k, _, _ in keyed])))}
     out: dict[int, IngestedRun] = {}
@@ -657,7 +672,33 @@ def database_unavailable(exc: BaseException) -> bool:
 def run_hooks(session: Session, run_ids: Sequence[int], hooks: Sequence[PostIngestHook]) -> list[str]:
     """Run the hooks for each run, each in its own transaction, and clear the run's ``hooks_pending``. A run whose
     hook failed because the database went away stays pending (the next ingest or `perfdash detect` retries it); any
-    other failure is reported and not retried."""
+    other failure is reported and not retried.
+
+    Another process (a replica, `perfdash detect`) may be running the hooks of the same runs or of other runs of
+    their configurations: the hooks run holding their configurations' locks (service.locks), and only for the runs
+    still pending once they are held, so each run's hooks run once and one configuration's runs are never detected
+    by two processes at once."""
+    if not run_ids:
+        return []
+    try:
+        configurations = set(session.scalars(sa.select(Run.configuration_id).where(Run.id.in_(list(run_ids)))))
+        session.commit()  # nothing of ours open while waiting for another process's hooks
+        with holding(session.get_bind(), LockSpace.RUN_HOOKS, configurations):
+            pending = set(session.scalars(sa.select(Run.id).where(Run.id.in_(list(run_ids)), Run.hooks_pending)))
+            session.commit()
+            return _run_hooks_held(session, [run_id for run_id in run_ids if run_id in pending], hooks)
+    except Exception as exc:
+        if not database_unavailable(exc):
+            raise
+        try:
+            session.rollback()
+        except sa.exc.SQLAlchemyError:  # the connection is gone; the session starts over on its next use
+            session.close()
+        logger.warning("post-ingest hooks of runs %s deferred: database unavailable", list(run_ids))
+        return [f"hooks on run {run_id}: database unavailable; retried on the next ingest" for run_id in run_ids]
+
+
+def _run_hooks_held(session: Session, run_ids: Sequence[int], hooks: Sequence[PostIngestHook]) -> list[str]:
     errors: list[str] = []
     # A hook with ``for_runs`` (detection: service.detection.night) takes an upload's runs at once, to spread them
     # over the cores; it commits each run itself and returns one outcome a run (run_id, error, unavailable).

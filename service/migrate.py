@@ -19,7 +19,18 @@ def alembic_config(database_url: str) -> Config:
 
 
 def upgrade(database_url: str, revision: str = "head") -> None:
-    command.upgrade(alembic_config(database_url), revision)
+    """Migrate to ``revision``. Replicas that start together (each `perfdash serve` upgrades first) migrate one at a
+    time: the others wait for the first and then find nothing to do (service.locks)."""
+    import sqlalchemy as sa
+
+    from service.locks import LockSpace, holding
+
+    engine = sa.create_engine(database_url, poolclass=sa.pool.NullPool)
+    try:
+        with holding(engine, LockSpace.MIGRATION, [0]):
+            command.upgrade(alembic_config(database_url), revision)
+    finally:
+        engine.dispose()
 
 
 def downgrade(database_url: str, revision: str) -> None:

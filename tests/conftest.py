@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -94,23 +94,35 @@ def session(engine):
 
 
 @pytest.fixture
-def fresh_postgres(postgres_url: str) -> Iterator[str]:
-    """An empty database on the session's server, dropped afterwards (migration tests, CLI tests that commit)."""
+def new_database(postgres_url: str) -> Iterator[Callable[[], str]]:
+    """new_database() -> the URL of another empty database on the session's server; all dropped afterwards."""
     import uuid
 
     import sqlalchemy as sa
 
-    name = f"fresh_{uuid.uuid4().hex[:8]}"
     admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = sa.make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
+    names: list[str] = []
+
+    def make() -> str:
+        name = f"fresh_{uuid.uuid4().hex[:8]}"
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        names.append(name)
+        return sa.make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
+
     try:
-        yield url
+        yield make
     finally:
         with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+            for name in names:
+                connection.execute(sa.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture
+def fresh_postgres(new_database: Callable[[], str]) -> str:
+    """An empty database on the session's server, dropped afterwards (migration tests, CLI tests that commit)."""
+    return new_database()
 
 
 @pytest.fixture(scope="session")

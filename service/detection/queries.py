@@ -104,7 +104,10 @@ def _configuration_of(session: Session, fields: BisectionFields) -> int:
 
 
 def record_result(session: Session, bisection_id: int, result: BisectionResult) -> BisectionRequest:
-    row = session.get(BisectionRequest, bisection_id)
+    """The request marked done with ``result``; its row stays locked until the caller commits, so the same result
+    posted twice at once (an agent's retry reaching another replica) is recorded and acted on one after the other."""
+    session.execute(sa.select(BisectionRequest.id).where(BisectionRequest.id == bisection_id).with_for_update())
+    row = session.get(BisectionRequest, bisection_id, populate_existing=True)
     if row is None:
         raise LookupError(f"no bisection {bisection_id}")
     row.result = result.model_dump(mode="json")

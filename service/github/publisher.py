@@ -43,8 +43,29 @@ def marker(kind: str, key: str) -> str:
 
 
 def _ledger_row(session: Session, kind: str, key: str, repository: str) -> GithubPost | None:
+    """The row, locked until the caller commits and read as committed: another process posting the same thing (a
+    replica filing the same issue, two `report --post`) has either finished, and its row says so, or waits."""
     return session.scalars(sa.select(GithubPost).where(GithubPost.kind == kind, GithubPost.key == key,
-                                                       GithubPost.repository == repository)).first()
+                                                       GithubPost.repository == repository)
+                           .with_for_update().execution_options(populate_existing=True)).first()
+
+
+def _claim_ledger_row(session: Session, **values: object) -> GithubPost:
+    """Insert the row unless another process did (waiting for that one's commit), then lock whichever is stored."""
+    session.execute(_insert(session)(GithubPost).values(**values).on_conflict_do_nothing(
+        index_elements=["kind", "key", "repository"]))
+    stored = _ledger_row(session, str(values["kind"]), str(values["key"]), str(values["repository"]))
+    assert stored is not None
+    return stored
+
+
+def _insert(session: Session):  # type: ignore[no-untyped-def]
+    """INSERT with ON CONFLICT for the session's database (Postgres in production, SQLite embedded)."""
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert
 
 
 def publish(session: Session, client: GitHubClient, *, kind: str, key: str, body: str,
@@ -60,11 +81,10 @@ def publish(session: Session, client: GitHubClient, *, kind: str, key: str, body
     repository = client.config.repository
     row = _ledger_row(session, kind, key, repository)
     if row is None:
-        row = GithubPost(kind=kind, key=key, repository=repository, issue_number=issue_number, title=title,
-                         body=body, body_sha256=_sha(body), status="pending", attempts=0, finding_id=finding_id)
-        session.add(row)
-        session.flush()
-    elif row.status == "posted":
+        row = _claim_ledger_row(session, kind=kind, key=key, repository=repository, issue_number=issue_number,
+                                title=title, body=body, body_sha256=_sha(body), status="pending", attempts=0,
+                                finding_id=finding_id)
+    if row.status == "posted":
         if row.posted_sha256 == _sha(body) or kind != "report" or row.comment_id is None:
             return row  # the same report, an issue, or a culprit comment: never posted twice
         row.body, row.body_sha256, row.status = body, _sha(body), "pending"
@@ -104,9 +124,11 @@ def _attempt(client: GitHubClient, row: GithubPost, tag: str) -> None:
 
 def retry_unposted(session: Session, client: GitHubClient) -> list[GithubPost]:
     """Try every pending or failed post of this repository again (oldest first)."""
+    # rows another process is posting right now are its to post (skipped, not waited for)
     rows = session.scalars(sa.select(GithubPost).where(GithubPost.status != "posted",
                                                        GithubPost.repository == client.config.repository)
-                           .order_by(GithubPost.id)).all()
+                           .order_by(GithubPost.id).with_for_update(skip_locked=True)
+                           .execution_options(populate_existing=True)).all()
     for row in rows:
         if row.kind != "issue" and row.issue_number is None and row.finding_id is not None:
             # A culprit comment whose issue could not be filed at the time: the issue row was retried just before.

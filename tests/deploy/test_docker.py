@@ -140,7 +140,7 @@ def test_compose_starts_postgres_then_migrates_then_serves(compose: dict) -> Non
     volume = postgres["volumes"][0].split(":")
     assert volume[1] == "/var/lib/postgresql/data" and volume[0] in compose["volumes"]
     migrate, service = services["migrate"], services["service"]
-    assert migrate["command"] == ["perfdash", "db", "upgrade"]
+    assert migrate["command"][:3] == ["perfdash", "db", "upgrade"] and "--wait" in migrate["command"]
     assert migrate["depends_on"] == {"postgres": {"condition": "service_healthy"}}
     assert service["depends_on"] == {"postgres": {"condition": "service_healthy"},
                                      "migrate": {"condition": "service_completed_successfully"}}

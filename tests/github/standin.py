@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -45,6 +46,7 @@ class State:
     next_number: int = 1
     next_comment: int = 1000
     drop_labels: bool = False
+    delay_s: float = 0.0  # each request answered this much later (a slow GitHub: posts that overlap)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -77,6 +79,8 @@ def _handler(state: State, base: str) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             body = json.loads(raw) if raw else None
+            if state.delay_s:
+                time.sleep(state.delay_s)
             with state.lock:
                 state.requests.append(Recorded(self.command, url.path, parse_qs(url.query), dict(self.headers), body))
                 canned = next((c for c in state.failures if c.method in (None, self.command)), None)
