@@ -8,6 +8,7 @@ from typing import Annotated
 import sqlalchemy as sa
 from fastapi import APIRouter, HTTPException, Query, Request, Response, status
 from pydantic import BaseModel, Field, ValidationError
+from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
@@ -17,7 +18,7 @@ from service.api.auth import AUTH_RESPONSES, AdminScope, IngestScope, audit_deta
 from service.api.contract import NO_NUL
 from service.api.deps import RunFilterDep, SessionDep, json_response
 from service.ingest import IngestDefaults, RunBundle, RunPayload, bundle_from_payload, bundles_from_files, ingest
-from service.models import Run
+from service.models import ChangePointRow, Finding, Result, Run
 from service.queries.filters import MAX_OFFSET
 from service.queries.runs import get_run, list_runs
 from service.queries.schemas import RunDetail, RunOut
@@ -72,16 +73,32 @@ def runs_get(session: SessionDep, run_id: int, samples: bool = False) -> Respons
 @router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[AdminScope],
                summary="Delete a run (e.g. a bad night): its results, summary and findings go with it (scope admin)",
                responses={**AUTH_RESPONSES, 404: {"description": "no such run"}})
-def runs_delete(session: SessionDep, run_id: int) -> Response:
+def runs_delete(request: Request, session: SessionDep, run_id: int) -> Response:
     # The database cascades to results, summary, change points and findings (foreign keys ON DELETE CASCADE).
-    configuration_id = session.scalar(sa.select(Run.configuration_id).where(Run.id == run_id))
+    run = session.get(Run, run_id)
+    if run is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id}")
+    configuration_id = run.configuration_id
+    audit_detail(request, _what_is_deleted(session, run))
     deleted = session.execute(sa.delete(Run).where(Run.id == run_id)).rowcount
-    if not deleted or configuration_id is None:
+    if not deleted:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id}")
     # its kept Releases pairs went with it; the configuration's new latest run (or release's last) gets its own
     refresh_configurations(session, {configuration_id})
     session.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+def _what_is_deleted(session: Session, run: Run) -> str:
+    """The deletion's audit detail: enough to know what was lost (the run's identity and what went with it)."""
+    c = run.configuration
+    counts = {name: session.scalar(sa.select(sa.func.count()).select_from(table).where(table.run_id == run.id))
+              for name, table in (("results", Result), ("findings", Finding), ("change points", ChangePointRow))}
+    return (f"deleted run {run.id}: configuration {c.id} ({c.suite} {c.backend_variant} {c.compile_mode} {c.dtype} "
+            f"{c.mode} {c.device} {c.thread_config}, machine {c.machine.fingerprint}), night {run.night}, started "
+            f"{run.started_at.isoformat() if run.started_at else '-'}, torch {run.torch_version or '-'} commit "
+            f"{run.torch_git_commit or '-'}, key {run.run_key[:16]}; "
+            + ", ".join(f"{n} {name}" for name, n in counts.items()))
 
 
 _INGEST_BODY = {
