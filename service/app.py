@@ -32,6 +32,7 @@ from service.api.contract import AllowHeader, install_openapi
 from service.api.errors import ErrorBoundary, RejectNulBytes
 from service.api.handlers import install_error_handlers
 from service.api.limits import BodySizeLimit
+from service.api.query_token import RefuseTokenInQuery
 from service.db import make_engine, make_session_factory
 from service.ingest import PostIngestHook
 from service.settings import Settings
@@ -91,7 +92,8 @@ def create_app(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] |
     app.add_middleware(BodySizeLimit)
     app.add_middleware(AllowHeader)
     app.add_middleware(RejectNulBytes)
-    app.add_middleware(ErrorBoundary)  # added last: the outermost of ours, so it sees every other one's exception
+    app.add_middleware(ErrorBoundary)  # the outermost but one: it sees every other one's exception
+    app.add_middleware(RefuseTokenInQuery)  # outermost: a token in the URL is masked before anything reads it
     for module in (runs, summary, history, compare, configurations, annotations, findings, bisections, releases_api,
                    training_api, audit):
         app.include_router(module.router)

@@ -12,12 +12,20 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from perfdash.contract import MAX_NAME_LENGTH, ContractError
+from perfdash.contract import MAX_NAME_LENGTH
 from perfdash.manifest import parse_date_time
 from service.api.auth import AUTH_RESPONSES, AdminScope, IngestScope, audit_detail
 from service.api.contract import NO_NUL
 from service.api.deps import RunFilterDep, SessionDep, json_response
-from service.ingest import IngestDefaults, RunBundle, RunPayload, bundle_from_payload, bundles_from_files, ingest
+from service.ingest import (
+    IngestDefaults,
+    RunBundle,
+    RunPayload,
+    bundle_from_payload,
+    bundles_from_files,
+    check_file_names,
+    ingest,
+)
 from service.models import ChangePointRow, Finding, Result, Run
 from service.queries.filters import MAX_OFFSET
 from service.queries.runs import get_run, list_runs
@@ -164,13 +172,14 @@ async def _bundles_from_multipart(request: Request) -> list[RunBundle]:
         known = ", ".join(sorted(FORM_PARTS))
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
                             f"unknown part {unknown[0][:64]!r} in the upload; the parts are {known}")
-    files: dict[str, bytes] = {}
-    for upload in form.getlist("files"):
-        if not isinstance(upload, UploadFile) or not upload.filename:
+    uploads: list[tuple[str, UploadFile]] = []
+    for part in form.getlist("files"):
+        if not isinstance(part, UploadFile) or not part.filename:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "'files' must be file parts with file names")
-        if upload.filename in files:  # the last would silently win: which one did the sender mean?
-            raise ContractError(f"two files named {upload.filename!r} in one upload", file=upload.filename)
-        files[upload.filename] = await upload.read()
+        uploads.append((part.filename, part))
+    # of two files of one name the last would silently win: which one did the sender mean? (nothing is stored)
+    check_file_names(name for name, _part in uploads)
+    files = {name: await part.read() for name, part in uploads}
 
     def moment(name: str) -> datetime | None:
         value = form.get(name)
