@@ -50,6 +50,12 @@ def transient_status(status: int) -> bool:
     return status >= 500 or status in (408, 429)
 
 
+def status_failure(status: int, text: str, retry_after_header: str | None = None) -> Transient | None:
+    """The :class:`Transient` to raise for an HTTP error answer worth asking again for (with what its
+    ``Retry-After`` asked), or None: the caller's own error, not retried."""
+    return Transient(text, status, retry_after(retry_after_header)) if transient_status(status) else None
+
+
 def is_certificate_error(exc: BaseException) -> bool:
     """Whether ``exc`` or anything in its cause chain is a failed certificate verification (httpx and urllib wrap
     ssl's error in their own)."""

@@ -167,23 +167,14 @@ def _open(request: str | urllib.request.Request, timeout: float = 60.0) -> IO[by
     url = request.full_url if isinstance(request, urllib.request.Request) else request
     if url.startswith("file:"):
         return urllib.request.urlopen(request, timeout=timeout)
-    from perfdash.http_retry import (
-        CertificateError,
-        RetryPolicy,
-        Transient,
-        retry_after,
-        transient_status,
-        transport_failure,
-    )
+    from perfdash.http_retry import CertificateError, RetryPolicy, Transient, status_failure, transport_failure
 
     def once() -> IO[bytes]:
         try:
             return urllib.request.urlopen(request, timeout=timeout)
         except urllib.error.HTTPError as exc:
             text = f"{url}: HTTP {exc.code} {exc.reason}"
-            if transient_status(exc.code):
-                raise Transient(text, exc.code, retry_after(exc.headers.get("Retry-After"))) from None
-            raise TorchSpecError(text) from None
+            raise status_failure(exc.code, text, exc.headers.get("Retry-After")) or TorchSpecError(text) from None
         except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             raise transport_failure(exc, url) from None
 
