@@ -132,8 +132,9 @@ def main() -> int:
             line, second = _schemathesis(url, TOKENS["ingest"], args.ingest_seconds, args.seed, work, "ingest")
             print(line)
             runs_after = _count(database_url, "SELECT count(*) FROM runs")
+            # its refused attempts are in the log too (outcome 'refused'): only a DELETE that happened counts
             deletes = _count(database_url, "SELECT count(*) FROM audit_log WHERE action LIKE 'DELETE %' "
-                                           "AND token_name = 'contract-ingest'")
+                                           "AND token_name = 'contract-ingest' AND outcome = 'done'")
             print(f"ingest-only token: runs {runs_before} before, {runs_after} after; deletes in the audit log by "
                   f"it: {deletes}")
     print(f"work directory: {work}")

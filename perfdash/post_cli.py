@@ -13,8 +13,11 @@ Per upload (the spool first, oldest first, then the PATHs):
   stay where they are. Never retried.
 - a spooled entry this user does not own, or that others may write to (perfdash.spool): never posted, moved to
   ``untrusted/``; a spool directory that is not private to this user is neither read nor written.
-One entry never stops the others. Exit status: 1 if anything was refused or unauthorized, else 4 if an upload could
-be neither posted nor spooled (its files stay where they are), else 3 if anything was spooled, else 0.
+- the server's TLS certificate did not verify: nothing was sent and nothing is spooled (a spooled entry stays where
+  it is); not an outage, so not "try later": the URL or the CA bundle is wrong, or someone is in between.
+One entry never stops the others. Exit status: 5 if a certificate did not verify, else 1 if anything was refused or
+unauthorized, else 4 if an upload could be neither posted nor spooled (its files stay where they are), else 3 if
+anything was spooled, else 0.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ EXIT_REFUSED = 1
 EXIT_USAGE = 2
 EXIT_SPOOLED = 3
 EXIT_NOT_KEPT = 4
+EXIT_CERTIFICATE = 5
 DEFAULT_SPOOL = Path.home() / ".cache" / "perfdash" / "spool"
 
 
@@ -87,8 +91,11 @@ class Tally:
     refused: list[str] = field(default_factory=list)
     not_kept: list[str] = field(default_factory=list)
     spooled: list[str] = field(default_factory=list)
+    untrusted_server: list[str] = field(default_factory=list)
 
     def exit_status(self) -> int:
+        if self.untrusted_server:  # the first thing to fix: nothing reaches that server
+            return EXIT_CERTIFICATE
         if self.refused:
             return EXIT_REFUSED
         if self.not_kept:
@@ -149,6 +156,10 @@ class _Poster:
                               "ingest posts it again and the service answers 'already stored'", file=sys.stderr)
                 elif answer.verdict is UploadVerdict.REFUSED:
                     self._reject(entry, answer.detail, answer.status)
+                elif answer.verdict is UploadVerdict.CERTIFICATE:
+                    print(f"error: spooled upload {entry.name} NOT POSTED: {answer.detail}; it stays spooled",
+                          file=sys.stderr)
+                    self.tally.untrusted_server.append(entry.name)
                 else:
                     self._keep(entry, answer)
 
@@ -195,6 +206,11 @@ class _Poster:
             print(f"error: REJECTED {directory}: the service refused it ({answer.detail}); not retried, the files "
                   f"stay in {directory}", file=sys.stderr)
             self.tally.refused.append(str(directory))
+            return
+        if answer.verdict is UploadVerdict.CERTIFICATE:
+            print(f"error: NOT POSTED {directory}: {answer.detail}; not spooled, the files stay in {directory}",
+                  file=sys.stderr)
+            self.tally.untrusted_server.append(str(directory))
             return
         try:
             where = spool.save(self.spool_dir, upload, server_errors=answer.server_errors, last_error=answer.detail)
@@ -243,7 +259,7 @@ def post_results(args: argparse.Namespace, environ: Mapping[str, str] | None = N
             "timestamp": _utc_text(args.timestamp) if args.timestamp else None, "made_at": made_at}.items() if v}
         poster.post_directory(directory, Upload(files=files, form=form))
     tally = poster.tally
-    if len(tally.refused) + len(tally.not_kept) > 1:  # one problem is already one clear line
+    if len(tally.refused) + len(tally.not_kept) + len(tally.untrusted_server) > 1:  # one is one clear line
         print(f"error: {len(tally.refused)} upload(s) refused, {len(tally.not_kept)} neither posted nor spooled, "
               f"{len(tally.spooled)} spooled for later (spool: {config.spool_dir})", file=sys.stderr)
     return tally.exit_status()

@@ -8,19 +8,23 @@ take:
 - a PyTorch commit, 7 to 40 hex digits (built from source);
 - any of the versions followed by ``@<commit>``: that version, and its ``torch.version.git_version`` must start so.
 
-Standard library only: the nightly's Plan stage runs it from the checkout in the bare Python base image
-(``python -m perfdash.torch_spec resolve nightly ...``), and images run ``check`` after their last ``pip install``.
+Standard library only, but for the index reads of ``resolve``: those are retried by perfdash's one HTTP retry policy
+(perfdash.http_retry, tenacity; imported when the index is read), so one 5xx from PyTorch's index does not fail a
+night's Plan stage, which installs tenacity beside the checkout before it resolves. ``check`` and ``parse`` stay
+standard library only: the images run ``check`` (a copy of this file alone) after their last ``pip install``.
 """
 
 from __future__ import annotations
 
 import argparse
 import html.parser
+import http.client
 import io
 import json
 import re
 import sys
 import tempfile
+import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
@@ -28,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import IO, Literal
+from typing import Literal
 
 PYTORCH_INDEX_ROOT = "https://download.pytorch.org/whl"
 PYTHON_TAG = "cp311"  # the images' Python (requires-python is 3.11 only)
@@ -151,8 +155,34 @@ class _Links(html.parser.HTMLParser):
             self.hrefs.extend(v for k, v in attrs if k == "href" and v)
 
 
-def _open(url: str, timeout: float = 60.0) -> IO[bytes]:
-    return urllib.request.urlopen(url, timeout=timeout)
+# PyTorch's index (a CDN): five tries over up to a minute or so, then the Plan stage says why it stops.
+INDEX_ATTEMPTS = 5
+INDEX_MAX_WAIT_S = 30.0
+
+
+def _open(request: str | urllib.request.Request, timeout: float = 60.0) -> http.client.HTTPResponse:
+    """``urlopen``, retried as perfdash.http_retry says (connection errors, timeouts, 5xx, 429; never another 4xx or
+    a certificate that does not verify); what still fails is a :class:`TorchSpecError` naming the URL. A ``file:``
+    URL (an index on disk) is read once."""
+    url = request.full_url if isinstance(request, urllib.request.Request) else request
+    if url.startswith("file:"):
+        return urllib.request.urlopen(request, timeout=timeout)
+    from perfdash.http_retry import CertificateError, RetryPolicy, Transient, status_failure, transport_failure
+
+    def once() -> http.client.HTTPResponse:
+        try:
+            return urllib.request.urlopen(request, timeout=timeout)
+        except urllib.error.HTTPError as exc:
+            text = f"{url}: HTTP {exc.code} {exc.reason}"
+            raise status_failure(exc.code, text, exc.headers.get("Retry-After")) or TorchSpecError(text) from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+            raise transport_failure(exc, url) from None
+
+    try:
+        return RetryPolicy(attempts=INDEX_ATTEMPTS, max_wait_s=INDEX_MAX_WAIT_S).call(once)
+    except (Transient, CertificateError) as exc:
+        raise TorchSpecError(f"{exc} (after {INDEX_ATTEMPTS} tries)" if isinstance(exc, Transient) else str(exc)) \
+            from None
 
 
 def nightly_wheels(index: str, python_tag: str = PYTHON_TAG) -> dict[date, tuple[str, str]]:
@@ -199,7 +229,7 @@ class _RangeReader(io.RawIOBase):
             return 0
         end = min(self.pos + len(buffer), self.size) - 1
         request = urllib.request.Request(self.url, headers={"Range": f"bytes={self.pos}-{end}"})
-        with urllib.request.urlopen(request, timeout=120) as response:
+        with _open(request, timeout=120) as response:
             data = response.read()
         buffer[: len(data)] = data
         self.pos += len(data)
@@ -212,7 +242,7 @@ def wheel_git_version(url: str) -> str | None:
         with zipfile.ZipFile(urllib.request.url2pathname(urllib.parse.urlparse(url).path)) as wheel:
             return _version_fields(wheel.read("torch/version.py").decode("utf-8"))[1]
     head = urllib.request.Request(url, method="HEAD")
-    with urllib.request.urlopen(head, timeout=60) as response:
+    with _open(head, timeout=60) as response:
         size = int(response.headers.get("Content-Length", "0"))
         ranges = response.headers.get("Accept-Ranges", "") == "bytes"
     if ranges and size:

@@ -36,6 +36,7 @@ from service.api.docs import install as install_api_docs
 from service.api.errors import ErrorBoundary, RejectNulBytes
 from service.api.handlers import install_error_handlers
 from service.api.limits import BodySizeLimit
+from service.api.query_token import RefuseTokenInQuery
 from service.db import make_engine, make_session_factory
 from service.ingest import PostIngestHook
 from service.prometheus import ServiceMetrics
@@ -102,8 +103,9 @@ def create_app(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] |
     app.add_middleware(AllowHeader)
     app.add_middleware(RejectNulBytes)
     app.add_middleware(ErrorBoundary)  # outside the others, so it sees every other one's exception
-    # Outside ErrorBoundary: the request id is set before anything logs, and every answer (ErrorBoundary's 500 too)
-    # is logged and counted.
+    app.add_middleware(RefuseTokenInQuery)  # a token in the URL is refused, and masked before anything reads it
+    # Outermost: the request id is set before anything logs, and every answer (ErrorBoundary's 500 and a refused
+    # token in the URL too) is logged and counted; it logs the path, never the query.
     app.add_middleware(RequestLog)
     app.state.metrics = ServiceMetrics.create()
     for module in (runs, summary, history, compare, configurations, annotations_api, findings, bisections, releases_api,

@@ -55,8 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Without --url the files go straight into DATABASE_URL; with --url they are posted to the "
                     "service (retried; spooled to PERFDASH_SPOOL_DIR when the service is unavailable and posted "
                     "first on the next invocation; an upload the service refuses is moved to the spool's rejected/ "
-                    "folder and never retried). Exit status with --url: 1 something refused, 4 something neither "
-                    "posted nor spooled, 3 something spooled, 0 all stored.")
+                    "folder and never retried; a server whose TLS certificate does not verify gets nothing, and "
+                    "nothing is spooled). Exit status with --url: 5 a certificate did not verify, 1 something "
+                    "refused, 4 something neither posted nor spooled, 3 something spooled, 0 all stored.")
     ingest.add_argument("paths", nargs="+", metavar="PATH", help="CSV files or directories holding them")
     ingest.add_argument("--url", help="service base URL, e.g. http://perfdash:8000")
     ingest.add_argument("--token", help="ingest token; shows in the process list: prefer --token-file or "

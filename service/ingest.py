@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import PurePath
 from typing import Annotated, Any
 
 import sqlalchemy as sa
@@ -235,6 +236,19 @@ def default_manifest(key: RunKey, defaults: IngestDefaults) -> Manifest:
                     start_time=_as_utc(defaults.timestamp) if defaults.timestamp else None)
 
 
+def check_file_names(names: Iterable[str]) -> None:
+    """One upload names each file once, by its base name: the directory part of a name is ignored (it is where the
+    sender kept the file), so ``a/NAME`` and ``b/NAME`` would be one file with one of them silently dropped."""
+    seen: dict[str, str] = {}
+    for raw in names:
+        base = PurePath(raw).name
+        if base in seen:
+            both = f"{seen[base]!r} and {raw!r}" if seen[base] != raw else f"{raw!r} twice"
+            raise ContractError(f"two files named {base!r} in one upload ({both}): a file's directory is not part "
+                                "of its name; upload each directory on its own", file=base)
+        seen[base] = raw
+
+
 def bundles_from_files(files: Mapping[str, bytes], defaults: IngestDefaults = IngestDefaults()) -> list[RunBundle]:
     """Group uploaded files by run (their common stem), parse them through the contract and join them.
 
@@ -246,6 +260,7 @@ def bundles_from_files(files: Mapping[str, bytes], defaults: IngestDefaults = In
     """
     if not files:
         raise ContractError("no result files in the upload")
+    check_file_names(files)
     stems: dict[str, dict[str, tuple[str, bytes]]] = {}
     keys: dict[str, RunKey] = {}
     skipped: list[Classified] = []

@@ -261,7 +261,9 @@ class Annotation(Base):
 
 class AuditEntry(Base):
     """One write through the API (migration 0009_audit_log): which token, what, when. Added by the scope check
-    (service/api/auth.py) to the request's session, so it is stored exactly when the write is committed."""
+    (service/api/auth.py) to the request's session, so it is stored exactly when the write is committed; a refused
+    attempt (401/403) is stored at once, ``outcome`` "refused", never with the secret it presented (migration
+    0014_audit_refusals)."""
 
     __tablename__ = "audit_log"
 
@@ -272,6 +274,8 @@ class AuditEntry(Base):
     action: Mapped[str] = mapped_column(sa.String(120))  # "DELETE /api/v1/runs/{run_id}": the route, not the URL
     target: Mapped[str] = mapped_column(sa.String(200), default="")  # its path parameters: "run_id=5"
     detail: Mapped[str] = mapped_column(sa.String(500), default="")  # what the write did, where the route says
+    outcome: Mapped[str] = mapped_column(sa.String(16), default="done", server_default="done")  # done | refused
+    client: Mapped[str] = mapped_column(sa.String(64), default="", server_default="")  # the peer's address
 
 
 class ChangePointRow(Base):

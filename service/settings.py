@@ -24,11 +24,11 @@ FILE_BACKED = ("DATABASE_URL", "GITHUB_TOKEN", "PERFDASH_INGEST_TOKENS", "PERFDA
 
 
 class Scope(enum.StrEnum):
-    """What a token may write. Reads need no token."""
+    """What a token may write. Reads need no token, except the audit log's (scope admin)."""
 
     INGEST = "ingest"  # POST /api/v1/runs (the agents, their spool)
     BISECT = "bisect"  # request bisections and post their results (the bisect job)
-    ADMIN = "admin"  # delete runs, annotate, acknowledge findings (people)
+    ADMIN = "admin"  # delete runs, annotate, acknowledge findings, read the audit log (people)
 
 
 class TokenSpec(BaseModel):
@@ -91,6 +91,10 @@ class Settings(BaseSettings):
                                           validation_alias=_env("GITHUB_REPOSITORY"))
     report_issue: int | None = Field(None, validation_alias=_env("PERFDASH_REPORT_ISSUE"))
     github_api_url: str = Field("https://api.github.com", validation_alias=_env("GITHUB_API_URL"))
+    # The login GITHUB_TOKEN posts as: only its issues and comments are adopted or edited (service/github/client.py).
+    # Unset: asked of GitHub (GET /user); a GitHub App's token cannot ask and names it here (name[bot]).
+    github_bot_login: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z0-9-]+(\[bot\])?$",
+                                         validation_alias=_env("GITHUB_BOT_LOGIN"))
     dashboard_url: str | None = Field(None, validation_alias=_env("PERFDASH_DASHBOARD_URL"))
     # A night of one configuration is ~150 rows (~20 kB of CSV, ~1 MB with raw samples); 32 MiB leaves room for
     # a whole nightly directory in one upload while refusing anything absurd before it is parsed.

@@ -1,7 +1,8 @@
 """Client of the service's bisection requests (``/api/v1/bisections``): fetch one, post its result back.
 
-Bisect talks to the service over HTTP only. Transient failures (connection errors, 5xx) are retried with backoff:
-a bisection that took hours must not lose its result to one restart of the service.
+Bisect talks to the service over HTTP only. Transient failures (connection errors, timeouts, 5xx, 429) are retried
+by perfdash's one HTTP retry policy (perfdash.http_retry): a bisection that took hours must not lose its result to
+one restart of the service. Another 4xx, or a certificate that does not verify, fails at once.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 from perfbisect.pytorch import TorchTarget
 from perfdash.axes import variant_disables_cudagraphs
 from perfdash.bisection import Direction, parse_threads
+from perfdash.http_retry import CertificateError, RetryPolicy, Transient, status_failure, transport_failure
 from perfdash.metric_registry import Better, better_of
 
 
@@ -56,20 +57,13 @@ class BisectionJob:
             raise ServiceError(f"malformed bisection request: {exc!r}") from None
 
 
-def _transient(exc: BaseException) -> bool:
-    if isinstance(exc, httpx.TransportError):
-        return True
-    return isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code >= 500
-
-
 class ServiceClient:
     def __init__(self, url: str, token: str | None, timeout: float = 30.0, attempts: int = 5,
                  transport: httpx.BaseTransport | None = None, verify: ssl.SSLContext | bool = True) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = httpx.Client(base_url=url.rstrip("/") + "/api/v1", headers=headers, timeout=timeout,
                                     transport=transport, verify=verify)
-        self._retry = retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(attempts),
-                            wait=wait_exponential(multiplier=0.5, max=30), reraise=True)
+        self._policy = RetryPolicy(attempts=attempts, max_wait_s=30.0)
 
     def __enter__(self) -> ServiceClient:
         return self
@@ -79,16 +73,19 @@ class ServiceClient:
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         def once() -> Any:
-            response = self._client.request(method, path, **kwargs)
-            response.raise_for_status()
-            return response.json()
+            try:
+                response = self._client.request(method, path, **kwargs)
+            except httpx.TransportError as exc:
+                raise transport_failure(exc, f"{method} {path}") from None
+            if response.is_success:
+                return response.json()
+            text = f"{method} {path}: HTTP {response.status_code}: {response.text[:300]}"
+            raise status_failure(response.status_code, text, response.headers.get("Retry-After")) or ServiceError(text)
 
         try:
-            return self._retry(once)()
-        except httpx.HTTPStatusError as exc:
-            raise ServiceError(f"{method} {path}: HTTP {exc.response.status_code}: {exc.response.text[:300]}") from None
-        except httpx.TransportError as exc:
-            raise ServiceError(f"{method} {path}: {exc!r}") from None
+            return self._policy.call(once)
+        except (Transient, CertificateError) as exc:
+            raise ServiceError(str(exc)) from None
 
     def fetch(self, request_id: int, models_file: Path | None = None) -> BisectionJob:
         return BisectionJob.from_json(self._call("GET", f"/bisections/{request_id}"), models_file)

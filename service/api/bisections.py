@@ -3,6 +3,7 @@ client.
 
 A result that names a culprit is commented on the regression's GitHub issue at once when GitHub is configured; a
 failure to post stays in the ledger and is retried by the next `perfdash report --post`, never failing the request.
+Each GitHub post a result makes is in the audit log under the bisect token's name (action ``GITHUB <kind>``).
 The result of a ``confirm`` request (a candidate's A/B re-measurement) decides the candidate
 (service.detection.confirmation): confirmed files its issue and requests the bisection, not reproduced closes it.
 """
@@ -11,13 +12,14 @@ from __future__ import annotations
 
 import logging
 
-from fastapi import APIRouter, HTTPException, Response, status
+from fastapi import APIRouter, HTTPException, Request, Response, status
 from sqlalchemy.orm import Session
 
 from perfdash.bisection import BisectionIn, BisectionOut, BisectionResult, BisectionStatus
-from service.api.auth import AUTH_RESPONSES, BisectScope
+from service.api.auth import AUTH_RESPONSES, BisectScope, audit_also
 from service.api.deps import SessionDep, SettingsDep
 from service.detection.queries import BisectionError, record_result, request_bisection
+from service.github.models import GithubPost
 from service.models import BisectionRequest, Finding
 from service.queries.findings import bisection_out, list_bisections
 from service.settings import Settings
@@ -69,7 +71,7 @@ def bisections_get(session: SessionDep, bisection_id: int) -> BisectionOut:
 @router.post("/{bisection_id}/result", response_model=BisectionOut, dependencies=[BisectScope],
              summary="Report a bisection's result: marks it done and comments the culprit on the regression's issue "
                      "(scope bisect)", responses={**AUTH_RESPONSES, 404: {"description": "no such bisection"}})
-def bisections_result(session: SessionDep, settings: SettingsDep, bisection_id: int,
+def bisections_result(request: Request, session: SessionDep, settings: SettingsDep, bisection_id: int,
                       body: BisectionResult) -> BisectionOut:
     from service.detection.confirmation import record_confirmation
 
@@ -80,13 +82,37 @@ def bisections_result(session: SessionDep, settings: SettingsDep, bisection_id: 
     confirmed = record_confirmation(session, row, body)
     session.commit()
     if row.purpose == "confirm":
-        _file_confirmed(session, settings, confirmed)
+        _file_confirmed(request, session, settings, confirmed)
     else:
-        _comment_on_github(session, settings, row)
+        _comment_on_github(request, session, settings, row)
     return bisection_out(row)
 
 
-def _file_confirmed(session: Session, settings: Settings, confirmed: list[Finding]) -> None:
+def _ledger_attempts(session: Session, finding_ids: list[int]) -> dict[int, int]:
+    """How many times each GitHub ledger row of these findings was attempted: compared after posting, it says which
+    posts this request made (a row already posted is returned untouched, and is no post)."""
+    import sqlalchemy as sa
+
+    rows = session.scalars(sa.select(GithubPost).where(GithubPost.finding_id.in_(finding_ids)))
+    return {row.id: row.attempts for row in rows}
+
+
+def _audit_posts(request: Request, session: Session, finding_ids: list[int], before: dict[int, int],
+                 bisection_id: int) -> None:
+    """Each GitHub post this request made, in the audit log under its token's name (committed here; the ledger rows
+    were committed by the publisher's callers)."""
+    import sqlalchemy as sa
+
+    rows = session.scalars(sa.select(GithubPost).where(GithubPost.finding_id.in_(finding_ids))
+                           .order_by(GithubPost.id))
+    for post in rows:
+        if before.get(post.id) != post.attempts:
+            audit_also(request, session, f"GITHUB {post.kind}", f"bisection_id={bisection_id}, {post.key}",
+                       f"{post.status}: {post.html_url or post.last_error or ''}")
+    session.commit()
+
+
+def _file_confirmed(request: Request, session: Session, settings: Settings, confirmed: list[Finding]) -> None:
     """The issue of a regression that its A/B re-measurement reproduced (what does not get through is retried by the
     next `perfdash report --post`)."""
     from service.github.client import GitHubClient, GitHubConfig, refusal
@@ -99,6 +125,7 @@ def _file_confirmed(session: Session, settings: Settings, confirmed: list[Findin
     if config is None:
         logger.warning("issue of finding(s) %s: %s", sorted(wanted), refusal(settings))
         return
+    before = _ledger_attempts(session, sorted(wanted))
     with GitHubClient(config, max_attempts=3, max_wait_s=10.0) as client:
         for finding in confirmed:
             if finding.id in wanted:
@@ -106,9 +133,10 @@ def _file_confirmed(session: Session, settings: Settings, confirmed: list[Findin
                 session.commit()
                 if post.status != "posted":
                     logger.warning("issue of finding %s not posted yet: %s", finding.id, post.last_error)
+    _audit_posts(request, session, sorted(wanted), before, int(request.path_params["bisection_id"]))
 
 
-def _comment_on_github(session: Session, settings: Settings, row: BisectionRequest) -> None:
+def _comment_on_github(request: Request, session: Session, settings: Settings, row: BisectionRequest) -> None:
     from service.github.client import GitHubClient, GitHubConfig, refusal
     from service.github.publisher import comment_culprit
 
@@ -118,9 +146,13 @@ def _comment_on_github(session: Session, settings: Settings, row: BisectionReque
     if config is None:
         logger.warning("culprit of bisection %s: %s", row.id, refusal(settings))
         return
+    before = _ledger_attempts(session, [row.finding_id])
     # A short retry budget: the bisect job is waiting on this answer; what does not get through is retried later.
     with GitHubClient(config, max_attempts=3, max_wait_s=10.0) as client:
         post = comment_culprit(session, client, row, settings.dashboard_url)
     session.commit()
+    # the culprit comment, and the regression's issue when this comment filed it
+    _audit_posts(request, session, [row.finding_id], before, row.id)
     if post is not None and post.status != "posted":
         logger.warning("culprit of bisection %s not posted yet: %s", row.id, post.last_error)
+

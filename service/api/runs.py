@@ -8,16 +8,25 @@ from typing import Annotated, cast
 import sqlalchemy as sa
 from fastapi import APIRouter, HTTPException, Query, Request, Response, status
 from pydantic import BaseModel, Field, ValidationError
+from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from perfdash.contract import MAX_NAME_LENGTH, ContractError
+from perfdash.contract import MAX_NAME_LENGTH
 from perfdash.manifest import parse_date_time
 from service.api.auth import AUTH_RESPONSES, AdminScope, IngestScope, audit_detail
 from service.api.contract import NO_NUL
 from service.api.deps import RunFilterDep, SessionDep, json_response
-from service.ingest import IngestDefaults, RunBundle, RunPayload, bundle_from_payload, bundles_from_files, ingest
-from service.models import Run
+from service.ingest import (
+    IngestDefaults,
+    RunBundle,
+    RunPayload,
+    bundle_from_payload,
+    bundles_from_files,
+    check_file_names,
+    ingest,
+)
+from service.models import ChangePointRow, Finding, Result, Run
 from service.queries.filters import MAX_OFFSET
 from service.queries.pytorch_csv import CsvKind, run_csv
 from service.queries.runs import get_run, list_runs
@@ -86,16 +95,32 @@ def runs_csv(session: SessionDep, run_id: int, kind: CsvKind) -> Response:
 @router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[AdminScope],
                summary="Delete a run (e.g. a bad night): its results, summary and findings go with it (scope admin)",
                responses={**AUTH_RESPONSES, 404: {"description": "no such run"}})
-def runs_delete(session: SessionDep, run_id: int) -> Response:
+def runs_delete(request: Request, session: SessionDep, run_id: int) -> Response:
     # The database cascades to results, summary, change points and findings (foreign keys ON DELETE CASCADE).
-    configuration_id = session.scalar(sa.select(Run.configuration_id).where(Run.id == run_id))
+    run = session.get(Run, run_id)
+    if run is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id}")
+    configuration_id = run.configuration_id
+    audit_detail(request, _what_is_deleted(session, run))
     deleted = cast(sa.CursorResult, session.execute(sa.delete(Run).where(Run.id == run_id))).rowcount
-    if not deleted or configuration_id is None:
+    if not deleted:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id}")
     # its kept Releases pairs went with it; the configuration's new latest run (or release's last) gets its own
     refresh_configurations(session, {configuration_id})
     session.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+def _what_is_deleted(session: Session, run: Run) -> str:
+    """The deletion's audit detail: enough to know what was lost (the run's identity and what went with it)."""
+    c = run.configuration
+    counts = {name: session.scalar(sa.select(sa.func.count()).select_from(table).where(table.run_id == run.id))
+              for name, table in (("results", Result), ("findings", Finding), ("change points", ChangePointRow))}
+    return (f"deleted run {run.id}: configuration {c.id} ({c.suite} {c.backend_variant} {c.compile_mode} {c.dtype} "
+            f"{c.mode} {c.device} {c.thread_config}, machine {c.machine.fingerprint}), night {run.night}, started "
+            f"{run.started_at.isoformat() if run.started_at else '-'}, torch {run.torch_version or '-'} commit "
+            f"{run.torch_git_commit or '-'}, key {run.run_key[:16]}; "
+            + ", ".join(f"{n} {name}" for name, n in counts.items()))
 
 
 _INGEST_BODY = {
@@ -161,13 +186,14 @@ async def _bundles_from_multipart(request: Request) -> list[RunBundle]:
         known = ", ".join(sorted(FORM_PARTS))
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
                             f"unknown part {unknown[0][:64]!r} in the upload; the parts are {known}")
-    files: dict[str, bytes] = {}
-    for upload in form.getlist("files"):
-        if not isinstance(upload, UploadFile) or not upload.filename:
+    uploads: list[tuple[str, UploadFile]] = []
+    for part in form.getlist("files"):
+        if not isinstance(part, UploadFile) or not part.filename:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "'files' must be file parts with file names")
-        if upload.filename in files:  # the last would silently win: which one did the sender mean?
-            raise ContractError(f"two files named {upload.filename!r} in one upload", file=upload.filename)
-        files[upload.filename] = await upload.read()
+        uploads.append((part.filename, part))
+    # of two files of one name the last would silently win: which one did the sender mean? (nothing is stored)
+    check_file_names(name for name, _part in uploads)
+    files = {name: await part.read() for name, part in uploads}
 
     def moment(name: str) -> datetime | None:
         value = form.get(name)

@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Renders the report of the night and configuration scope of --run (default: the latest run). "
                     "--post comments it on PERFDASH_REPORT_ISSUE in GITHUB_REPOSITORY (edited in place if it was "
                     "posted before and changed), files one issue per confirmed regression, and first retries "
-                    "whatever earlier runs could not post.")
+                    "whatever earlier runs could not post. Exit 0 also when GitHub is down (kept for the next "
+                    "run); 1 when GitHub refused a post (a permission, a wrong issue number).")
     report.add_argument("--run", type=int, help="run id (default: the latest run)")
     report.add_argument("--output", type=Path, help="write the markdown here instead of stdout")
     report.add_argument("--post", action="store_true", help="post to GitHub (GITHUB_TOKEN, GITHUB_REPOSITORY, "
@@ -141,8 +142,15 @@ def _post(session: Session, settings: Settings, context: ReportContext, body: st
             if row.status != "posted":
                 failed.append(row)
     for row in failed:
-        print(f"warning: GitHub {row.kind} {row.key} not posted, kept for the next run: {row.last_error}",
+        level = "error" if row.status == "refused" else "warning"
+        print(f"{level}: GitHub {row.kind} {row.key} not posted, kept for the next run: {row.last_error}",
               file=sys.stderr)
     print(f"report {'posted' if report.status == 'posted' else 'NOT posted'}: {report.html_url or '-'}",
           file=sys.stderr)
+    # An outage is retried by the next run on its own; a refusal (a permission, a wrong issue) needs a person.
+    refused = [row for row in failed if row.status == "refused"]
+    if refused:
+        print(f"error: GitHub refused {len(refused)} post(s): fix the token's permissions or the settings",
+              file=sys.stderr)
+        return 1
     return 0

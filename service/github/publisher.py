@@ -3,12 +3,15 @@
 Every post has a ledger row keyed by (kind, key, repository) — ``report`` (one comment per night and scope, edited in
 place when the report changes), ``issue`` (one per regression change point), ``culprit`` (one comment per bisection
 result). A row is ``pending`` until GitHub accepted it, ``failed`` after an attempt that did not get through (the
-error kept, the token never in it), ``posted`` after. `perfdash report --post` retries pending and failed rows first.
+error kept, the token never in it), ``refused`` after GitHub answered no (a permission, a wrong issue number: it needs
+a person, and `perfdash report --post` says so and exits 1), ``posted`` after. `perfdash report --post` retries
+every row not posted first.
 
 Each body carries a hidden marker (an HTML comment). Before every create and after every failed one, the publisher
 looks for the marker on GitHub (GitHubClient.ensure_issue / ensure_comment, without filtering by label): if an earlier
 attempt did reach GitHub but its answer was lost, the existing comment or issue is adopted instead of posting a
-duplicate.
+duplicate. Only what the bot's own login wrote is adopted: a marker's value can be predicted, and an issue or comment
+by anyone else carrying it is ignored.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from perfdash.axes import run_command, stored_axes
+from perfdash.http_retry import Transient
 from perfdash.verdicts import REGRESSION, category
 from service.detection.code_change import describe
 from service.detection.confirmation import CONFIRMED, NONE
 from service.github import safe
-from service.github.client import GitHubClient, GitHubError
+from service.github.client import CommentRef, GitHubClient, GitHubError
 from service.github.models import GithubPost
 from service.models import BisectionRequest, Finding
 
@@ -52,20 +56,22 @@ def _ledger_row(session: Session, kind: str, key: str, repository: str) -> Githu
 
 def _claim_ledger_row(session: Session, **values: object) -> GithubPost:
     """Insert the row unless another process did (waiting for that one's commit), then lock whichever is stored."""
-    session.execute(_insert(session)(GithubPost).values(**values).on_conflict_do_nothing(
-        index_elements=["kind", "key", "repository"]))
+    session.execute(_insert_unless_stored(session, values))
     stored = _ledger_row(session, str(values["kind"]), str(values["key"]), str(values["repository"]))
     assert stored is not None
     return stored
 
 
-def _insert(session: Session):  # type: ignore[no-untyped-def]
-    """INSERT with ON CONFLICT for the session's database (Postgres in production, SQLite embedded)."""
+def _insert_unless_stored(session: Session, values: dict[str, object]) -> sa.Executable:
+    """INSERT ... ON CONFLICT DO NOTHING for the session's database (Postgres in production, SQLite embedded)."""
+    conflict = ["kind", "key", "repository"]
     if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    return insert
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert(GithubPost).values(**values).on_conflict_do_nothing(index_elements=conflict)
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.insert(GithubPost).values(**values).on_conflict_do_nothing(index_elements=conflict)
 
 
 def publish(session: Session, client: GitHubClient, *, kind: str, key: str, body: str,
@@ -106,20 +112,37 @@ def _attempt(client: GitHubClient, row: GithubPost, tag: str) -> None:
         else:
             if row.issue_number is None:
                 raise GitHubError("no issue to comment on")
-            if row.comment_id is not None:
-                comment = client.update_comment(row.comment_id, row.body)
-            else:
-                comment = client.ensure_comment(row.issue_number, tag, row.body)
-                if comment.body != row.body:  # an earlier version of the report, found by its marker
-                    comment = client.update_comment(comment.id, row.body)
+            comment = _comment(client, row, tag)
             row.comment_id, row.html_url = comment.id, comment.html_url
     except GitHubError as exc:
-        row.status, row.last_error = "failed", str(exc)
+        # refused: GitHub said no (a permission, a wrong issue number); failed: it did not answer (an outage)
+        row.status, row.last_error = ("failed" if isinstance(exc, Transient) or exc.status is None
+                                      else "refused"), str(exc)
         logger.warning("GitHub %s %s not posted (attempt %d, will retry on the next run): %s", row.kind, row.key,
                        row.attempts, exc)
         return
     row.status, row.last_error = "posted", None
     row.posted_sha256, row.posted_at = row.body_sha256, datetime.now(UTC)
+
+
+def _comment(client: GitHubClient, row: GithubPost, tag: str) -> CommentRef:
+    """The row's comment, edited to the row's body, or posted. Only the bot's own comments are found by the marker
+    (GitHubClient.find_comment); one the bot may no longer edit (deleted, or GitHub refuses the edit) is left as it
+    is and the body is posted as a new comment of the bot's own."""
+    assert row.issue_number is not None
+    stale = frozenset({row.comment_id}) if row.comment_id is not None else frozenset()
+    if row.comment_id is not None:
+        try:
+            return client.update_comment(row.comment_id, row.body)
+        except GitHubError as exc:
+            if isinstance(exc, Transient) or exc.status not in (403, 404, 410):
+                raise
+            logger.warning("GitHub %s %s: comment %s cannot be edited (%s); posting the body as a new comment",
+                           row.kind, row.key, row.comment_id, exc)
+    comment = client.ensure_comment(row.issue_number, tag, row.body, skip=stale)
+    if comment.body != row.body:  # an earlier version of the report, found by its marker
+        comment = client.update_comment(comment.id, row.body)
+    return comment
 
 
 def retry_unposted(session: Session, client: GitHubClient) -> list[GithubPost]:

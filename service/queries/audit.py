@@ -1,4 +1,4 @@
-"""The audit log: every write through the API (service.models.AuditEntry), newest first."""
+"""The audit log: every write through the API and every refused attempt (service.models.AuditEntry), newest first."""
 
 from __future__ import annotations
 
@@ -21,12 +21,16 @@ class AuditOut(BaseModel):
     action: str
     target: str
     detail: str
+    outcome: str  # done | refused
+    client: str
 
 
 def list_audit(session: Session, *, token_name: str | None = None, action: str | None = None,
-               since: date | None = None, until: date | None = None, limit: int = 100,
-               offset: int = 0) -> list[AuditOut]:
+               since: date | None = None, until: date | None = None, outcome: str | None = None,
+               limit: int = 100, offset: int = 0) -> list[AuditOut]:
     query = sa.select(AuditEntry).order_by(AuditEntry.id.desc())
+    if outcome:
+        query = query.where(AuditEntry.outcome == outcome)
     if token_name:
         query = query.where(AuditEntry.token_name == token_name)
     if action:

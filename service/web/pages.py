@@ -17,7 +17,6 @@ from service.api.deps import ConfigFilterDep, SessionDep
 from service.models import Configuration, Run, Series
 from service.queries import findings, history, order, runs
 from service.queries.annotations import list_annotations
-from service.queries.audit import list_audit
 from service.queries.compare import compare_runs
 from service.queries.filters import RunFilter
 from service.queries.summary import latest_runs_with_base
@@ -27,7 +26,6 @@ from service.web.generated_code import model_code
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 
 RUNS_PER_PAGE = 100
-AUDIT_ROWS = 20  # the latest writes under the runs (all of them: /api/v1/audit)
 TRENDS_DEFAULT_DAYS = 90
 MODEL_DEFAULT_DAYS = 365
 MODEL_TABLE_ROWS = 120  # nights listed under a model's charts (the charts carry the whole range)
@@ -239,7 +237,6 @@ def runs_page(request: Request, session: SessionDep, config_filter: ConfigFilter
         return urlencode([*kept, ("page", str(number))])
 
     return render(request, "pages/runs.html", active="runs", title="Runs", runs=rows[:RUNS_PER_PAGE],
-                  writes=list_audit(session, limit=AUDIT_ROWS),
                   has_next=len(rows) > RUNS_PER_PAGE, page=page, choices=runs.distinct_values(session),
                   selected=config_filter, commit=commit or "", pager_query=pager_query, views=views)
 

@@ -7,12 +7,14 @@ import urllib.error
 
 import httpx
 import pytest
+
 from perfdash.http_retry import (
     CertificateError,
     RetryPolicy,
     Transient,
     is_certificate_error,
     retry_after,
+    status_failure,
     transient_status,
     transport_failure,
 )
@@ -21,6 +23,9 @@ from perfdash.http_retry import (
 def test_which_statuses_are_retried() -> None:
     assert [s for s in (400, 401, 403, 404, 408, 409, 422, 429, 500, 502, 503, 504) if transient_status(s)] == [
         408, 429, 500, 502, 503, 504]
+    assert status_failure(404, "gone") is None
+    failure = status_failure(429, "slow down", "3")
+    assert isinstance(failure, Transient) and failure.retry_after_s == 3.0 and failure.status == 429
 
 
 def test_retry_after_reads_seconds_and_dates() -> None:

@@ -133,3 +133,83 @@ def test_install_torch_pairs_torchvision_as_the_contract_does(release: str, tmp_
     assert f"torchvision=={torch_spec.torchvision_for(release)}" in log.read_text().split()
     with pytest.raises(TorchSpecError):
         torch_spec.torchvision_for("3.0.0")
+
+
+# ---- the index over HTTP: retried as perfdash.http_retry says -------------------------------------------------------
+
+
+@pytest.fixture
+def http_index(tmp_path: Path):
+    """serve(published, failures) -> (index root URL, requests): the index of ``_index`` served on 127.0.0.1 by a
+    real HTTP server that first answers the statuses in ``failures`` (e.g. [503]), then the files; ``404`` in
+    failures as the string "always" answers every request 404."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    servers = []
+
+    def serve(published: dict[str, dict[str, str]], failures: list[int] | str) -> tuple[str, list[str]]:
+        root = tmp_path / "served"
+        _index(root, published)
+        requests: list[str] = []
+        queue = failures if isinstance(failures, list) else []
+
+        class Handler(SimpleHTTPRequestHandler):
+            def log_message(self, *_args: object) -> None:
+                pass
+
+            def _fail(self) -> bool:
+                requests.append(f"{self.command} {self.path}")
+                if failures == "always":
+                    self.send_error(404)
+                    return True
+                if queue:
+                    self.send_response(queue.pop(0))
+                    self.send_header("Retry-After", "0")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return True
+                return False
+
+            def do_GET(self) -> None:
+                if not self._fail():
+                    super().do_GET()
+
+            def do_HEAD(self) -> None:
+                if not self._fail():
+                    super().do_HEAD()
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}", requests
+
+    yield serve
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_5xx_from_the_index_is_retried(http_index) -> None:
+    url, requests = http_index({"cpu": {"20261125": "5" * 40}}, [503, 502])
+    found = resolve("nightly", ["cpu"], url, today=date(2026, 11, 25))
+    assert found.spec == "2.15.0.dev20261125@" + "5" * 40
+    assert requests[:3] == ["GET /nightly/cpu/torch/"] * 3  # two failures, then the page
+
+
+def test_a_404_from_the_index_fails_at_once(http_index) -> None:
+    url, requests = http_index({"cpu": {"20261125": "5" * 40}}, "always")
+    with pytest.raises(TorchSpecError, match=r"/nightly/cpu/torch/: HTTP 404"):
+        resolve("nightly", ["cpu"], url, today=date(2026, 11, 25))
+    assert requests == ["GET /nightly/cpu/torch/"]
+
+
+def test_resolve_command_retries_and_says_why_it_stops(http_index) -> None:
+    url, requests = http_index({"cpu": {"20261125": "5" * 40}}, [503] * 5)
+    done = subprocess.run([sys.executable, "-m", "perfdash.torch_spec", "resolve", "nightly", "--variant", "cpu",
+                           "--index-root", url, "--today", "2026-11-25"], capture_output=True, text=True, cwd=REPO,
+                          timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "HTTP 503" in done.stderr and "after 5 tries" in done.stderr
+    assert len(requests) == 5

@@ -136,8 +136,14 @@ def test_parameters_select_the_cells(run_pipeline, extract_commands) -> None:
     assert sorted(_flag(args, "--partition-id") for args in runs) == ["0", "1", "2"]
     assert all(_flag(args, "--filter") == "Bert.*" and _flag(args, "--suite") == "huggingface" for args in runs)
     assert any("perfdash-runner-cpu:2.15.0.dev20261125-555555555555" in e for e in record["echoes"])
-    resolve = next(script for script in record["sh"] if "perfdash.torch_spec resolve" in script)
+    resolve = _resolve_line(record)
     assert "--variant cpu" in resolve and "cu130" not in resolve  # no GPU cells: only the CPU wheel must exist
+
+
+def _resolve_line(record: dict) -> str:
+    """The Plan stage's resolve command line (its script installs the resolver's dependency first)."""
+    return next(line for script in record["sh"] for line in script.splitlines()
+                if "perfdash.torch_spec resolve" in line)
 
 
 def _docker_builds(record: dict) -> list[str]:
@@ -151,8 +157,9 @@ def test_a_scheduled_build_benchmarks_tonights_nightly_everywhere(run_pipeline, 
     to measure exactly it (--torch), so an image that ended up with another torch stops the cell."""
     record = run_pipeline(NIGHTLY)
     assert record["params"]["TORCH"] == "nightly"
-    resolve = next(script for script in record["sh"] if "perfdash.torch_spec resolve" in script)
-    assert resolve.split()[:5] == ["python", "-m", "perfdash.torch_spec", "resolve", '"$TORCH"']
+    resolve = _resolve_line(record)
+    assert resolve.split()[:6] == ["PYTHONPATH=.plan-deps", "python", "-m", "perfdash.torch_spec", "resolve",
+                                   '"$TORCH"']
     assert "--variant cpu --variant cu130" in resolve and "--allow-older" in resolve
     assert any(e.startswith("inside python:3.11.11-slim-bookworm") for e in record["echoes"])
     spec = "2.15.0.dev20261125@" + "5" * 40
@@ -197,10 +204,13 @@ def test_extended_run_adds_max_autotune(run_pipeline, extract_commands) -> None:
 
 def test_dry_run_plans_every_cell_and_runs_nothing(run_pipeline) -> None:
     record = run_pipeline(NIGHTLY, {"DRY_RUN": True}, {"bisections?status=pending": '[{"id": 1}]'})
-    # The commands a dry run runs: resolving the torch it would benchmark (a read of the wheel index) and reading the
-    # night it would file its runs under.
-    assert [script.split()[:4] for script in record["sh"]] == [["python", "-m", "perfdash.torch_spec", "resolve"],
-                                                               ["date", "-u", "+%F"]]
+    # The commands a dry run runs: resolving the torch it would benchmark (a read of the wheel index), with the
+    # resolver's retry policy's one dependency (tenacity) installed beside the checkout first, and reading the night
+    # it would file its runs under.
+    assert [[line.split()[:5] for line in script.splitlines()] for script in record["sh"]] == [[
+        ["python", "-m", "pip", "install", "--quiet"],
+        ["PYTHONPATH=.plan-deps", "python", "-m", "perfdash.torch_spec", "resolve"]], [["date", "-u", "+%F"]]]
+    assert '--target .plan-deps "tenacity>=8.2" >&2' in record["sh"][0]  # its output kept out of the JSON
     assert record["builds"] == []
     assert set(record["stagesSkipped"]) == {"Benchmark", "Detect and report", "Bisect new regressions"}
     # (4 xeon + 12 gpu configurations) x 3 suites x 2 shards
@@ -234,7 +244,7 @@ def test_bisect_pipeline_runs_the_request_on_its_agent(run_pipeline, extract_com
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_bisect_image_is_built_for_a_resolved_torch_of_its_own_variant(run_pipeline, device: str) -> None:
     record = run_pipeline(BISECT, {"REQUEST_ID": "7"}, {"api/v1/bisections/": _bisection(device, "all")})
-    resolve = next(script for script in record["sh"] if "perfdash.torch_spec resolve" in script)
+    resolve = _resolve_line(record)
     image_variant = re.search(r"^ARG CUDA_VARIANT=(\w+)$", (REPO / "docker/runner-cuda.Dockerfile").read_text(),
                               re.M).group(1)
     assert f"--variant {'cpu' if device == 'cpu' else image_variant} " in resolve + " "

@@ -70,11 +70,14 @@ def _ingest(url: str, tmp_path: Path, *extra: str, **env: str) -> subprocess.Com
 
 def test_an_ingest_over_tls_with_a_private_ca(tls_service, tmp_path: Path) -> None:
     url, ca = tls_service
-    # without the CA the certificate is not trusted: nothing is sent (the upload waits in the spool), said so
-    untrusted = _ingest(url, tmp_path)
-    assert untrusted.returncode == 3, untrusted.stderr
+    # without the CA the certificate is not trusted: nothing is sent, nothing spooled (no outage), said so, exit 5
+    untrusted = _ingest(url, tmp_path, "--retries", "4")
+    assert untrusted.returncode == 5, untrusted.stderr
     assert "CERTIFICATE_VERIFY_FAILED" in untrusted.stderr and "Traceback" not in untrusted.stderr
-    # trusting the CA: the spooled upload and this one are posted (the same files: one run, already stored)
+    assert "certificate did not verify" in untrusted.stderr and "not spooled" in untrusted.stderr
+    assert untrusted.stderr.count("NOT POSTED") == 1 and "retrying" not in untrusted.stderr
+    assert not list((tmp_path / "spool").rglob("*.csv"))
+    # trusting the CA: posted
     trusted = _ingest(url, tmp_path, "--ca-bundle", str(ca))
     assert trusted.returncode == 0, trusted.stderr
     assert "stored" in trusted.stdout

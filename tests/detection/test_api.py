@@ -92,6 +92,16 @@ def test_bisection_contract(app_client, auth, run_files, series_values, github) 
     assert comment["issue_number"] == issue["number"] and "abc123def" in comment["body"]
     # data: shown, not linked (service/github/safe.py)
     assert "http\u2060://jenkins/job/bisect/7/" in comment["body"]
+    # both posts are in the audit log, under the token that posted the result
+    log = app_client.get("/api/v1/audit", params={"action": "GITHUB"}, headers=auth).json()
+    assert [(e["token_name"], e["action"], e["target"].rsplit(":", 1)[0], e["detail"].split(":", 1)[0])
+            for e in reversed(log)] == [
+        ("test-operator", "GITHUB issue", f"bisection_id={request['id']}, changepoint", "posted"),
+        ("test-operator", "GITHUB culprit", f"bisection_id={request['id']}, bisection", "posted")]
+    assert issue["html_url"] in log[1]["detail"] and comment["html_url"] in log[0]["detail"]
+    # the same result again posts nothing, and records nothing
+    assert app_client.post(url, json=result, headers=auth).status_code == 200
+    assert len(app_client.get("/api/v1/audit", params={"action": "GITHUB"}, headers=auth).json()) == 2
 
 
 def test_bisection_explicit_fields_and_errors(app_client, auth, run_files, series_values) -> None:

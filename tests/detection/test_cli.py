@@ -123,3 +123,15 @@ def test_report_needs_github_settings(database, github, monkeypatch, capsys, tmp
     assert "GITHUB_REPOSITORY, PERFDASH_REPORT_ISSUE not set" in err and "no default" in err
     assert github.state.requests == []
     assert main(["report", "--run", "999999"]) == 1
+
+
+def test_a_refused_report_fails_loudly(database, github, monkeypatch, capsys, tmp_path) -> None:
+    # GitHub refuses the comment (here: no such issue; alike for a token that may not comment): not exit 0 with the
+    # report silently unposted, as an outage is.
+    assert main(["detect"]) == 0
+    monkeypatch.setenv("PERFDASH_REPORT_ISSUE", "999")
+    capsys.readouterr()
+    assert main(["report", "--post", "--output", str(tmp_path / "r.md")]) == 1
+    err = capsys.readouterr().err
+    assert "report NOT posted" in err and "GitHub refused 1 post(s)" in err and TOKEN not in err
+    assert _scalar(database["url"], "SELECT status FROM github_posts WHERE kind = 'report'") == "refused"

@@ -104,7 +104,8 @@ def test_retry_adopts_a_post_that_did_land(session, github) -> None:
         row = publish(session, client, kind="report", key="n:lost", body="the report", issue_number=issue)
         assert row.status == "failed"
         with github.state.lock:
-            github.state.comments[77] = {"id": 77, "body": row.body, "issue_number": issue, "html_url": "u#77"}
+            github.state.comments[77] = {"id": 77, "body": row.body, "issue_number": issue, "html_url": "u#77",
+                                         "user": {"login": github.state.bot_login}}
         before = len(github.writes())
         retry_unposted(session, client)
     assert row.status == "posted" and row.comment_id == 77
@@ -165,3 +166,53 @@ def test_culprit_comment_names_a_range_as_a_range_and_nobody_when_not_confirmed(
     assert "Culprit:" not in ranged
     unconfirmed = body({"verdict": "not_confirmed", "candidates": commits[-1:], "summary": "did not reproduce"})
     assert "nobody is named" in unconfirmed and "Culprit:" not in unconfirmed and "dddd" not in unconfirmed
+
+
+def test_a_squatted_issue_and_report_comment_are_never_adopted(session, store_run, series_values, github) -> None:
+    # Someone else writes perfdash's predictable markers first: the change point's issue marker on an issue of
+    # theirs, and tonight's report marker on a comment of theirs on the report issue (GitHub would let the token
+    # edit it). perfdash files its own issue, posts its own comment, and edits nothing of theirs.
+    _runs, finding = _regression(session, store_run, series_values)
+    report_issue = github.add_issue("nightly reports")
+    squat_issue = github.add_issue("[perfdash] a regression", body=f"<!-- perfdash:issue:changepoint:"
+                                   f"{finding.change_point_id} -->", author="mallory")
+    squat_comment = github.add_comment(report_issue, "<!-- perfdash:report:n:g -->\nmallory's text", author="mallory")
+    with _client(github) as client:
+        issue = file_issue(session, client, finding, None)
+        report = publish(session, client, kind="report", key="n:g", body="tonight's report", issue_number=report_issue)
+        bisection = BisectionRequest(finding_id=finding.id, configuration_id=finding.configuration_id,
+                                     purpose="bisect", status="done", model="resnet18", metric="speedup",
+                                     direction="higher", threshold_pct=5.0, good_commit="a" * 40, bad_commit="b" * 40,
+                                     result={"verdict": "culprit_found", "culprit": {"sha": "deadbeef"}})
+        session.add(bisection)
+        session.flush()
+        culprit = comment_culprit(session, client, bisection, None)
+    assert issue.status == "posted" and issue.issue_number not in (squat_issue, report_issue)
+    assert github.state.issues[issue.issue_number]["user"]["login"] == "perfdash-bot"
+    assert report.status == "posted" and report.comment_id != squat_comment
+    assert culprit is not None and culprit.issue_number == issue.issue_number
+    assert github.state.comments[squat_comment]["body"].endswith("mallory's text")
+    assert github.state.issues[squat_issue]["body"].startswith("<!-- perfdash:issue")
+    assert {w.method for w in github.writes()} == {"POST"}
+    assert not [c for c in github.state.comments.values() if c["issue_number"] == squat_issue]
+
+
+def test_a_report_comment_the_bot_may_not_edit_is_posted_anew(session, github) -> None:
+    issue = github.add_issue()
+    with _client(github) as client:
+        first = publish(session, client, kind="report", key="n:edit", body="report v1", issue_number=issue)
+    old = first.comment_id
+    # the comment changed hands (GitHub: another account's comment, for a token that may not edit it)
+    github.state.comments[old]["user"] = {"login": "someone-else"}
+    github.state.others_may_not_edit = True
+    with _client(github) as client:
+        second = publish(session, client, kind="report", key="n:edit", body="report v2", issue_number=issue)
+    assert second.status == "posted" and second.comment_id != old
+    assert github.state.comments[old]["body"].endswith("report v1")
+    assert github.state.comments[second.comment_id]["body"].endswith("report v2")
+
+
+def test_a_refused_post_is_refused_not_failed(session, github) -> None:
+    with _client(github) as client:
+        row = publish(session, client, kind="report", key="n:none", body="the report", issue_number=404)
+    assert row.status == "refused" and "404" in (row.last_error or "")

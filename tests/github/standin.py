@@ -5,6 +5,11 @@ queues responses to give instead of the real answer (a 502, a 403 rate limit wit
 so retries are tested against a real socket, not a mock; ``fail_after_next`` does the request first and then answers
 the failure (GitHub created the issue, the answer was lost: a 502 from a proxy, a timeout). ``drop_labels`` makes
 the stand-in ignore labels on create, as GitHub does silently for a token that cannot label.
+
+Every issue and comment has an author (``user.login``): the login of the token that wrote it (``logins`` maps tokens
+to logins; any other token is ``bot_login``), or the one a test names with ``add_issue``/``add_comment`` (a third
+party writing perfdash's markers). ``GET /user`` answers the token's login; ``others_may_not_edit`` makes a PATCH of
+someone else's comment a 403, as GitHub answers a token without write access to the repository.
 """
 
 from __future__ import annotations
@@ -47,6 +52,9 @@ class State:
     next_comment: int = 1000
     drop_labels: bool = False
     delay_s: float = 0.0  # each request answered this much later (a slow GitHub: posts that overlap)
+    bot_login: str = "perfdash-bot"
+    logins: dict[str, str] = field(default_factory=dict)  # token -> login
+    others_may_not_edit: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -97,23 +105,31 @@ def _handler(state: State, base: str) -> type[BaseHTTPRequestHandler]:
                     return
                 self._route(url.path, parse_qs(url.query), body)
 
+        def _login(self) -> str:
+            token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            return state.logins.get(token, state.bot_login)
+
         def _route(self, path: str, query: dict[str, list[str]], body: Any) -> None:
             if self.headers.get("Authorization", "") == "":
                 self._reply(401, {"message": "Requires authentication"})
                 return
-            if (m := ISSUES.match(path)) and self.command == "POST":
+            if path == "/user" and self.command == "GET":
+                self._reply(200, {"login": self._login(), "id": 1})
+            elif (m := ISSUES.match(path)) and self.command == "POST":
                 number = state.next_number
                 state.next_number += 1
                 issue = {"number": number, "title": body["title"], "body": body.get("body", ""),
                          "labels": [] if state.drop_labels else [{"name": n} for n in body.get("labels", [])],
-                         "state": "open",
+                         "state": "open", "user": {"login": self._login()},
                          "html_url": f"{base}/{m['repo']}/issues/{number}"}
                 state.issues[number] = issue
                 self._reply(201, issue)
             elif ISSUES.match(path) and self.command == "GET":
                 label = (query.get("labels") or [""])[0]
+                creator = (query.get("creator") or [""])[0]
                 items = [i for i in state.issues.values()
-                         if not label or label in {lab["name"] for lab in i["labels"]}]
+                         if (not label or label in {lab["name"] for lab in i["labels"]})
+                         and (not creator or i["user"]["login"].casefold() == creator.casefold())]
                 if (query.get("direction") or [""])[0] == "desc":
                     items.reverse()
                 self._reply(200, _page(items, query))
@@ -123,6 +139,7 @@ def _handler(state: State, base: str) -> type[BaseHTTPRequestHandler]:
                     self._reply(404, {"message": "Not Found"})
                     return
                 comment = {"id": state.next_comment, "body": body["body"], "issue_number": number,
+                           "user": {"login": self._login()},
                            "html_url": f"{base}/{m['repo']}/issues/{number}#issuecomment-{state.next_comment}"}
                 state.comments[state.next_comment] = comment
                 state.next_comment += 1
@@ -134,6 +151,9 @@ def _handler(state: State, base: str) -> type[BaseHTTPRequestHandler]:
                 comment = state.comments.get(int(m["id"]))
                 if comment is None:
                     self._reply(404, {"message": "Not Found"})
+                    return
+                if state.others_may_not_edit and comment["user"]["login"] != self._login():
+                    self._reply(403, {"message": "Resource not accessible by integration"})
                     return
                 comment["body"] = body["body"]
                 self._reply(200, comment)
@@ -194,11 +214,24 @@ class GitHubStandIn:
     def writes(self) -> list[Recorded]:
         return [r for r in self.state.requests if r.method in ("POST", "PATCH")]
 
-    def add_issue(self, title: str = "perfdash nightly reports") -> int:
-        """An existing issue (the report tracking issue), created without a request being recorded."""
+    def add_issue(self, title: str = "perfdash nightly reports", body: str = "", author: str = "a-maintainer",
+                  labels: tuple[str, ...] = ()) -> int:
+        """An existing issue (the report tracking issue, or one a third party wrote), created without a request
+        being recorded."""
         with self.state.lock:
             number = self.state.next_number
             self.state.next_number += 1
-            self.state.issues[number] = {"number": number, "title": title, "body": "", "labels": [],
-                                         "state": "open", "html_url": f"{self.url}/o/r/issues/{number}"}
+            self.state.issues[number] = {"number": number, "title": title, "body": body,
+                                         "labels": [{"name": n} for n in labels], "state": "open",
+                                         "user": {"login": author}, "html_url": f"{self.url}/o/r/issues/{number}"}
         return number
+
+    def add_comment(self, issue_number: int, body: str, author: str = "someone-else") -> int:
+        """A comment someone wrote on an issue, without a request being recorded."""
+        with self.state.lock:
+            comment_id = self.state.next_comment
+            self.state.next_comment += 1
+            self.state.comments[comment_id] = {"id": comment_id, "body": body, "issue_number": issue_number,
+                                               "user": {"login": author},
+                                               "html_url": f"{self.url}/o/r/issues/{issue_number}#{comment_id}"}
+        return comment_id

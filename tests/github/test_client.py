@@ -138,3 +138,44 @@ def test_config_from_settings() -> None:
     config = GitHubConfig.from_settings(Settings(github_token=TOKEN, github_repository="o/r", report_issue=1,
                                                  github_api_url="http://127.0.0.1:1/"))
     assert config is not None and config.api_url == "http://127.0.0.1:1" and config.repository == "o/r"
+
+
+def test_a_squatted_marker_is_never_adopted(github) -> None:
+    # A marker's value can be predicted: someone else writes an issue and a report comment carrying perfdash's.
+    marker = "<!-- perfdash:issue:changepoint:7 -->"
+    squat = github.add_issue("looks like ours", body=f"{marker}\nplease post here", author="mallory")
+    report = github.add_issue("nightly reports", author="a-maintainer")
+    comment = github.add_comment(report, "<!-- perfdash:report:n:g -->\nnot a report", author="mallory")
+    with _client(github) as client:
+        assert client.find_issue(marker) is None
+        assert client.find_comment(report, "<!-- perfdash:report:n:g -->") is None
+        issue = client.ensure_issue(marker, "ours", f"{marker}\nthe regression")
+        posted = client.ensure_comment(report, "<!-- perfdash:report:n:g -->", "<!-- perfdash:report:n:g -->\nv1")
+        # and once they are ours, they are found again
+        assert client.ensure_issue(marker, "ours", marker).number == issue.number
+    assert issue.number not in (squat, report)
+    assert github.state.issues[issue.number]["user"]["login"] == "perfdash-bot"
+    assert posted.id != comment and github.state.comments[comment]["body"].endswith("not a report")
+    assert [w.method for w in github.writes()] == ["POST", "POST"]  # nothing of mallory's edited
+
+
+def test_the_bot_login_is_asked_once_or_configured(github) -> None:
+    github.state.logins[TOKEN] = "perfdash-app[bot]"
+    github.add_issue("x", body="<!-- m1 -->", author="perfdash-app[bot]")
+    github.add_issue("y", body="<!-- m2 -->", author="PERFDASH-APP[bot]")  # logins ignore case
+    with _client(github) as client:
+        assert client.find_issue("<!-- m1 -->") is not None and client.find_issue("<!-- m2 -->") is not None
+    assert [r.path for r in github.state.requests].count("/user") == 1
+    github.state.requests.clear()
+    config = GitHubConfig(api_url=github.url, token=SecretStr(TOKEN), repository="o/r", bot_login="someone-else")
+    with GitHubClient(config, sleep=lambda _s: None) as client:
+        assert client.find_issue("<!-- m1 -->") is None  # the setting wins; GitHub is not asked
+    assert "/user" not in [r.path for r in github.state.requests]
+
+
+def test_unknown_login_fails_loudly(github) -> None:
+    github.add_issue("x", body="<!-- m1 -->", author="perfdash-bot")
+    github.fail_next(github.canned(403, message="Resource not accessible by integration"))
+    with _client(github) as client, pytest.raises(GitHubError, match="GITHUB_BOT_LOGIN"):
+        client.ensure_issue("<!-- m1 -->", "t", "<!-- m1 -->")
+    assert github.writes() == []

@@ -151,6 +151,18 @@ def test_client_reports_a_missing_request_and_a_refused_token(service):
             client.fetch(8)
         with pytest.raises(ServiceError, match="401"):
             client.post_result(7, {"verdict": "error"})
+    assert [r[0] for r in service.received] == ["GET", "POST"]  # a 4xx is asked once
+
+
+def test_client_retries_a_restarting_service_then_says_why_it_stops(service):
+    service.request = _request("a" * 40, "b" * 40)
+    service.fail_first_gets = 2
+    with ServiceClient(service.url, "s3cret", attempts=3) as client:
+        assert client.fetch(7).id == 7
+        service.fail_first_gets = 3
+        with pytest.raises(ServiceError, match="HTTP 503"):
+            client.fetch(7)
+    assert len(service.received) == 6
 
 
 def test_request_fields_become_the_pytorch_configuration():

@@ -363,3 +363,19 @@ def test_two_files_of_one_name_in_one_upload_are_refused(client, auth, run_files
     assert f"two files named '{name}' in one upload" in response.json()["detail"]["message"]
     assert response.json()["detail"]["file"] == name
     assert session.query(Run).count() == 0
+
+
+def test_two_files_of_one_base_name_in_one_upload_are_refused(client, auth, run_files, session) -> None:
+    # a/NAME and b/NAME: the directory is not part of a name, so one of them would be dropped without a word
+    files = run_files({"resnet18": 1.2})
+    name, data = next(iter(files.items()))
+    rest = [(n, d) for n, d in files.items() if n != name]
+    parts = [("files", (f"a/{name}", data, "text/csv")),
+             ("files", (f"b/{name}", data.replace(b"resnet18", b"alexnet"), "text/csv")),
+             *[("files", (n, d, "text/csv")) for n, d in rest]]
+    response = client.post("/api/v1/runs", files=parts, data={"machine": "Test Xeon"}, headers=auth)
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert f"two files named '{name}' in one upload ('a/{name}' and 'b/{name}')" in detail["message"]
+    assert detail["file"] == name
+    assert session.query(Run).count() == 0

@@ -60,6 +60,7 @@ def test_a_token_without_the_scope_is_refused_on_every_write_route(client, sessi
     legacy = {token: {"ingest"} for token in tokens["legacy"]}
     named = {token: {scope} for scope, token in tokens["scoped"].items()}
     before = session.query(AuditEntry).count()
+    refusals = 0
     for method, path, scope in routes:
         for token, scopes in {**legacy, **named}.items():
             if scope in scopes:
@@ -67,14 +68,23 @@ def test_a_token_without_the_scope_is_refused_on_every_write_route(client, sessi
             response = client.request(method, path, headers={"Authorization": f"Bearer {token}"})
             assert response.status_code == 403, (method, path, token, response.text)
             assert f"'{scope}'" in response.json()["detail"], response.text
+            refusals += 1
         for headers in ({}, {"Authorization": "Bearer not-a-token-of-this-service"}):
             response = client.request(method, path, headers=headers)
             assert response.status_code == 401, (method, path, response.text)
+            refusals += 1
         # the right scope gets past the check (what follows is the route's own answer: 404, 422, ...)
         allowed = tokens["scoped"][scope]
         response = client.request(method, path, headers={"Authorization": f"Bearer {allowed}"})
         assert response.status_code not in (401, 403), (method, path, response.text)
-    assert session.query(AuditEntry).count() == before, "a refused or failed request is no write"
+    # every refused attempt is in the log, refused and without the secret it presented; a failed request is no write
+    entries = session.query(AuditEntry).order_by(AuditEntry.id).all()[before:]
+    assert len(entries) == refusals and {e.outcome for e in entries} == {"refused"}
+    stored = " ".join(f"{e.token_name} {e.action} {e.target} {e.detail}" for e in entries)
+    assert "not-a-token-of-this-service" not in stored
+    assert not any(token in stored for token in (*tokens["legacy"], *tokens["scoped"].values()))
+    assert {e.token_name for e in entries} >= {"(no token)", "(unknown token)", "ingest-1", "test-ingest"}
+    assert {e.detail.split(":", 1)[0] for e in entries} == {"401", "403"}
 
 
 def test_an_ingest_token_never_deletes_a_run(client, session, run_files, tokens) -> None:
@@ -111,24 +121,41 @@ def test_the_audit_log_shows_every_write_with_its_token_name(client, session, ru
                        headers=as_(SCOPED["admin"])).status_code == 201
     assert client.delete(f"/api/v1/runs/{run['run_id']}", headers=as_(OPERATOR)).status_code == 204
 
-    log = client.get("/api/v1/audit").json()
+    log = client.get("/api/v1/audit", headers=as_(SCOPED["admin"])).json()
     assert [(e["token_name"], e["scope"], e["action"], e["target"]) for e in log[:3]] == [
         ("test-operator", "admin", "DELETE /api/v1/runs/{run_id}", f"run_id={run['run_id']}"),
         ("test-admin", "admin", "POST /api/v1/annotations", ""),
         ("ingest-1", "ingest", "POST /api/v1/runs", ""),
     ]
     assert log[2]["detail"] == f"run {run['run_id']} stored ({run['suite']} {run['backend']}, 1 models)"
-    assert [e["token_name"] for e in client.get("/api/v1/audit", params={"token_name": "test-admin"}).json()] \
-        == ["test-admin"]
+    # what a deletion lost: the configuration, night, commit and what went with the run
+    deleted = log[0]["detail"]
+    assert deleted.startswith(f"deleted run {run['run_id']}: configuration ")
+    assert "(timm_models inductor default float32 inference cpu " in deleted and f"night {night}" in deleted
+    assert "commit c0ffee" in deleted and deleted.endswith("1 results, 0 findings, 0 change points")
+    assert [e["token_name"] for e in client.get("/api/v1/audit", params={"token_name": "test-admin"},
+                                                headers=as_(SCOPED["admin"])).json()] == ["test-admin"]
     assert session.query(AuditEntry).count() >= 3
 
-    # and on the runs page (another run keeps the page from being the empty one)
+    # not on the runs page, which anyone reads (another run keeps the page from being the empty one)
     client.post("/api/v1/runs", files=multipart(run_files({"resnet18": 1.3})),
                 data={"machine": "Test Xeon", "commit": "c0ffee2"}, headers=as_(SCOPED["ingest"]))
     page = client.get("/runs").text
-    writes = page[page.index('id="audit"'):]
-    assert writes.index("test-ingest") < writes.index("test-operator") < writes.index("ingest-1")
-    assert "DELETE /api/v1/runs/{run_id}" in writes
+    assert 'id="audit"' not in page and "test-operator" not in page and "/api/v1/audit" in page
+
+
+def test_reading_the_audit_log_takes_an_admin_token(client, session, tokens) -> None:
+    SCOPED = tokens["scoped"]
+    assert client.get("/api/v1/audit").status_code == 401
+    for token in (*tokens["legacy"], SCOPED["ingest"], SCOPED["bisect"]):
+        response = client.get("/api/v1/audit", headers={"Authorization": f"Bearer {token}"})
+        assert response.status_code == 403 and "'admin'" in response.json()["detail"]
+    log = client.get("/api/v1/audit", params={"outcome": "refused"},
+                     headers={"Authorization": f"Bearer {SCOPED['admin']}"})
+    assert log.status_code == 200
+    assert [(e["token_name"], e["action"], e["outcome"]) for e in log.json()[-2:]] == [
+        ("ingest-1", "GET /api/v1/audit", "refused"), ("(no token)", "GET /api/v1/audit", "refused")]
+    assert all(e["outcome"] == "refused" for e in log.json())
 
 
 @pytest.mark.parametrize("tokens", [
