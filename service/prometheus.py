@@ -107,8 +107,9 @@ def backlog_families(backlog: Backlog | None) -> list[Metric]:
     oldest = GaugeMetricFamily("perfdash_bisections_oldest_open_age_seconds",
                                "Age of the oldest bisection or confirm request not done (0: none open)")
     oldest.add_metric([], backlog.oldest_open_bisection_s)
-    posts = GaugeMetricFamily("perfdash_github_posts_failed", "GitHub posts whose last attempt failed (retried by "
-                              "the next `perfdash report --post` or detection)", labels=("kind",))
+    posts = GaugeMetricFamily("perfdash_github_posts_failed", "GitHub posts whose last attempt failed: an outage "
+                              "(retried by the next `perfdash report --post` or detection) or GitHub's refusal",
+                              labels=("kind",))
     for kind, count in sorted(backlog.github_posts_failed.items()):
         posts.add_metric([kind], count)
     return [up, confirmations, bisections, oldest, posts]

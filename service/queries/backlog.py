@@ -18,6 +18,8 @@ from service.models import BisectionRequest, Finding
 
 OPEN_STATUSES: tuple[str, ...] = tuple(s for s in get_args(BisectionStatus) if s != "done")
 POST_KINDS = ("report", "issue", "culprit")  # service.github.publisher's kinds of post
+# a post whose last attempt failed: an outage (retried) or GitHub's refusal (a token or permission to fix)
+FAILED_POST_STATUSES = ("failed", "refused")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +43,8 @@ def read_backlog(session: Session) -> Backlog:
         bisections[(purpose, status)] = count
         oldest = first if oldest is None else min(oldest, first)
     failed = {kind: 0 for kind in POST_KINDS}
-    failed.update(session.execute(sa.select(GithubPost.kind, sa.func.count()).where(GithubPost.status == "failed")
+    failed.update(session.execute(sa.select(GithubPost.kind, sa.func.count())
+                                  .where(GithubPost.status.in_(FAILED_POST_STATUSES))
                                   .group_by(GithubPost.kind)).all())
     # created_at is a timestamptz on Postgres; SQLite's CURRENT_TIMESTAMP is UTC without a zone
     age = 0.0 if oldest is None else max(0.0, (datetime.now(UTC) - (
