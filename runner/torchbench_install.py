@@ -17,8 +17,8 @@ Then each model of the given lists runs its own ``install.py`` as TorchBench's i
 directory, the tree on PYTHONPATH), under pip constraints that pin every distribution already installed: the torch
 under test, perfdash's transformers and timm are never replaced, a model's requirement only adds. TorchBench's root
 ``requirements.txt`` is not installed (it pins a transformers and timm of its own). A model whose ``install.py``
-downloads input data (``INPUT_TARBALLS``) gets it only from a source with network (a URL); from a local archive or
-directory only its requirements are installed and the runner reports the missing data (runner/suites/torchbench.py).
+downloads input data (``INPUT_TARBALLS``) gets it only beside a git remote (an agent with network); from an archive
+(file or URL) or a local checkout only its requirements are installed and the runner reports the missing data (runner/suites/torchbench.py).
 
 Standard library only: the runner images run it before perfdash itself is installed.
 Usage: ``python -m runner.torchbench_install [--source S] [--dest DIR] [--list FILE ...] [--data|--no-data]``.
@@ -55,6 +55,9 @@ STAMP_NAME = ".perfdash-torchbench-models.json"
 # Where a machine without GitHub keeps the archive: ../shared/third_party/ beside the clone (this repository's root).
 SHARED_ARCHIVE = Path("..") / "shared" / "third_party" / f"pytorch-benchmark-{COMMIT[:8]}.tar.gz"
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+# What the models' install.py files import from TorchBench's root requirements.txt (the rest of it, a transformers and
+# timm of TorchBench's own among them, is not installed): patch (fastNLP_Bert), and utils/s3_utils.py's for the data.
+INSTALLER_MODULES = frozenset({"patch", "boto3", "pyyaml", "requests"})
 # A model's install.py that fetches input data: utils.s3_utils.checkout_s3_data("INPUT_TARBALLS", "<name>.tar.gz")
 _DATA_CALL = re.compile(r"checkout_s3_data\(\s*[\"']INPUT_TARBALLS[\"']\s*,\s*[\"']([^\"']+)[\"']")
 
@@ -73,8 +76,9 @@ class Source:
 
     @property
     def networked(self) -> bool:
-        """A source reached over the network: the models' input data can be downloaded beside it."""
-        return "://" in self.location and not self.location.startswith("file://")
+        """A git remote (an agent with network): the models' input data is downloaded beside it. An archive, even by
+        URL, is what a machine without GitHub uses (a mirror), and a checkout is local."""
+        return self.kind == "git" and "://" in self.location and not self.location.startswith("file://")
 
 
 def parse_source(text: str) -> Source:
@@ -252,6 +256,13 @@ def install_model(tree: Path, model: str, env: Mapping[str, str], with_data: boo
     return None
 
 
+def installer_requirements(tree: Path) -> list[str]:
+    """The lines of TorchBench's root requirements.txt that its model installers import (INSTALLER_MODULES)."""
+    lines = (tree / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines
+            if re.split(r"[<>=!~\[; ]", line.strip(), maxsplit=1)[0].lower() in INSTALLER_MODULES]
+
+
 def install_models(tree: Path, models: Sequence[str], with_data: bool, environ: Mapping[str, str]) -> dict[str, str]:
     """Each model's installation under the constraints; model -> why it failed (the others are installed)."""
     failures: dict[str, str] = {}
@@ -259,6 +270,10 @@ def install_models(tree: Path, models: Sequence[str], with_data: bool, environ: 
         existing = environ.get("PIP_CONSTRAINT", "").strip()
         env = {**environ, "PIP_CONSTRAINT": f"{existing} {pins}".strip(), "PYTHONPATH": str(tree),
                "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+        tools = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *installer_requirements(tree)],
+                               env=env, capture_output=True, text=True, check=False)
+        if tools.returncode != 0:
+            raise TorchBenchError(f"TorchBench's installer requirements: {tools.stderr.strip()[-600:]}")
         for model in models:
             print(f"torchbench: installing {model}", flush=True)
             why = install_model(tree, model, env, with_data)
@@ -284,8 +299,10 @@ def install(source: Source, tree: Path, lists: Sequence[Path], with_data: bool,
             print(f"torchbench: {COMMIT[:8]} and its {len(models)} models already installed here", flush=True)
             return {}
     failures = install_models(tree, models, with_data, environ)
-    # written with the packages as they are now, so an unchanged environment matches it next time
-    stamp.write_text(json.dumps(_stamp(models, with_data)) + "\n", encoding="utf-8")
+    # With the packages as they are now, so an unchanged environment matches it next time; not after a failure, so
+    # the next setup tries again.
+    if not failures:
+        stamp.write_text(json.dumps(_stamp(models, with_data)) + "\n", encoding="utf-8")
     return failures
 
 
@@ -298,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--list", dest="lists", type=Path, action="append", default=[],
                         help="a suite list whose models' requirements to install (repeatable)")
     parser.add_argument("--data", action=argparse.BooleanOptionalAction, default=None,
-                        help="download the models' input data (default: when the source is a URL)")
+                        help="download the models' input data (default: when the source is a git remote)")
     args = parser.parse_args(argv)
     try:
         source = parse_source(args.source) if args.source else default_source(repo_root, os.environ)
