@@ -56,8 +56,10 @@ STAMP_NAME = ".perfdash-torchbench-models.json"
 SHARED_ARCHIVE = Path("..") / "shared" / "third_party" / f"pytorch-benchmark-{COMMIT[:8]}.tar.gz"
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 # What the models' install.py files import from TorchBench's root requirements.txt (the rest of it, a transformers and
-# timm of TorchBench's own among them, is not installed): patch (fastNLP_Bert), and utils/s3_utils.py's for the data.
-INSTALLER_MODULES = frozenset({"patch", "boto3", "pyyaml", "requests"})
+# timm of TorchBench's own among them, is not installed): patch (fastNLP_Bert); and, only where the input data is
+# downloaded, utils/s3_utils.py's imports (boto3 alone takes pip minutes to resolve against the pins).
+INSTALLER_MODULES = frozenset({"patch"})
+DATA_INSTALLER_MODULES = frozenset({"boto3", "pyyaml", "requests"})
 # A model's install.py that fetches input data: utils.s3_utils.checkout_s3_data("INPUT_TARBALLS", "<name>.tar.gz")
 _DATA_CALL = re.compile(r"checkout_s3_data\(\s*[\"']INPUT_TARBALLS[\"']\s*,\s*[\"']([^\"']+)[\"']")
 
@@ -256,11 +258,12 @@ def install_model(tree: Path, model: str, env: Mapping[str, str], with_data: boo
     return None
 
 
-def installer_requirements(tree: Path) -> list[str]:
-    """The lines of TorchBench's root requirements.txt that its model installers import (INSTALLER_MODULES)."""
+def installer_requirements(tree: Path, with_data: bool) -> list[str]:
+    """The lines of TorchBench's root requirements.txt that its model installers import (INSTALLER_MODULES, and
+    DATA_INSTALLER_MODULES when they download the input data)."""
+    wanted = INSTALLER_MODULES | (DATA_INSTALLER_MODULES if with_data else frozenset())
     lines = (tree / "requirements.txt").read_text(encoding="utf-8").splitlines()
-    return [line.strip() for line in lines
-            if re.split(r"[<>=!~\[; ]", line.strip(), maxsplit=1)[0].lower() in INSTALLER_MODULES]
+    return [line.strip() for line in lines if re.split(r"[<>=!~\[; ]", line.strip(), maxsplit=1)[0].lower() in wanted]
 
 
 def install_models(tree: Path, models: Sequence[str], with_data: bool, environ: Mapping[str, str]) -> dict[str, str]:
@@ -270,7 +273,7 @@ def install_models(tree: Path, models: Sequence[str], with_data: bool, environ: 
         existing = environ.get("PIP_CONSTRAINT", "").strip()
         env = {**environ, "PIP_CONSTRAINT": f"{existing} {pins}".strip(), "PYTHONPATH": str(tree),
                "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-        tools = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *installer_requirements(tree)],
+        tools = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *installer_requirements(tree, with_data)],
                                env=env, capture_output=True, text=True, check=False)
         if tools.returncode != 0:
             raise TorchBenchError(f"TorchBench's installer requirements: {tools.stderr.strip()[-600:]}")
@@ -286,6 +289,14 @@ def _stamp(models: Sequence[str], with_data: bool) -> dict[str, object]:
     return {"commit": COMMIT, "models": list(models), "data": with_data, "environment": installed_pins()}
 
 
+def _read_stamp(path: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def install(source: Source, tree: Path, lists: Sequence[Path], with_data: bool,
             environ: Mapping[str, str]) -> dict[str, str]:
     """Fetch, make importable, install the listed models' requirements (skipped when this environment's stamp says
@@ -294,15 +305,15 @@ def install(source: Source, tree: Path, lists: Sequence[Path], with_data: bool,
     install_pth(tree)
     models = list_models(lists)
     stamp = Path(sys.prefix) / STAMP_NAME
-    with contextlib.suppress(OSError, ValueError):
-        if json.loads(stamp.read_text(encoding="utf-8")) == _stamp(models, with_data):
-            print(f"torchbench: {COMMIT[:8]} and its {len(models)} models already installed here", flush=True)
-            return {}
+    wanted = _stamp(models, with_data)
+    before = _read_stamp(stamp)
+    if before is not None and {k: before.get(k) for k in wanted} == wanted:
+        print(f"torchbench: {COMMIT[:8]} and its {len(models)} models already installed here", flush=True)
+        return dict(before.get("failures") or {})  # type: ignore[call-overload]
     failures = install_models(tree, models, with_data, environ)
-    # With the packages as they are now, so an unchanged environment matches it next time; not after a failure, so
-    # the next setup tries again.
-    if not failures:
-        stamp.write_text(json.dumps(_stamp(models, with_data)) + "\n", encoding="utf-8")
+    # With the packages as they are now, so an unchanged environment matches it next time (a model that failed
+    # fails again under the same pins: its failure is kept and said again, not retried).
+    stamp.write_text(json.dumps({**_stamp(models, with_data), "failures": failures}) + "\n", encoding="utf-8")
     return failures
 
 
