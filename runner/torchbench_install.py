@@ -18,7 +18,8 @@ directory, the tree on PYTHONPATH), under pip constraints that pin every distrib
 under test, perfdash's transformers and timm are never replaced, a model's requirement only adds. TorchBench's root
 ``requirements.txt`` is not installed (it pins a transformers and timm of its own). A model whose ``install.py``
 downloads input data (``INPUT_TARBALLS``) gets it only beside a git remote (an agent with network); from an archive
-(file or URL) or a local checkout only its requirements are installed and the runner reports the missing data (runner/suites/torchbench.py).
+(file or URL) or a local checkout only its requirements are installed, and the runner reports the missing data
+(runner/suites/torchbench.py).
 
 Standard library only: the runner images run it before perfdash itself is installed.
 Usage: ``python -m runner.torchbench_install [--source S] [--dest DIR] [--list FILE ...] [--data|--no-data]``.
@@ -167,7 +168,7 @@ def fetch(source: Source, tree: Path) -> Path:
             _fetch_git(source.location, staging)
         elif source.kind == "url":
             with tempfile.NamedTemporaryFile(suffix=".tar.gz", dir=tree.parent) as download:
-                with urllib.request.urlopen(source.location, timeout=120) as response:  # noqa: S310 (http(s) only)
+                with urllib.request.urlopen(source.location, timeout=120) as response:
                     shutil.copyfileobj(response, download)
                 download.flush()
                 _unpack(Path(download.name), staging)
@@ -273,7 +274,8 @@ def install_models(tree: Path, models: Sequence[str], with_data: bool, environ: 
         existing = environ.get("PIP_CONSTRAINT", "").strip()
         env = {**environ, "PIP_CONSTRAINT": f"{existing} {pins}".strip(), "PYTHONPATH": str(tree),
                "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-        tools = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *installer_requirements(tree, with_data)],
+        tools = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",
+                                *installer_requirements(tree, with_data)],
                                env=env, capture_output=True, text=True, check=False)
         if tools.returncode != 0:
             raise TorchBenchError(f"TorchBench's installer requirements: {tools.stderr.strip()[-600:]}")
@@ -322,7 +324,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runner.torchbench_install", description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", help=f"git URL, checkout, archive or archive URL (default: ${SETTING}, else the "
                                          f"shared archive beside the clone, else {DEFAULT_SOURCE})")
-    parser.add_argument("--dest", type=Path, help="the tree's directory (default $PERFDASH_CACHE_DIR/torchbench/<commit>)")
+    parser.add_argument("--dest", type=Path,
+                        help="the tree's directory (default $PERFDASH_CACHE_DIR/torchbench/<commit>)")
     parser.add_argument("--list", dest="lists", type=Path, action="append", default=[],
                         help="a suite list whose models' requirements to install (repeatable)")
     parser.add_argument("--data", action=argparse.BooleanOptionalAction, default=None,

@@ -140,7 +140,8 @@ def build_torchbenchmark(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
 
 
 def _torchbenchmark_class(name: str) -> Any:
-    """The model's ``Model`` class from torchbenchmark.models (or canary_models), as PyTorch's torchbench.py finds it."""
+    """The model's ``Model`` class from torchbenchmark.models (or canary_models), found as PyTorch's torchbench.py
+    finds it."""
     for candidate in (f"torchbenchmark.models.{name}", f"torchbenchmark.canary_models.{name}"):
         try:
             module = importlib.import_module(candidate)

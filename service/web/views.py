@@ -29,7 +29,6 @@ from service.queries.history import ModelPoint, SummaryPoint
 from service.queries.runs import RunLite, SummaryNumbers
 from service.web.format import SummaryCell, number, short_commit
 
-
 TORCHBENCH_COMMIT_URL = "https://github.com/pytorch/benchmark/commit/{}"
 
 
