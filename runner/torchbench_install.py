@@ -147,7 +147,17 @@ def _unpack(archive: Path, into: Path) -> None:
         if recorded != COMMIT:
             raise TorchBenchError(f"{archive}: a git archive of commit {recorded or '(none recorded)'}, not the "
                                   f"pinned {COMMIT}")
-        tar.extractall(into, filter="data")
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(into, filter="data")
+        else:  # Python before 3.11.4 (Debian bookworm's 3.11.2): refuse what the "data" filter would refuse
+            for member in tar.getmembers():
+                target = (into / member.name).resolve()
+                if not target.is_relative_to(into.resolve()) or not (member.isfile() or member.isdir()
+                                                                     or member.issym()):
+                    raise TorchBenchError(f"{archive}: refusing member {member.name!r}")
+                if member.issym() and not (target.parent / member.linkname).resolve().is_relative_to(into.resolve()):
+                    raise TorchBenchError(f"{archive}: refusing link {member.name!r} -> {member.linkname!r}")
+            tar.extractall(into)  # members checked above
     roots = [p for p in into.iterdir()]
     if len(roots) != 1 or not (roots[0] / "torchbenchmark").is_dir():
         raise TorchBenchError(f"{archive}: expected one top directory holding torchbenchmark/")
