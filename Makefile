@@ -20,11 +20,15 @@ help:
 	@echo "make run   - set up, run a small nightly on this CPU into perfdash.db, then serve the dashboard"
 	@echo "make test  - set up everything the tests need (venv, postgresql, chromium, groovy, podman) and run them all"
 
-$(RUN_STAMP): pyproject.toml scripts/setup.sh scripts/install-system-packages.sh
+# TorchBench's pin and the CPU list whose models' requirements are installed are part of the set-up too.
+SETUP_INPUTS := pyproject.toml scripts/setup.sh scripts/install-system-packages.sh scripts/install-torchbench.sh \
+	runner/torchbench_install.py runner/suites/data/torchbench.toml
+
+$(RUN_STAMP): $(SETUP_INPUTS)
 	scripts/setup.sh "$(VENV)" run
 	@touch $(RUN_STAMP)
 
-$(TEST_STAMP): pyproject.toml scripts/setup.sh scripts/install-system-packages.sh
+$(TEST_STAMP): $(SETUP_INPUTS)
 	scripts/setup.sh "$(VENV)" test
 	@touch $(TEST_STAMP) $(RUN_STAMP)
 

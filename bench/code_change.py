@@ -13,7 +13,7 @@ TORCHINDUCTOR_FREEZING=1 as the nightly runs):
   busy loops per core, same torch, same code; ingested into a fresh SQLite database through the service's ingest,
   detection over every run as the post-ingest hook runs it. Prints the findings by category, the regression issues
   the publisher would file (target 0) and the "same code, different time" gauge.
-- ``cost``: the nightly's three models (service/nightly.py DEFAULT_PICKS: torchbench resnet18, huggingface
+- ``cost``: the nightly's three models (service/nightly.py DEFAULT_PICKS: torchbench lennard_jones, huggingface
   DistilBertForMaskedLM, timm lcnet_050, batch size 4) with a warm cache: the kernel profile plus the fingerprint as a
   share of the model's wall time outside compilation (target <= 10 %), and the bytes per result of the fingerprint
   and kernel table (target <= 50 kB) and of the packed source kept for the code diff.

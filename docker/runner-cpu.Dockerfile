@@ -47,6 +47,15 @@ WORKDIR /opt/perfdash
 COPY docker/requirements-of.py pyproject.toml ./
 RUN python requirements-of.py pyproject.toml runner backends > /tmp/requirements.txt \
     && python -m pip install -r /tmp/requirements.txt
+# PyTorch's TorchBench for the torchbench suite, at the commit runner/torchbench_install.py pins, from
+# PERFDASH_TORCHBENCH_SOURCE: unset, GitHub (with the listed models' input data); or a git archive of that commit by
+# URL, for builders without GitHub. In /opt/torchbench (not under /cache, which the cells mount over), importable
+# through a .pth; the requirements of the models of PyTorch's CPU list are added under pins of everything
+# installed above (the torch under test, perfdash's transformers and timm), replacing none of it.
+ARG PERFDASH_TORCHBENCH_SOURCE
+COPY runner/torchbench_install.py runner/suites/data/torchbench.toml /usr/local/lib/perfdash-torchbench/
+RUN python /usr/local/lib/perfdash-torchbench/torchbench_install.py --dest /opt/torchbench \
+        --list /usr/local/lib/perfdash-torchbench/torchbench.toml
 # Editable install: templates/, migrations/ and the suites' data files are read from this tree. Then the torch is
 # still the one asked for, or the build fails naming both.
 COPY . .

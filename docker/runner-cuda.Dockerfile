@@ -54,6 +54,15 @@ RUN python requirements-of.py pyproject.toml backends-cuda > /tmp/backends.txt \
     && { python -m pip install -r /tmp/backends.txt > /tmp/backends.log 2>&1 \
          || { tail -5 /tmp/backends.log > /etc/perfdash/backends-unavailable; cat /etc/perfdash/backends-unavailable; }; } \
     && rm -f /tmp/backends.log
+# PyTorch's TorchBench for the torchbench suite, at the commit runner/torchbench_install.py pins, from
+# PERFDASH_TORCHBENCH_SOURCE: unset, GitHub (with the listed models' input data); or a git archive of that commit by
+# URL, for builders without GitHub. In /opt/torchbench (not under /cache, which the cells mount over), importable
+# through a .pth; the requirements of the models of PyTorch's GPU list are added under pins of everything
+# installed above (the torch under test, perfdash's transformers and timm), replacing none of it.
+ARG PERFDASH_TORCHBENCH_SOURCE
+COPY runner/torchbench_install.py runner/suites/data/torchbench.gpu.toml /usr/local/lib/perfdash-torchbench/
+RUN python /usr/local/lib/perfdash-torchbench/torchbench_install.py --dest /opt/torchbench \
+        --list /usr/local/lib/perfdash-torchbench/torchbench.gpu.toml
 COPY . .
 RUN python -m pip install --no-deps -e . \
     && python -m perfdash.torch_spec check "${TORCH_SPEC}"

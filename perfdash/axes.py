@@ -93,6 +93,9 @@ AXES: tuple[Axis, ...] = (
     Axis("distributed_backend", str, _default("distributed_backend"), DISTRIBUTED_BACKENDS,
          column="distributed_backend",
          key_unless_default=True, filterable=True, help="torch.distributed process-group backend"),
+    Axis("model_source", str, _default("model_source"), None, key_unless_default=True,
+         help="where the suite's models come from (torchbench: torchbenchmark); the runner sets it from the suite, "
+              "so series of the torchvision stand-ins perfdash ran before are never joined to TorchBench's"),
 )
 AXIS: Mapping[str, Axis] = {axis.name: axis for axis in AXES}
 # The configuration filter's fields beside the axes: the machine (a fingerprint) and one stored configuration.

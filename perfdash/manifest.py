@@ -192,6 +192,10 @@ class RunConfig(BaseModel):
     # 1 and None: a single process, no torch.distributed
     world_size: Annotated[int, json_int(1, 65536)] = 1
     distributed_backend: Literal["gloo", "nccl"] | None = None
+    # Where the suite's models come from when the suite is a library's (torchbench: "torchbenchmark", PyTorch's
+    # TorchBench); None: the suite's own library, or a run from before it was recorded (perfdash's torchbench suite
+    # then ran torchvision stand-ins under TorchBench's names, whose series are not TorchBench's).
+    model_source: str | None = Field(None, max_length=64, json_schema_extra={"pattern": "^[a-z0-9_]+$"})
 
     @property
     def thread_config(self) -> str:

@@ -91,7 +91,13 @@ class RunOptions(RunAxes):
 
     def run_config(self) -> RunConfig:
         env = self.worker_env()
-        return RunConfig(**run_axis_values(self), variant=self.variant, cold_start=self.cold_start,
+        # The suite's own lists say where their models come from; a --models-file's entries name their builders.
+        try:
+            source = get_suite(self.suite).model_source if self.models_file is None else None
+        except SuiteError:
+            source = None  # an unknown suite: validate() refuses it before any run
+        return RunConfig(**run_axis_values(self), variant=self.variant, model_source=source,
+                         cold_start=self.cold_start,
                          repeat=self.repeat, warmup=self.warmup, total_partitions=self.total_partitions,
                          partition_id=self.partition_id, env=env)
 
@@ -155,13 +161,17 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
     if options.models_file is not None and options.model_list != DEFAULT_MODEL_LIST:
         raise OptionsError("--models-file and --model-list are alternatives: give one of them")
     try:
-        models = suite.models(options.models_file, options.model_list)
+        models = suite.models(options.models_file, options.model_list, options.device)
         if options.only is not None and options.models_file is None and all(m.name != options.only for m in models):
             models = _list_holding(suite, options.only) or models
     except SuiteError as exc:
         raise OptionsError(str(exc)) from None
     models = suite.expand_models(models, options.batch_size) if suite.expand_models else models
-    return suite, select_models(models, options)
+    chosen = select_models(models, options)
+    why = suite.check_ready(chosen) if suite.check_ready is not None else None
+    if why is not None:
+        raise OptionsError(f"{why}; nothing was run")
+    return suite, chosen
 
 
 def cuda_device_present() -> bool:

@@ -22,3 +22,6 @@ fi
 extras="runner,service"
 [ "$profile" = test ] && extras="runner,service,dev,backends"
 "$venv/bin/pip" install --quiet -e "$here[$extras]"
+# PyTorch's TorchBench for the torchbench suite, last: its models' requirements are added under pins of everything
+# installed above (the torch under test included), never replacing any of it.
+"$here/scripts/install-torchbench.sh" "$venv"

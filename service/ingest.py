@@ -115,7 +115,8 @@ class RunBundle:
 
 _MANIFEST_FIELDS_SINCE_V1 = ("environment", "memory_definitions", "backend", "torch_requested", "night")
 # configuration fields added since, with the value that means "as before"
-_CONFIG_FIELDS_SINCE_V1: dict[str, object] = {"warmup": None, "world_size": 1, "distributed_backend": None}
+_CONFIG_FIELDS_SINCE_V1: dict[str, object] = {"warmup": None, "world_size": 1, "distributed_backend": None,
+                                               "model_source": None}
 
 
 def _unset_since_v1(manifest: Manifest) -> dict[str, bool | set[str]]:

@@ -16,7 +16,7 @@ Model entries (data file, or a ``--models-file`` in the same format)::
     [[model]]
     name = "BertForMaskedLM"          # the name written to the CSVs (PyTorch's names)
     batch_size = 8                    # the batch size PyTorch's list records for this model
-    builder = "hf:BertForMaskedLM"    # optional: kind:target, e.g. timm:resnet18, torchvision:resnet18,
+    builder = "hf:BertForMaskedLM"    # optional: kind:target, e.g. timm:resnet18, torchbenchmark:BERT_pytorch,
                                       # hf:BertForMaskedLM, module:package.mod:function, py:relative/file.py:function
     options = { config = { hidden_size = 32 }, seq_len = 16 }   # optional, passed to the builder
 
@@ -135,8 +135,13 @@ class Suite:
     default_builder: str  # builder kind for entries without ``builder``; the model name becomes the target
     tolerance: ToleranceFn
     versions: Callable[[], dict[str, str]] = _no_versions  # library versions for the manifest (may import them)
-    # Optional hook: rewrite an entry's builder at run time (torchbench uses torchbenchmark when it is installed).
-    resolve_builder: Callable[[str], str] | None = None
+    # The named list that is the default on a device (torchbench: PyTorch's GPU list on cuda); others: the data file.
+    device_lists: Mapping[str, str] = field(default_factory=dict)
+    # Optional hook: why these entries cannot run on this machine (a library the suite needs is missing), else None;
+    # `perfdash run` stops with it before any model.
+    check_ready: Callable[[list[ModelSpec]], str | None] | None = None
+    # Where the suite's own lists' models come from when that is part of the series (RunConfig.model_source).
+    model_source: str | None = None
     # Optional hook: (model list, --batch-size) -> the entries to run, e.g. one per batch size (hf_vision).
     expand_models: Callable[[list[ModelSpec], int | None], list[ModelSpec]] | None = None
     # Libraries the suite's builders import lazily that the fork server should import once per run.
@@ -166,21 +171,21 @@ class Suite:
             lists[path.name.removeprefix(f"{self.data_file.stem}.").removesuffix(".toml")] = path
         return lists
 
-    def models(self, models_file: Path | None = None, model_list: str = DEFAULT_MODEL_LIST) -> list[ModelSpec]:
-        """One of the suite's named lists, or a list in the same format given with ``--models-file``."""
+    def models(self, models_file: Path | None = None, model_list: str = DEFAULT_MODEL_LIST,
+               device: str | None = None) -> list[ModelSpec]:
+        """One of the suite's named lists (the default one: the device's, ``device_lists``), or a list in the same
+        format given with ``--models-file``."""
         if models_file is not None:
             path = models_file
         else:
+            if model_list == DEFAULT_MODEL_LIST and device is not None:
+                model_list = self.device_lists.get(device, model_list)
             lists = self.model_lists()
             if model_list not in lists:
                 raise SuiteError(f"suite {self.name} has no model list {model_list!r}; "
                                  f"available: {', '.join(lists)}")
             path = lists[model_list]
-        specs = load_model_list(path, self.default_builder)
-        if self.resolve_builder is not None and models_file is None:
-            specs = [ModelSpec(s.name, s.batch_size, self.resolve_builder(s.builder), s.options, s.base_dir,
-                               s.training_batch_size) for s in specs]
-        return specs
+        return load_model_list(path, self.default_builder)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -112,18 +112,49 @@ def build_torchvision(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
 
 
 def build_torchbenchmark(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
-    try:
-        from torchbenchmark import load_model_by_name
-    except ImportError as exc:
-        raise ModelLoadError(f"torchbenchmark is not installed: {exc}") from exc
-    cls = load_model_by_name(spec.builder_target)
-    if cls is None:
-        raise ModelLoadError(f"torchbenchmark has no model {spec.builder_target!r}")
-    bench = cls(test="train" if ctx.training else "eval", device=ctx.device, batch_size=ctx.batch_size)
+    """A model of PyTorch's TorchBench, built as PyTorch's torchbench.py ``load_model`` builds it: the benchmark class
+    at the entry's batch size (TorchBench's own for ``keep_batch_size``, torchbench.yaml's dont_change_batch_size),
+    ``get_module()``, train or eval mode. A model whose install.py downloads input data that is not here stops at once,
+    naming the data, before its module is imported."""
+    from runner.suites.torchbench import installed_tree, missing_data
+
+    tree = installed_tree()
+    if tree is None:
+        raise ModelLoadError("torchbenchmark is not importable (scripts/setup.sh installs PyTorch's TorchBench)")
+    missing = missing_data(tree, spec.builder_target)
+    if missing:
+        raise ModelLoadError(f"needs TorchBench input data {', '.join(missing)} (downloaded by its install.py; not in "
+                             f"{tree / 'torchbenchmark' / 'data' / '.data'}): install TorchBench from a source with "
+                             "network, or unpack the data there")
+    options = dict(spec.options)
+    keep_batch_size = bool(options.pop("keep_batch_size", False))
+    if options:
+        raise SuiteError(f"{spec.name}: unknown torchbenchmark options {sorted(options)} (expected keep_batch_size)")
+    cls = _torchbenchmark_class(spec.builder_target)
+    bench = cls(test="train" if ctx.training else "eval", device=ctx.device,
+                batch_size=None if keep_batch_size else ctx.batch_size)
     module, example_inputs = bench.get_module()
     if isinstance(example_inputs, Mapping):
         return BuiltModel(module=module, kwargs=dict(example_inputs))
     return BuiltModel(module=module, args=tuple(example_inputs))
+
+
+def _torchbenchmark_class(name: str) -> Any:
+    """The model's ``Model`` class from torchbenchmark.models (or canary_models), found as PyTorch's torchbench.py
+    finds it."""
+    for candidate in (f"torchbenchmark.models.{name}", f"torchbenchmark.canary_models.{name}"):
+        try:
+            module = importlib.import_module(candidate)
+        except ModuleNotFoundError as exc:
+            if exc.name == candidate:
+                continue
+            raise ModelLoadError(f"{name} needs the module {exc.name!r}, not installed here (its TorchBench "
+                                 "requirements.txt)") from exc
+        cls = getattr(module, "Model", None)
+        if cls is None:
+            raise ModelLoadError(f"{candidate} defines no Model")
+        return cls
+    raise ModelLoadError(f"torchbenchmark has no model {name!r}")
 
 
 def build_hf(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:

@@ -1,12 +1,21 @@
-"""PyTorch's torchbench suite: ``torchbenchmark`` models when it is installed, else the torchvision models it wraps."""
+"""PyTorch's torchbench suite: the models of PyTorch's TorchBench (``torchbenchmark``, pytorch/benchmark at the commit
+runner/torchbench_install.py pins), never a stand-in. Without torchbenchmark the suite refuses to run."""
 
 from __future__ import annotations
 
 import importlib.util
 from collections.abc import Mapping
-from importlib import metadata
+from pathlib import Path
+from types import MappingProxyType
 
-from runner.suites.base import DATA_DIR, Suite, Tolerance, ToleranceQuery
+from runner import torchbench_install
+from runner.suites.base import DATA_DIR, ModelSpec, Suite, Tolerance, ToleranceQuery
+
+# The default list of each device: PyTorch's CPU list (torchbench.toml) and its GPU list (torchbench.gpu.toml).
+DEVICE_LISTS: Mapping[str, str] = MappingProxyType({"cuda": "gpu"})
+# What the configuration records as the models' origin (perfdash.manifest.RunConfig.model_source): series measured
+# on TorchBench are never joined to those its torchvision stand-ins measured before (which recorded none).
+MODEL_SOURCE = "torchbenchmark"
 
 
 def tolerance(q: ToleranceQuery, lists: Mapping[str, frozenset[str]]) -> Tolerance:
@@ -20,23 +29,45 @@ def tolerance(q: ToleranceQuery, lists: Mapping[str, frozenset[str]]) -> Toleran
     return Tolerance(1e-4)
 
 
-def has_torchbenchmark() -> bool:
-    return importlib.util.find_spec("torchbenchmark") is not None
+def installed_tree() -> Path | None:
+    """The root of the importable TorchBench (found without importing it), None when there is none."""
+    spec = importlib.util.find_spec("torchbenchmark")
+    if spec is None or spec.origin is None:
+        return None
+    return Path(spec.origin).resolve().parent.parent
 
 
-def resolve_builder(builder: str) -> str:
-    kind, _, target = builder.partition(":")
-    return f"torchbenchmark:{target}" if kind == "torchvision" and has_torchbenchmark() else builder
+def how_to_install() -> str:
+    return (f"install PyTorch's TorchBench: scripts/setup.sh VENV run (or `python -m runner.torchbench_install`) "
+            f"fetches pytorch/benchmark {torchbench_install.COMMIT[:8]} from ${torchbench_install.SETTING} (a git URL, "
+            f"a checkout, or a git archive of that commit; default {torchbench_install.DEFAULT_SOURCE}, or "
+            f"{torchbench_install.SHARED_ARCHIVE} beside the clone when it exists)")
+
+
+def check_ready(specs: list[ModelSpec]) -> str | None:
+    """Why these entries cannot run here (their builder is torchbenchmark and it is not importable), else None."""
+    if any(s.builder_kind == "torchbenchmark" for s in specs) and installed_tree() is None:
+        return f"suite torchbench runs PyTorch's TorchBench and torchbenchmark is not importable: {how_to_install()}"
+    return None
+
+
+def commit_of(tree: Path) -> str:
+    """The installed tree's commit, as its installer recorded it; "unknown" for a tree installed some other way."""
+    marker = torchbench_install.read_marker(tree)
+    return str(marker.get("commit", "unknown")) if marker else "unknown"
+
+
+def missing_data(tree: Path, model: str) -> list[str]:
+    """The input tarballs a model's install.py downloads that are not unpacked in this tree."""
+    return [name for name in torchbench_install.input_data(tree, model)
+            if not torchbench_install.data_dir(tree, name).is_dir()]
 
 
 def versions() -> dict[str, str]:
-    if has_torchbenchmark():
-        try:
-            return {"torchbench": metadata.version("torchbenchmark")}
-        except metadata.PackageNotFoundError:
-            return {"torchbench": "installed (unversioned)"}
-    return {"torchbench": f"torchvision {metadata.version('torchvision')} (torchbenchmark not installed)"}
+    tree = installed_tree()
+    return {"torchbench": commit_of(tree)} if tree is not None else {}
 
 
-SUITE = Suite(name="torchbench", data_file=DATA_DIR / "torchbench.toml", default_builder="torchvision",
-              tolerance=tolerance, versions=versions, resolve_builder=resolve_builder, accuracy_batch_size=4)
+SUITE = Suite(name="torchbench", data_file=DATA_DIR / "torchbench.toml", default_builder="torchbenchmark",
+              tolerance=tolerance, versions=versions, accuracy_batch_size=4, device_lists=DEVICE_LISTS,
+              check_ready=check_ready, model_source=MODEL_SOURCE)

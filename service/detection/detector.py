@@ -161,6 +161,11 @@ def _baselines(session: Session, configuration_id: int) -> dict[tuple[int | None
     return out
 
 
+# Manifest facts that are the models' own code (the torchbench suite's TorchBench commit): a change of one changes what
+# is measured, so it is one finding whatever moved, as a torch release change is, never per-model regressions.
+MODEL_CODE_FACTS: frozenset[str] = frozenset({"suite torchbench"})
+
+
 def run_environment(run: Run) -> dict[str, str]:
     """The manifest facts whose change is an environment change (the torch build is what is under test)."""
     flat = {f"suite {k}": str(v) for k, v in (run.suite_versions or {}).items()}
@@ -222,7 +227,8 @@ def _environment_finding(session: Session, run: Run, previous: Run) -> Finding |
     if not differences:
         return None
     config = ShiftConfig()
-    if release is not None:
+    models_changed = bool(MODEL_CODE_FACTS & set(differences))
+    if release is not None or models_changed:
         release_moves = _release_moves(session, run, previous)
         moved = "; ".join(_release_summary(metric, moves) for metric, moves in sorted(release_moves.items())
                           ) or "no model passed in both runs"
@@ -237,7 +243,8 @@ def _environment_finding(session: Session, run: Run, previous: Run) -> Finding |
                           f"it)" for m, s in sorted(shifts.items()))
         lead_pct = (shifts.get("speedup") or next(iter(shifts.values()))).median_pct
     named = ", ".join(f"{k} {a or '-'} -> {b or '-'}" for k, (a, b) in differences.items())
-    what = "torch release change" if release is not None else "environment change"
+    what = ("torch release change" if release is not None
+            else "models' code change" if models_changed else "environment change")
     return _add_finding(session, Finding(
         key=f"environment:{run.id}", kind=FindingKind.ENVIRONMENT, category=ENVIRONMENT.name,
         configuration_id=run.configuration_id, run_id=run.id, change_pct=lead_pct,

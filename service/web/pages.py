@@ -99,6 +99,7 @@ def suite(request: Request, session: SessionDep, run_id: int, base: int | None =
     rows = views.model_rows(results, comparison, run.summary.warnings if run.summary else [])
     return render(request, "pages/suite.html", active="home", title=f"{run.configuration.suite} {run.night}",
                   run=run, findings=_findings_of_run(session, run.id), base_run=base_run, rows=rows,
+                  origin=views.model_origin(run.configuration.suite, run.suite_versions),
                   summary=views.suite_summary(run.summary),
                   base_summary=views.suite_summary(base_run.summary) if base_run else None,
                   label=views.config_label(run.configuration), group=views.group_title(run.configuration))

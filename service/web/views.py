@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Protocol
@@ -27,6 +28,32 @@ from service.queries.compare import RunComparison
 from service.queries.history import ModelPoint, SummaryPoint
 from service.queries.runs import RunLite, SummaryNumbers
 from service.web.format import SummaryCell, number, short_commit
+
+TORCHBENCH_COMMIT_URL = "https://github.com/pytorch/benchmark/commit/{}"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelOrigin:
+    """Where a torchbench run's models came from, as its manifest recorded it (suite_versions["torchbench"])."""
+
+    torchbench: bool  # PyTorch's TorchBench; False: the torchvision stand-ins perfdash ran under its names before
+    commit: str | None
+    recorded: str
+
+    @property
+    def url(self) -> str | None:
+        return TORCHBENCH_COMMIT_URL.format(self.commit) if self.commit else None
+
+
+def model_origin(suite: str, versions: Mapping[str, Any] | None) -> ModelOrigin | None:
+    """The torchbench suite's origin of its models: a commit of pytorch/benchmark, or what a run of the stand-ins
+    recorded (``torchvision 0.29.1 (torchbenchmark not installed)``); None for the other suites."""
+    if suite != "torchbench":
+        return None
+    recorded = str((versions or {}).get("torchbench", ""))
+    if re.fullmatch(r"[0-9a-f]{7,40}", recorded):
+        return ModelOrigin(True, recorded, recorded)
+    return ModelOrigin(False, None, recorded or "nothing recorded")
 
 
 def suite_summary(summary: RunSummary | SummaryNumbers | None) -> SuiteSummary | None:

@@ -145,6 +145,11 @@ def torch_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             project = root / variant / _project(wheel.name)
             project.mkdir(parents=True, exist_ok=True)
             (project / wheel.name).symlink_to(wheel)
+    # TorchBench's archive beside the wheels, for the runner images' PERFDASH_TORCHBENCH_SOURCE (torchbench_source)
+    archive = _torchbench_archive()
+    if archive is not None:
+        (root / "torchbench").mkdir()
+        (root / "torchbench" / archive.name).symlink_to(archive)
     handler = functools.partial(_QuietHandler, directory=str(root))
     # A fixed port: the index URL is a build argument, part of the layer cache's key (a new port every session would
     # rebuild every layer from install-torch on). Another port only when that one is taken.
@@ -158,6 +163,24 @@ def torch_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
+
+
+def _torchbench_archive() -> Path | None:
+    """The TorchBench archive setup.sh would use here (PERFDASH_TORCHBENCH_SOURCE, else the shared one), if a file."""
+    from runner.torchbench_install import default_source
+
+    source = default_source(REPO, os.environ)
+    return Path(source.location) if source.kind == "archive" else None
+
+
+@pytest.fixture(scope="session")
+def torchbench_source(torch_index: str) -> str:
+    """The runner images' PERFDASH_TORCHBENCH_SOURCE: the archive this machine has, served beside the wheels on
+    loopback (a build reaches the host's loopback with --network host); else the setting or GitHub, as on agents."""
+    from runner.torchbench_install import default_source
+
+    archive = _torchbench_archive()
+    return f"{torch_index}/torchbench/{archive.name}" if archive else default_source(REPO, os.environ).location
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -1,6 +1,6 @@
-"""docker/runner-cpu.Dockerfile and runner-cuda.Dockerfile, built for one torch and checked to hold exactly it; a
-one-model xeon cell runs in the CPU image with the command lines the nightly Jenkinsfile builds for that cell, and posts
-its results to the service container."""
+"""docker/runner-cpu.Dockerfile and runner-cuda.Dockerfile, built for one torch and checked to hold exactly it and
+PyTorch's TorchBench; one-model xeon cells (huggingface, then torchbench from torchbenchmark) run in the CPU image with
+the command lines the nightly Jenkinsfile builds for them, and post their results to the service container."""
 
 from __future__ import annotations
 
@@ -25,12 +25,13 @@ def _python(podman, image: str, code: str, *env: str) -> str:
     return podman("run", "--rm", *flags, image, "python", "-c", code).stdout.strip()
 
 
-def test_runner_cpu_image_runs_the_nightly_cell_on_the_torch_it_was_built_for(podman, torch_index, service_container,
-                                                                              run_pipeline, tmp_path: Path,
-                                                                              monkeypatch) -> None:
+def test_runner_cpu_image_runs_the_nightly_cell_on_the_torch_it_was_built_for(podman, torch_index, torchbench_source,
+                                                                              service_container, run_pipeline,
+                                                                              tmp_path: Path, monkeypatch) -> None:
     # SPOOL_UID: the user the cells run as (the Jenkinsfile passes the agent's `id -u`), here podman's.
     podman.build("runner-cpu.Dockerfile", CPU_IMAGE, {"TORCH_SPEC": "2.13.0", "TORCH_INDEX_ROOT": torch_index,
-                                                      "SPOOL_UID": str(os.getuid())})
+                                                      "SPOOL_UID": str(os.getuid()),
+                                                      "PERFDASH_TORCHBENCH_SOURCE": torchbench_source})
     # After the whole Dockerfile (perfdash's extras, timm, transformers, the backends) the torch is still 2.13.0
     # (PyPI's build of it: +cu130).
     assert _python(podman, CPU_IMAGE, "import torch; print(torch.__version__)") == "2.13.0+cu130"
@@ -84,6 +85,40 @@ def test_runner_cpu_image_runs_the_nightly_cell_on_the_torch_it_was_built_for(po
                    "huggingface", "--only", "BertForMaskedLM", check=False)
     assert wrong.returncode == 2 and "asked for torch 2.14.1" in wrong.stderr and "2.13.0+cu130" in wrong.stderr
 
+    _a_torchbench_cell(podman, run_pipeline, service_container, token_file, tmp_path)
+
+
+def _a_torchbench_cell(podman, run_pipeline, service, token_file: Path, tmp_path: Path) -> None:
+    """The nightly's torchbench cell for one model of PyTorch's CPU list (its own batch size), as the pipeline runs it
+    in the image: the model comes from the image's TorchBench, the manifest names TorchBench's commit, and the run
+    reaches the service under the torchbench suite."""
+    from runner.torchbench_install import COMMIT
+
+    resolution = dataclasses.asdict(resolve("2.13.0", ["cpu"]))
+    params = {"TORCH": "2.13.0", "RUN_GPU": False, "SUITES": "torchbench", "THREAD_CONFIGS": "socket",
+              "CPU_DTYPES": "float32", "CPU_MODES": "inference", "PARTITIONS": "1", "ONLY": "^lennard_jones$",
+              "SERVICE_URL": service.url}
+    record = run_pipeline(REPO / "Jenkinsfile", params, {"perfdash.torch_spec resolve": json.dumps(resolution)})
+    cell = "cpu-socket-float32-inference-torchbench-1of1"
+    scripts = [script for script in record["sh"] if f"results/{cell}" in script]
+    inside = next(e for e in record["echoes"] if e.startswith("inside perfdash-runner-cpu:2.13.0"))
+    docker_args = shlex.split(inside.split(" ", 2)[2])
+    workspace = tmp_path / "torchbench-workspace"
+    workspace.mkdir()
+    secret = "/run/secrets/perfdash-token"
+    for script in scripts:
+        podman("run", "--rm", *docker_args, "-v", f"{workspace}:{workspace}", "-w", str(workspace),
+               "-v", f"{token_file}:{secret}:ro", "-e", f"PERFDASH_TOKEN_FILE={secret}",
+               CPU_IMAGE, "bash", "-c", script, timeout=900)
+    results = workspace / "results" / cell
+    manifest = json.loads((results / "inductor_torchbench_float32_inference_cpu_manifest.json").read_text())
+    assert manifest["suite_versions"]["torchbench"] == COMMIT and manifest["config"]["model_source"] == "torchbenchmark"
+    accuracy = (results / "inductor_torchbench_float32_inference_cpu_accuracy.csv").read_text().splitlines()
+    assert [row.split(",")[1:4:2] for row in accuracy[1:]] == [["lennard_jones", "pass"]], accuracy
+    with urllib.request.urlopen(f"{service.url}/api/v1/runs?suite=torchbench", timeout=10) as response:
+        runs = json.loads(response.read())
+    assert [run["suite_versions"].get("torchbench") for run in runs] == [COMMIT], runs
+
 
 def _the_cell_under_this_venvs_torch(scripts: list[str], service, token_file: Path, tmp_path: Path,
                                      monkeypatch) -> None:
@@ -132,10 +167,16 @@ def _the_cell_under_this_venvs_torch(scripts: list[str], service, token_file: Pa
     assert f"2.13.0+cu130 -> {version}" in printed.getvalue()
 
 
-def test_runner_cuda_image_holds_the_torch_and_cuda_variant_asked_for(podman, torch_index) -> None:
-    """Built, not run: nothing here has a GPU. torch 2.14.1 of the cu130 index, its CUDA 13.0 runtime inside."""
+def test_runner_cuda_image_holds_the_torch_and_cuda_variant_asked_for(podman, torch_index, torchbench_source) -> None:
+    """Built, not run: nothing here has a GPU. torch 2.14.1 of the cu130 index, its CUDA 13.0 runtime inside, and
+    PyTorch's TorchBench at the pinned commit."""
     podman.build("runner-cuda.Dockerfile", CUDA_IMAGE,
-                 {"TORCH_SPEC": "2.14.1", "CUDA_VARIANT": "cu130", "TORCH_INDEX_ROOT": torch_index})
+                 {"TORCH_SPEC": "2.14.1", "CUDA_VARIANT": "cu130", "TORCH_INDEX_ROOT": torch_index,
+                  "PERFDASH_TORCHBENCH_SOURCE": torchbench_source})
     printed = _python(podman, CUDA_IMAGE, "import os, torch; print(torch.__version__, torch.version.cuda, "
                                           "os.environ['PERFDASH_CUDA_VARIANT'], os.environ['PERFDASH_TORCH_SPEC'])")
     assert printed.split() == ["2.14.1+cu130", "13.0", "cu130", "2.14.1"]
+    from runner.torchbench_install import COMMIT
+
+    versions = _python(podman, CUDA_IMAGE, "from runner.suites.torchbench import versions; print(versions())")
+    assert versions == str({"torchbench": COMMIT})

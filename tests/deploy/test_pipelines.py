@@ -174,6 +174,21 @@ def test_a_scheduled_build_benchmarks_tonights_nightly_everywhere(run_pipeline, 
     assert record["env"]["buildDescription"].startswith("torch 2.15.0.dev20261125 (555555555555)")
 
 
+def test_the_runner_images_get_torchbench_from_the_source_the_build_names(run_pipeline) -> None:
+    """TorchBench comes from GitHub unless the build names a mirror (TORCHBENCH_SOURCE), which every runner image of
+    every cell then gets as PERFDASH_TORCHBENCH_SOURCE; the Dockerfiles take it as a build argument."""
+    default = _docker_builds(run_pipeline(NIGHTLY, {"SUITES": "torchbench", "PARTITIONS": "1"}))
+    assert default and not any("PERFDASH_TORCHBENCH_SOURCE" in b for b in default)
+    mirror = "http://mirror.internal/pytorch-benchmark-0e83c440.tar.gz"
+    builds = _docker_builds(run_pipeline(NIGHTLY, {"SUITES": "torchbench", "PARTITIONS": "1",
+                                                   "TORCHBENCH_SOURCE": mirror}))
+    assert {"runner-cpu.Dockerfile", "runner-cuda.Dockerfile"} <= {d for b in builds for d in re.findall(
+        r"runner-\w+\.Dockerfile", b)}
+    assert builds and all(f"--build-arg PERFDASH_TORCHBENCH_SOURCE={mirror}" in b for b in builds)
+    for dockerfile in ("runner-cpu.Dockerfile", "runner-cuda.Dockerfile"):
+        assert re.search(r"^ARG PERFDASH_TORCHBENCH_SOURCE$", (REPO / "docker" / dockerfile).read_text(), re.M)
+
+
 def test_an_older_nightly_is_said_and_a_missing_one_stops_the_plan(run_pipeline) -> None:
     import json
 

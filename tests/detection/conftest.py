@@ -30,14 +30,15 @@ def run_files(result_csv) -> RunFiles:
     def make(night: int, speedups: dict[str, float | None], statuses: dict[str, str] | None = None,
              compile_s: dict[str, float] | None = None, suite: str = "timm_models", backend: str = "inductor",
              environment: dict[str, str] | None = None, hours: float = 0, torch_version: str = "2.14.1",
-             commit: str | None = None, samples: list | None = None, **config) -> dict[str, bytes]:
+             commit: str | None = None, samples: list | None = None, suite_versions: dict[str, str] | None = None,
+             **config) -> dict[str, bytes]:
         statuses = statuses or {}
         start = datetime(2026, 1, 1, 1, 0, tzinfo=UTC) + timedelta(days=night, hours=hours)
         manifest = Manifest(
             source="perfdash", config=RunConfig(suite=suite, backend=backend, **config),
             machine=MachineInfo(host="agent-1", device="cpu", cpu_model="Test Xeon", cpu_count=2),
             torch_version=torch_version, torch_git_commit=commit or f"c{night:04d}" + "0" * 36,
-            suite_versions={"timm": "1.0.31"},
+            suite_versions={"timm": "1.0.31"} if suite_versions is None else suite_versions,
             start_time=start, end_time=start + timedelta(hours=1), command=f"perfdash run --suite {suite}",
             environment=environment or {})
         perf, acc = [], []

@@ -51,3 +51,25 @@ def test_the_release_summary_counts_as_every_comparison_does() -> None:
 
     summary = _release_summary("speedup", [math.log(0.952), math.log(1.06), math.log(0.90)])
     assert "(1 better, 1 worse beyond 5%)" in summary
+
+
+def test_a_new_torchbench_commit_is_one_finding_and_stand_in_series_stay_apart(session, store_run) -> None:
+    """The TorchBench commit is the torchbench models' own code: a new one is one environment finding naming both
+    commits, whatever moved, and no per-model regressions. Runs of the torchvision stand-ins perfdash ran before
+    (no model_source) are another configuration: their series are never compared with TorchBench's."""
+    from service.models import Run
+
+    tb = {"suite": "torchbench", "model_source": "torchbenchmark"}
+    stand_in = store_run(0, MODELS, suite="torchbench", suite_versions={"torchbench": "torchvision 0.29.1"})
+    before = store_run(1, MODELS, suite_versions={"torchbench": "0e83c440"}, **tb)
+    after = store_run(2, {**MODELS, "lcnet_050": 1.05}, suite_versions={"torchbench": "1234abcd"}, **tb)
+    for run in (stand_in, before, after):
+        detect_run(session, run)
+    configurations = {session.get(Run, run).configuration_id for run in (stand_in, before, after)}
+    assert len(configurations) == 2 and session.get(Run, before).configuration_id != \
+        session.get(Run, stand_in).configuration_id
+    assert not _findings(session, before)  # the first TorchBench run has nothing to be compared with
+    found = _findings(session, after)
+    assert [f.category for f in found] == ["environment"], [(f.category, f.summary) for f in found]
+    assert found[0].summary.startswith("models' code change: suite torchbench 0e83c440 -> 1234abcd;")
+    assert "over 4 models (0 better, 1 worse beyond 5%)" in found[0].summary

@@ -129,7 +129,7 @@ def test_the_fork_server_never_initialises_cuda_before_forking(tmp_path: Path) -
         if not cuda_device_present():  # no driver here at all; with a GPU, torch may map it without initialising
             assert server.cuda_state["driver_loaded"] is False
     assert outcome.result is not None and outcome.result.failure is None
-    assert not server.failed_imports or set(server.failed_imports) <= {"torchbenchmark"}  # absent here
+    assert not server.failed_imports, server.failed_imports  # torchbenchmark included (scripts/setup.sh installs it)
     [worker] = _records(log)
     assert worker["ppid"] != os.getpid()  # forked by the server under test
     assert _server_calls(spy, int(worker["ppid"])) == []

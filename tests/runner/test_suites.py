@@ -37,7 +37,7 @@ def test_default_lists_are_pytorchs_current_lists_in_its_order() -> None:
         assert set(models) == names, suite
         assert models == sorted(models), suite  # PyTorch's harness runs (and shards) them sorted by name
     tb = get_suite("torchbench").models()
-    assert {"resnet18", "resnet50", "mobilenet_v2", "alexnet", "vgg16"} <= {m.name for m in tb}
+    assert {"BERT_pytorch", "lennard_jones", "resnet18", "mobilenet_v2", "alexnet"} <= {m.name for m in tb}
 
 
 def test_only_finds_a_model_of_another_list_of_the_suite() -> None:
@@ -65,7 +65,8 @@ def test_builders_follow_the_suite() -> None:
     assert hf["T5Small"].builder == "hf:T5ForConditionalGeneration"
     assert hf["T5Small"].options["config"]["d_model"] == 512
     assert {m.builder_kind for m in get_suite("timm_models").models()} == {"timm"}
-    assert {m.builder_kind for m in get_suite("torchbench").models()} <= {"torchvision", "torchbenchmark"}
+    for device in ("cpu", "cuda"):  # PyTorch's TorchBench, never a stand-in
+        assert {m.builder_kind for m in get_suite("torchbench").models(device=device)} == {"torchbenchmark"}
 
 
 def test_tolerances_follow_pytorch_rules() -> None:
@@ -127,7 +128,7 @@ def test_filter_exclude_only() -> None:
     (RunOptions(suite="timm_models", backend="tensorrt"), "--backend"),
     (RunOptions(suite="nope"), "unknown suite"),
     (RunOptions(suite="timm_models", model_list="nope"), "no model list 'nope'; available: default, extended"),
-    (RunOptions(suite="torchbench", model_list="extended"), "no model list 'extended'; available: default"),
+    (RunOptions(suite="torchbench", model_list="extended"), "no model list 'extended'; available: default, gpu"),
     (RunOptions(suite="timm_models", model_list="extended", models_file=Path("x.toml")), "alternatives"),
 ])
 def test_bad_options_are_rejected_with_a_message(options: RunOptions, message: str) -> None:
@@ -188,10 +189,9 @@ def test_a_training_batch_size_applies_in_training_only(tmp_path: Path) -> None:
     for mode, expected in (("inference", 64), ("training", 4)):
         assert make_job(RunOptions(suite="torchbench", mode=mode), suite, spec).batch_size == expected, mode
     assert make_job(RunOptions(suite="torchbench", mode="training", batch_size=2), suite, spec).batch_size == 2
-    # torchbench.yaml batch_size.training: densenet121 trains at 4; otherwise torchbenchmark's DEFAULT_EVAL_BSIZE
-    # and DEFAULT_TRAIN_BSIZE (vgg16: 4 and 64)
+    # torchbench.yaml batch_size.training: densenet121 trains at 4; otherwise PyTorch's list's size in both modes
     models = {m.name: m for m in suite.models()}
-    for name, sizes in (("densenet121", (64, 4)), ("vgg16", (4, 64))):
+    for name, sizes in (("densenet121", (512, 4)), ("vgg16", (64, 64))):
         assert (models[name].default_batch_size("inference"), models[name].default_batch_size("training")) == sizes
 
 
