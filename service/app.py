@@ -52,8 +52,11 @@ YOUNG_COLLECTION_THRESHOLD = 10_000
 def app_from_environment(post_ingest_hooks: Sequence[PostIngestHook] | None = None) -> FastAPI:
     """The app with the settings of the environment: uvicorn's factory where worker processes import the app by name
     (``perfdash serve --workers N``; ``uvicorn service.app:app_from_environment --factory``), each at its startup.
-    The one place the app reads the environment."""
-    return create_app(Settings(), post_ingest_hooks)
+    The one place the app reads the environment. A worker process logs in the service's format from here on, before
+    uvicorn's own first lines ("Started server process"), not only from the app's startup."""
+    settings = Settings()
+    logs.configure(settings.log_options)
+    return create_app(settings, post_ingest_hooks)
 
 
 def _lifespan(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] | None

@@ -62,5 +62,6 @@ def test_a_token_in_the_query_string_is_refused_and_not_logged(tmp_path: Path) -
             process.terminate()
             process.wait(20)
     text = log_path.read_text()
-    assert "GET /api/v1/audit?token=*** HTTP/1.1" in text and "400" in text, text  # the line is there, masked
+    # the request line is there (perfdash's own, service/request_log.py: the path, never the query string)
+    assert '"message": "GET /api/v1/audit 400 ' in text, text
     assert TOKEN not in text
