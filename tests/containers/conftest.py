@@ -183,6 +183,19 @@ def torchbench_source(torch_index: str) -> str:
     return f"{torch_index}/torchbench/{archive.name}" if archive else default_source(REPO, os.environ).location
 
 
+# The CPU runner image as the tests build it: PyPI's torch 2.13.0 from the loopback index, TorchBench from the
+# archive, the spool owned by the user the cells run as (the Jenkinsfile passes the agent's `id -u`, here podman's).
+RUNNER_CPU_IMAGE = "localhost/perfdash-runner-cpu:test-2.13.0"
+
+
+@pytest.fixture(scope="session")
+def runner_cpu_image(podman: Podman, torch_index: str, torchbench_source: str) -> str:
+    podman.build("runner-cpu.Dockerfile", RUNNER_CPU_IMAGE,
+                 {"TORCH_SPEC": "2.13.0", "TORCH_INDEX_ROOT": torch_index, "SPOOL_UID": str(os.getuid()),
+                  "PERFDASH_TORCHBENCH_SOURCE": torchbench_source})
+    return RUNNER_CPU_IMAGE
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass

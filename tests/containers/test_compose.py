@@ -7,8 +7,9 @@ its own, so an operator's stack on the machine is left alone.
 
 Up: Postgres (the official image, or the stand-in scripts/containers/postgres-image.sh builds where no registry
 answers), the migration step, the service over TLS with a certificate of a throwaway CA. An agent's upload client
-posts two nights of real result files over HTTPS; the pages and the API answer; both health checks pass. `down`
-then `up` again: every run is still there (the named volume), and the migration step finds nothing to do.
+and a container of the CPU runner image each post a night of real result files over HTTPS; the pages and the API
+answer; both health checks pass. `down` then `up` again: every run is still there (the named volume), and the
+migration step finds nothing to do.
 """
 
 from __future__ import annotations
@@ -201,29 +202,48 @@ def stack(podman, throwaway_ca: Path, tmp_path_factory: pytest.TempPathFactory) 
         stack.compose("down", "--volumes", "--timeout", "10", check=False)
 
 
-def _post_night(stack: Stack, results: Path, night: int, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _ingest_args(stack: Stack, results: str, token_file: str, ca: str, night: int) -> list[str]:
     """`perfdash ingest --url https://...` as an agent runs it: the token in a file, the service's CA trusted."""
+    return ["ingest", results, "--url", stack.url, "--token-file", token_file, "--ca-bundle", ca, "--machine", MACHINE,
+            "--commit", f"{night:040x}", "--timestamp", f"2026-06-0{night}T01:00:00+00:00", "--retries", "2"]
+
+
+def _token_file(tmp_path: Path) -> Path:
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
     token_file.chmod(0o600)
+    return token_file
+
+
+def _post_night(stack: Stack, results: Path, night: int, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """From this machine's venv, as a developer or a bare agent posts."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("PERFDASH_", "DATABASE_URL"))},
            "PERFDASH_SPOOL_DIR": str(tmp_path / "spool")}
-    return subprocess.run(
-        [sys.executable, "-m", "perfdash.cli", "ingest", str(results), "--url", stack.url, "--token-file",
-         str(token_file), "--ca-bundle", str(stack.ca), "--machine", MACHINE, "--commit", f"{night:040x}",
-         "--timestamp", f"2026-06-0{night}T01:00:00+00:00", "--retries", "2"],
-        env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "perfdash.cli",
+                           *_ingest_args(stack, str(results), str(_token_file(tmp_path)), str(stack.ca), night)],
+                          env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_compose_up_serves_a_night_and_keeps_it_across_down_and_up(stack: Stack, podman, tmp_path: Path) -> None:
+def _post_night_from_runner(podman, image: str, stack: Stack, results: Path, night: int,  # type: ignore[no-untyped-def]
+                            tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """From the CPU runner image, as the Jenkins cell posts after its run (host network: the service's port)."""
+    return podman("run", "--rm", "-v", f"{results}:/results:ro", "-v", f"{_token_file(tmp_path)}:/run/token:ro",
+                  "-v", f"{stack.ca}:/run/ca.pem:ro", image, "perfdash",
+                  *_ingest_args(stack, "/results", "/run/token", "/run/ca.pem", night), check=False, timeout=300)
+
+
+def test_compose_up_serves_a_night_and_keeps_it_across_down_and_up(stack: Stack, podman, runner_cpu_image: str,
+                                                                    tmp_path: Path) -> None:
     # the migration step ran once and exited 0; the service runs as its unprivileged user
     state = podman("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", stack.container("migrate"))
     assert state.stdout.split() == ["exited", "0"]
     assert podman("exec", stack.container("service"), "id", "-u").stdout.strip() == str(IMAGE_UID)
 
     assert stack.runs() == []
+    # the first night from this machine's upload client, the second from a runner container
     for night, results in enumerate(RUNS, start=1):
-        posted = _post_night(stack, results, night, tmp_path)
+        posted = (_post_night(stack, results, night, tmp_path) if night == 1 else
+                  _post_night_from_runner(podman, runner_cpu_image, stack, results, night, tmp_path))
         assert posted.returncode == 0 and "stored" in posted.stdout, posted.stdout + posted.stderr
     runs = stack.runs()
     assert len(runs) == len(RUNS)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shlex
 import shutil
 import urllib.request
@@ -25,13 +24,10 @@ def _python(podman, image: str, code: str, *env: str) -> str:
     return podman("run", "--rm", *flags, image, "python", "-c", code).stdout.strip()
 
 
-def test_runner_cpu_image_runs_the_nightly_cell_on_the_torch_it_was_built_for(podman, torch_index, torchbench_source,
+def test_runner_cpu_image_runs_the_nightly_cell_on_the_torch_it_was_built_for(podman, runner_cpu_image: str,
                                                                               service_container, run_pipeline,
                                                                               tmp_path: Path, monkeypatch) -> None:
-    # SPOOL_UID: the user the cells run as (the Jenkinsfile passes the agent's `id -u`), here podman's.
-    podman.build("runner-cpu.Dockerfile", CPU_IMAGE, {"TORCH_SPEC": "2.13.0", "TORCH_INDEX_ROOT": torch_index,
-                                                      "SPOOL_UID": str(os.getuid()),
-                                                      "PERFDASH_TORCHBENCH_SOURCE": torchbench_source})
+    assert runner_cpu_image == CPU_IMAGE  # built by the fixture (conftest.py)
     # After the whole Dockerfile (perfdash's extras, timm, transformers, the backends) the torch is still 2.13.0
     # (PyPI's build of it: +cu130).
     assert _python(podman, CPU_IMAGE, "import torch; print(torch.__version__)") == "2.13.0+cu130"
