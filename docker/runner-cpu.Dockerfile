@@ -7,6 +7,13 @@
 # The CUDA image (runner-cuda.Dockerfile) differs in the wheel index (a CUDA variant instead of cpu: the CUDA runtime
 # libraries come inside the wheels, the driver from the host through the NVIDIA container toolkit) and in carrying
 # no jemalloc/OpenMP launcher.
+# The requirements of perfdash's core and extras, read from pyproject.toml in a stage of their own: the layer that
+# installs them is keyed by the list's content, so editing pyproject.toml elsewhere (the version, a tool's settings,
+# another extra) keeps that multi-minute layer cached.
+FROM python:3.11.11-slim-bookworm AS requirements
+COPY docker/requirements-of.py pyproject.toml /src/
+RUN python /src/requirements-of.py /src/pyproject.toml runner backends > /requirements.txt
+
 FROM python:3.11.11-slim-bookworm
 
 ENV PIP_NO_CACHE_DIR=1 \
@@ -44,9 +51,8 @@ ENV PIP_CONSTRAINT="/etc/perfdash/torch-constraints.txt /etc/perfdash/runner.loc
 # Intel's OpenMP (/usr/local/lib/libiomp5.so) for --allocator dashboard, with the jemalloc installed above; the
 # backends extra the other backends of the weekly backend cells (perfdash run --backend onnxruntime|openvino).
 WORKDIR /opt/perfdash
-COPY docker/requirements-of.py pyproject.toml ./
-RUN python requirements-of.py pyproject.toml runner backends > /tmp/requirements.txt \
-    && python -m pip install -r /tmp/requirements.txt
+COPY --from=requirements /requirements.txt /tmp/requirements.txt
+RUN python -m pip install -r /tmp/requirements.txt
 # PyTorch's TorchBench for the torchbench suite, at the commit runner/torchbench_install.py pins, from
 # PERFDASH_TORCHBENCH_SOURCE: unset, GitHub (with the listed models' input data); or a git archive of that commit by
 # URL, for builders without GitHub. In /opt/torchbench (not under /cache, which the cells mount over), importable

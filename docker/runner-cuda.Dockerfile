@@ -7,6 +7,14 @@
 # TORCH_SPEC has no default and is pinned as in the CPU image (runner-cpu.Dockerfile says how).
 # The Inductor and Triton caches below live on the node volume for what only speeds up set-up; a timed run with
 # --cold-start (every Jenkins cell) compiles into fresh, empty ones of both (runner.api.cold_cache_env).
+# The requirements of perfdash's core and extras, read from pyproject.toml in a stage of their own: the layer that
+# installs them is keyed by the list's content, so editing pyproject.toml elsewhere (the version, a tool's settings,
+# another extra) keeps that multi-minute layer cached.
+FROM python:3.11.11-slim-bookworm AS requirements
+COPY docker/requirements-of.py pyproject.toml /src/
+RUN python /src/requirements-of.py /src/pyproject.toml runner > /requirements.txt \
+    && python /src/requirements-of.py /src/pyproject.toml backends-cuda > /backends.txt
+
 FROM python:3.11.11-slim-bookworm
 
 ENV PIP_NO_CACHE_DIR=1 \
@@ -43,15 +51,14 @@ ENV PIP_CONSTRAINT="/etc/perfdash/torch-constraints.txt /etc/perfdash/runner.loc
     PERFDASH_CUDA_VARIANT=${CUDA_VARIANT}
 
 WORKDIR /opt/perfdash
-COPY docker/requirements-of.py pyproject.toml ./
-RUN python requirements-of.py pyproject.toml runner > /tmp/requirements.txt \
-    && python -m pip install -r /tmp/requirements.txt
+COPY --from=requirements /requirements.txt /tmp/requirements.txt
+RUN python -m pip install -r /tmp/requirements.txt
 # The backends of the weekly backend cells (perfdash run --backend onnxruntime|tensorrt). Their wheels are built for
 # one torch release: beside a torch they were not built for, PIP_CONSTRAINT makes pip refuse them, and the image is
 # still built for the Inductor cells, with the reason kept in /etc/perfdash/backends-unavailable (the backend cells
 # then fail with their own clear error: runner/backends).
-RUN python requirements-of.py pyproject.toml backends-cuda > /tmp/backends.txt \
-    && { python -m pip install -r /tmp/backends.txt > /tmp/backends.log 2>&1 \
+COPY --from=requirements /backends.txt /tmp/backends.txt
+RUN { python -m pip install -r /tmp/backends.txt > /tmp/backends.log 2>&1 \
          || { tail -5 /tmp/backends.log > /etc/perfdash/backends-unavailable; cat /etc/perfdash/backends-unavailable; }; } \
     && rm -f /tmp/backends.log
 # PyTorch's TorchBench for the torchbench suite, at the commit runner/torchbench_install.py pins, from
