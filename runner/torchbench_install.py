@@ -61,6 +61,12 @@ _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 # downloaded, utils/s3_utils.py's imports (boto3 alone takes pip minutes to resolve against the pins).
 INSTALLER_MODULES = frozenset({"patch"})
 DATA_INSTALLER_MODULES = frozenset({"boto3", "pyyaml", "requests"})
+# What a model's requirements bring that no benchmark imports and that harms every process where it is importable:
+# wandb (pytorch_unet's requirements, for its training script). timm imports it whenever it is installed, which costs
+# 0.8 s per import of timm on these 2 cores and patches the write() of whatever sys.stdout and sys.stderr are at that
+# moment for good (a test's capture, closed later, then fails every write: a crash of the test process). Removed after
+# the models' installs; a model that imports one at run time fails with its own ImportError, as a status row.
+NOT_KEPT = ("wandb",)
 # A model's install.py that fetches input data: utils.s3_utils.checkout_s3_data("INPUT_TARBALLS", "<name>.tar.gz")
 _DATA_CALL = re.compile(r"checkout_s3_data\(\s*[\"']INPUT_TARBALLS[\"']\s*,\s*[\"']([^\"']+)[\"']")
 
@@ -294,7 +300,24 @@ def install_models(tree: Path, models: Sequence[str], with_data: bool, environ: 
             why = install_model(tree, model, env, with_data)
             if why is not None:
                 failures[model] = why
+    remove_not_kept()
     return failures
+
+
+def remove_not_kept() -> None:
+    """Uninstall what NOT_KEPT names, where a model's requirements installed it."""
+    present = [name for name in NOT_KEPT if _installed(name)]
+    if present:
+        print(f"torchbench: removing {', '.join(present)} (no benchmark imports it; NOT_KEPT says why)", flush=True)
+        _run([sys.executable, "-m", "pip", "uninstall", "--yes", "--quiet", *present])
+
+
+def _installed(name: str) -> bool:
+    try:
+        metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def _stamp(models: Sequence[str], with_data: bool) -> dict[str, object]:

@@ -89,3 +89,17 @@ def test_the_models_requirements_are_pinned_to_what_is_installed() -> None:
     assert f"torch=={metadata.version('torch')}" in pins and f"numpy=={metadata.version('numpy')}" in pins
     lists = [REPO / "runner" / "suites" / "data" / "torchbench.toml"]
     assert tbi.list_models(lists)[:2] == ["alexnet", "BERT_pytorch"]
+
+
+def test_the_environment_setup_made_has_no_package_the_installer_removes() -> None:
+    """pytorch_unet's requirements bring wandb; timm imports it when present, and on import it patches the write() of
+    the sys.stdout/sys.stderr of that moment for good (a test's capture, closed later, then crashed the test run)."""
+    import subprocess
+    import sys
+
+    if not (Path(sys.prefix) / tbi.STAMP_NAME).is_file():
+        pytest.skip("setup did not install TorchBench's models into this environment")
+    assert [name for name in tbi.NOT_KEPT if tbi._installed(name)] == []
+    imported = subprocess.run([sys.executable, "-c", "import sys, timm; print(sorted(set(sys.modules) & {'wandb'}))"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    assert imported == "[]"
