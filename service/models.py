@@ -331,7 +331,7 @@ class Finding(Base):
     acknowledged_at: Mapped[datetime | None]
     acknowledged_by: Mapped[str | None] = mapped_column(sa.String(200))
     ack_note: Mapped[str | None] = mapped_column(sa.Text)
-    # none | pending (a candidate) | confirmed | not_reproduced | error: see service.detection.confirmation
+    # none | pending (a candidate) | confirmed | not_reproduced | error: see service.alerts.confirmation
     confirmation: Mapped[str] = mapped_column(sa.String(16), default="none", server_default="none", index=True)
     confirmation_result: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)  # the A/B figures
     # did the generated code change between the two runs compared (service.detection.code_change; migration 0010)
