@@ -20,9 +20,7 @@ Run from the repository root: ``python -m bench.finding_replay --output replay.j
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib.util
-import io
 import json
 import sys
 from datetime import UTC, datetime, timedelta
@@ -42,7 +40,7 @@ BISECT_VERDICTS = ("culprit_found", "culprit_range", "not_confirmed", "inconclus
 
 def _files(night: int, suite: str, values: dict[str, tuple[float, float, float, str]],
            environment: dict[str, str]) -> list[tuple[str, tuple[str, bytes, str]]]:
-    from perfdash.contract import AccuracyRow, PerformanceRow
+    from perfdash.contract import AccuracyRow, PerformanceRow, csv_text
     from perfdash.manifest import MachineInfo, Manifest, RunConfig
 
     start = datetime(2026, 1, 1, 1, 0, tzinfo=UTC) + timedelta(days=night)
@@ -58,20 +56,10 @@ def _files(night: int, suite: str, values: dict[str, tuple[float, float, float, 
                                    dynamo_peak_mem=0.2 / ratio))
         acc.append(AccuracyRow(dev="cpu", name=name, batch_size=8, accuracy=status))
     stem = manifest.config.key().stem
-    out = {f"{stem}_{kind}.csv": _csv(kind, rows) for kind, rows in (("performance", perf), ("accuracy", acc))}
+    out = {f"{stem}_performance.csv": csv_text(perf, "performance").encode(),
+           f"{stem}_accuracy.csv": csv_text(acc, "accuracy").encode()}
     out[f"{stem}_manifest.json"] = manifest.model_dump_json().encode()
     return [("files", (name, data, "text/csv")) for name, data in out.items()]
-
-
-def _csv(kind: str, rows: list[Any]) -> bytes:
-    from perfdash.contract import header_for
-
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header_for(kind))
-    for row in rows:
-        writer.writerow(row.to_csv_fields(with_stats=True))
-    return out.getvalue().encode()
 
 
 def _night_values(rng: np.random.Generator, suite: str, night: int) -> dict[str, tuple[float, float, float, str]]:
