@@ -20,7 +20,7 @@ Each method is replayed night by night as production runs it. perfdash: the chan
 confirmation: every regression change point is a candidate whose last good and first bad builds are re-measured side
 by side by perfbisect's own confirm step (``Bisector.confirm``: the sequential paired A/B of perfdash/ab.py with
 the bisect job's defaults, from 6 pairs to at most 160, alpha 0.01, and the threshold a confirm request carries,
-service.detection.queries.CONFIRM_THRESHOLD_SHARE of the 5 % minimum effect). The A/B samples are the true level of
+service.alerts.bisections.CONFIRM_THRESHOLD_SHARE of the 5 % minimum effect). The A/B samples are the true level of
 each build times the *measured* A/B noise of this machine: draws from the speedup's run-to-run log deviations of
 bench/ab_noise.py's A/A runs of the harness (bench/data/ab_noise.json; ``AbNoise.residuals``), not a within-run
 figure. ``--ab-noise-scale`` multiplies them (what a quieter machine would see). The issue is
@@ -58,10 +58,10 @@ from perfbisect.stats import Policy
 
 from bench.ab_noise import OUTPUT as AB_NOISE
 from bench.ab_noise import ROOT, load_noise
+from service.alerts.bisections import CONFIRM_THRESHOLD_SHARE
+from service.alerts.confirmation import CONFIRM_MARGIN
 from service.detection.changepoint import DetectionConfig, detect_change_points
-from service.detection.confirmation import CONFIRM_MARGIN
 from service.detection.environment import ShiftConfig, common_shift, series_move
-from service.detection.queries import CONFIRM_THRESHOLD_SHARE
 
 NOISE = 0.02
 NOISE_MODELS = ("gauss", "t3", "outliers", "common")
@@ -165,7 +165,7 @@ def perfdash(config: Configuration, rng: np.random.Generator, ab_noise: np.ndarr
     detection = DetectionConfig(min_effect=0.05)
     out.environment_findings = environment_resets(config, ShiftConfig())
     resets = set(out.environment_findings)
-    # what a confirm request of a speedup finding asks for (service.detection.queries)
+    # what a confirm request of a speedup finding asks for (service.alerts.bisections)
     policy = Policy(direction="higher", threshold_pct=100.0 * detection.min_effect * CONFIRM_THRESHOLD_SHARE)
     series, nights = config.values.shape
     for s in range(series):

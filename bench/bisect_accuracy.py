@@ -48,6 +48,7 @@ from rich.table import Table
 from bench.ab_noise import OUTPUT as AB_NOISE
 from bench.ab_noise import load_noise
 from perfdash.bisection import StepDecision
+from perfdash.verdicts import BisectionVerdictName
 
 BROKEN_SHARE = 0.10
 OUTLIER_SHARE = 0.01
@@ -127,9 +128,9 @@ def run_perfbisect(history: History, rng: random.Random, policy: Policy) -> Tria
     oracle = SimulatedOracle(history, rng)
     bisector = Bisector(oracle, policy, BisectState(identity={}))
     outcome = bisector.run("good", history.commits)
-    named = outcome.verdict in ("culprit_found", "culprit_range")
+    named = BisectionVerdictName(outcome.verdict).names_commits
     if history.culprit is None:
-        correct, wrong = outcome.verdict == "not_reproduced", named
+        correct, wrong = outcome.verdict == BisectionVerdictName.NOT_REPRODUCED, named
     else:
         right = named and right_answer(history, outcome.culprit, outcome.candidates)
         correct, wrong = right, named and not right

@@ -212,9 +212,9 @@ def _busy(stop_at: float) -> None:
 def load(workdir: Path) -> None:
     import sqlalchemy as sa
 
+    from service.alerts.issues import issue_finding_ids
     from service.db import make_engine, make_session_factory
     from service.detection.detector import detect_run
-    from service.github.publisher import issue_finding_ids
     from service.ingest import bundles_from_files, ingest
     from service.migrate import upgrade
     from service.models import Finding

@@ -294,7 +294,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.alerts:
         from bench.alerts import NOISE_MODELS, run
-        from service.detection.confirmation import CONFIRM_MARGIN
+        from service.alerts.confirmation import CONFIRM_MARGIN
 
         margin = CONFIRM_MARGIN if args.confirm_margin is None else args.confirm_margin
         return run(args.series or 500, args.nights or 365, args.configurations, args.seed,

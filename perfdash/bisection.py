@@ -16,14 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from perfdash.ab import AbRecord, Sample
 from perfdash.axes import AXIS
 from perfdash.metric_registry import BISECT_METRICS, Better
+from perfdash.verdicts import BisectionVerdictName
 
-# What a bisection (or a confirm request: good and bad measured side by side) concluded. "confirmed" answers a confirm
-# request: the regression reproduced; a bisection that names the first bad commit, verified against its parent, says
-# "culprit_found"; "culprit_range": the commits before the culprit do not build, so the verdict is the range (its
-# step verified); "not_confirmed": what the search pointed at did not reproduce against its parent (nobody named);
-# "commit_not_found": the good or bad commit is in neither the bisect job's clone nor its remote after fetching.
-BisectionVerdict = Literal["culprit_found", "culprit_range", "confirmed", "not_reproduced", "not_confirmed",
-                           "inconclusive", "commit_not_found", "error"]
+# What a bisection (or a confirm request: good and bad measured side by side) concluded: the vocabulary's words
+# (perfdash.verdicts.BisectionVerdictName says what each means), as a Literal so the wire schema is a plain enum.
+BISECTION_VERDICTS: tuple[str, ...] = tuple(v.value for v in BisectionVerdictName)
+BisectionVerdict = Literal[BISECTION_VERDICTS]  # type: ignore[valid-type]  # the vocabulary's names
 # What one probe of the search decided about a commit; "skip": it did not build or measure (never blamed).
 StepDecision = Literal["good", "bad", "skip"]
 # bisect: find the culprit; confirm: only re-measure the last good and first bad builds (a candidate's A/B).
@@ -92,7 +90,7 @@ class BisectionResult(BaseModel):
     jenkins_build_url: str | None = None
     change_pct: float | None = None  # the A/B change of good to bad (% worse), when the tool reports it
     p_value: float | None = None
-    # the commits the first bad one is among: the range of a culprit_range, what a not_confirmed search pointed at
+    # the commits the first bad one is among: the range of a culprit range, what a search not confirmed pointed at
     candidates: list[Culprit] = Field(default_factory=list)
     confirmation: AbRecord | None = None  # good against bad, as measured (good_samples / bad_samples are its sides)
     verification: AbRecord | None = None  # the named culprit (or the range's last commit) against its parent

@@ -74,6 +74,9 @@ class ResultMetric:
     optional: bool = False
     warn_below: float | None = None  # the dashboard's per-model warning limits
     warn_above: float | None = None
+    # The metric whose move this one follows on the same night: a slowdown moves a model's speedup and its latency
+    # together, one regression to a reader, so the leader's A/B answers both and only the leader gets an issue.
+    follows: str | None = None
 
     @property
     def title(self) -> str:
@@ -126,7 +129,7 @@ SPEEDUP = ResultMetric(
     source=Source.PERFORMANCE_CSV, display=Display.TIMES, digits=2, detected=True, warn_below=0.95)
 ABS_LATENCY = ResultMetric(
     name="abs_latency", label="latency", unit="ms", heading="latency ms", better=Better.LOWER, min_effect=0.05,
-    source=Source.PERFORMANCE_CSV, display=Display.NUMBER, digits=3, detected=True)
+    source=Source.PERFORMANCE_CSV, display=Display.NUMBER, digits=3, detected=True, follows=SPEEDUP.name)
 COMPILATION_LATENCY = ResultMetric(
     name="compilation_latency", label="compile time", unit="s", heading="compile s", better=Better.LOWER,
     min_effect=0.10, source=Source.PERFORMANCE_CSV, display=Display.NUMBER, digits=1, detected=True,
@@ -191,6 +194,17 @@ def result_metric(name: str) -> ResultMetric:
         if metric.name == name:
             return metric
     raise KeyError(f"no result metric {name!r}: one of {', '.join(m.name for m in RESULT_METRICS)}")
+
+
+def leader_of(name: str | None) -> str | None:
+    """The metric whose move ``name`` follows (ResultMetric.follows); None for a leader, a summary metric's key,
+    ``accuracy`` or no metric."""
+    return next((m.follows for m in RESULT_METRICS if m.name == name), None)
+
+
+def followers_of(name: str | None) -> tuple[str, ...]:
+    """The metrics that follow ``name``'s move (their findings are answered by its A/B and its issue)."""
+    return tuple(m.name for m in RESULT_METRICS if name is not None and m.follows == name)
 
 
 def shown_metrics(columns: Mapping[str, Iterable[float | None]]) -> list[ResultMetric]:

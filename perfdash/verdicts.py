@@ -1,6 +1,7 @@
 """The change vocabulary, declared once: what a change between two runs *is*, how bad it is, and where it is shown.
 
-Two kinds of word share one table:
+Two kinds of word share one table (and what follows a finding has its words at the end: its confirmation state,
+:class:`ConfirmationState`, and a bisection's verdict, :class:`BisectionVerdictName`):
 
 - a model's **verdict** between two runs (Compare, Releases, the model tables' filter tags): judged by
   :func:`perfdash.judgement.judge`;
@@ -128,3 +129,96 @@ def category(name: str) -> Verdict:
 def model_verdict_index() -> dict[str, int]:
     """verdict name -> its position in MODEL_VERDICTS (the Releases view's vectorised verdicts are these indices)."""
     return {v.name: i for i, v in enumerate(MODEL_VERDICTS)}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# After a finding (service/alerts/): its A/B confirmation, and what a confirm request or a bisection concluded.
+
+
+class ConfirmationState(StrEnum):
+    """A finding's ``confirmation`` (``findings.confirmation``; the lifecycle is service.alerts.confirmation's)."""
+
+    NONE = "none"  # needs none: status changes, improvements, suite, environment and missing-data findings
+    PENDING = "pending"  # a candidate: awaiting its A/B re-measurement (suspected, no issue)
+    CONFIRMED = "confirmed"  # reproduced: its issue is filed and a bisection requested
+    NOT_REPRODUCED = "not_reproduced"  # closed with the A/B figures, quietly
+    ERROR = "error"  # the re-measurement could not be made: still suspected, never filed
+
+    @property
+    def label(self) -> str:
+        """What the pages say after the finding's summary ("" for none)."""
+        return _CONFIRMATION_LABELS[self]
+
+    @property
+    def suspected(self) -> bool:
+        """Still a suspect: the report lists it apart from the regressions, and no issue is filed."""
+        return self in (ConfirmationState.PENDING, ConfirmationState.ERROR)
+
+    @property
+    def files_issue(self) -> bool:
+        """A regression in this state may have its GitHub issue (a candidate only once its A/B reproduced it)."""
+        return self in (ConfirmationState.NONE, ConfirmationState.CONFIRMED)
+
+
+_CONFIRMATION_LABELS = {
+    ConfirmationState.NONE: "",
+    ConfirmationState.PENDING: "suspected: awaiting A/B re-measurement",
+    ConfirmationState.CONFIRMED: "confirmed by A/B re-measurement",
+    ConfirmationState.NOT_REPRODUCED: "not reproduced by A/B re-measurement",
+    ConfirmationState.ERROR: "A/B re-measurement failed",
+}
+
+
+class BisectionVerdictName(StrEnum):
+    """What a bisection, or a confirm request (good and bad measured side by side), concluded: the verdict of the
+    bisection contract (perfdash.bisection.BisectionVerdict is its wire type)."""
+
+    CULPRIT_FOUND = "culprit_found"  # the first bad commit, verified against its parent
+    CULPRIT_RANGE = "culprit_range"  # the commits before the culprit do not build: the range (its step verified)
+    CONFIRMED = "confirmed"  # a confirm request's answer: the regression reproduced
+    NOT_REPRODUCED = "not_reproduced"
+    NOT_CONFIRMED = "not_confirmed"  # what the search pointed at did not reproduce against its parent: nobody named
+    INCONCLUSIVE = "inconclusive"  # only skipped commits are left
+    COMMIT_NOT_FOUND = "commit_not_found"  # the good or bad commit is in neither the job's clone nor its remote
+    ERROR = "error"
+
+    @property
+    def meaning(self) -> str:
+        """What it means to a reader, in one line (the bisection page; "" where the page says nothing)."""
+        return _BISECTION_MEANINGS[self]
+
+    @property
+    def settles(self) -> ConfirmationState:
+        """What it makes of the candidate it answers: reproduced (a bisection confirms first, so a culprit found
+        or a search left inconclusive says so too), not reproduced, or nothing decided (error: every other verdict)."""
+        return _BISECTION_SETTLES.get(self, ConfirmationState.ERROR)
+
+    @property
+    def measured_nothing(self) -> bool:
+        """The job could not measure (`perfdash bisect` exits 1)."""
+        return self in (BisectionVerdictName.ERROR, BisectionVerdictName.COMMIT_NOT_FOUND)
+
+    @property
+    def names_commits(self) -> bool:
+        """It names the regression's commit or its range (someone is blamed)."""
+        return self in (BisectionVerdictName.CULPRIT_FOUND, BisectionVerdictName.CULPRIT_RANGE)
+
+
+_BISECTION_MEANINGS = {
+    BisectionVerdictName.CULPRIT_FOUND: "first bad commit found and re-measured against its parent",
+    BisectionVerdictName.CULPRIT_RANGE: "the regression is in a range: the commits before its last do not build; the "
+                                        "step across it was re-measured",
+    BisectionVerdictName.CONFIRMED: "the regression reproduced side by side",
+    BisectionVerdictName.NOT_REPRODUCED: "the regression did not reproduce side by side",
+    BisectionVerdictName.NOT_CONFIRMED: "the search pointed at a commit that did not reproduce against its parent: "
+                                        "nobody is named",
+    BisectionVerdictName.INCONCLUSIVE: "only skipped commits are left",
+    BisectionVerdictName.COMMIT_NOT_FOUND: "",
+    BisectionVerdictName.ERROR: "the bisection could not run",
+}
+_BISECTION_SETTLES = {
+    BisectionVerdictName.CONFIRMED: ConfirmationState.CONFIRMED,
+    BisectionVerdictName.CULPRIT_FOUND: ConfirmationState.CONFIRMED,
+    BisectionVerdictName.INCONCLUSIVE: ConfirmationState.CONFIRMED,
+    BisectionVerdictName.NOT_REPRODUCED: ConfirmationState.NOT_REPRODUCED,
+}

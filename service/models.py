@@ -34,6 +34,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from perfdash.bisection import BisectionPurpose, BisectionStatus
 from perfdash.contract import gated_speedup
 from perfdash.metric_registry import RESULT_METRICS
+from perfdash.verdicts import ConfirmationState
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -331,8 +332,9 @@ class Finding(Base):
     acknowledged_at: Mapped[datetime | None]
     acknowledged_by: Mapped[str | None] = mapped_column(sa.String(200))
     ack_note: Mapped[str | None] = mapped_column(sa.Text)
-    # none | pending (a candidate) | confirmed | not_reproduced | error: see service.detection.confirmation
-    confirmation: Mapped[str] = mapped_column(sa.String(16), default="none", server_default="none", index=True)
+    # a perfdash.verdicts.ConfirmationState (the lifecycle: service.alerts.confirmation)
+    confirmation: Mapped[str] = mapped_column(sa.String(16), default=ConfirmationState.NONE.value,
+                                              server_default=ConfirmationState.NONE.value, index=True)
     confirmation_result: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)  # the A/B figures
     # did the generated code change between the two runs compared (service.detection.code_change; migration 0010)
     code_change: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)

@@ -21,6 +21,7 @@ from typing import Any
 
 from perfdash.axes import AXIS, add_choice_flags, run_axis_values
 from perfdash.metric_registry import BISECT_METRICS, Better, better_of
+from perfdash.verdicts import BisectionVerdictName
 
 
 def register(subparsers: Any) -> None:
@@ -125,7 +126,7 @@ def handle(args: argparse.Namespace) -> int:
     except (ValueError, RuntimeError) as exc:
         console.print(f"[bold red]perfdash bisect:[/] {exc}")
         return 1
-    return 1 if report.verdict == "error" else 0
+    return 1 if report.verdict == BisectionVerdictName.ERROR else 0
 
 
 def _handle_request(args: argparse.Namespace, console: Any) -> int:
@@ -165,11 +166,11 @@ def _handle_request(args: argparse.Namespace, console: Any) -> int:
             return 130  # not posted: the request stays open and the job can be resumed
         except CommitNotFound as exc:
             console.print(f"[bold red]perfdash bisect:[/] {exc}")
-            body = BisectionResult(verdict="commit_not_found", summary=f"nothing measured: {exc}",
+            body = BisectionResult(verdict=BisectionVerdictName.COMMIT_NOT_FOUND, summary=f"nothing measured: {exc}",
                                    jenkins_build_url=_jenkins_url()).model_dump(mode="json")
         except (ValueError, RuntimeError) as exc:
             console.print(f"[bold red]perfdash bisect:[/] {exc}")
-            body = BisectionResult(verdict="error", summary=f"bisection failed: {exc}",
+            body = BisectionResult(verdict=BisectionVerdictName.ERROR, summary=f"bisection failed: {exc}",
                                    jenkins_build_url=_jenkins_url()).model_dump(mode="json")
         try:
             client.post_result(request.id, body)
@@ -177,7 +178,7 @@ def _handle_request(args: argparse.Namespace, console: Any) -> int:
             console.print(f"[bold red]perfdash bisect:[/] could not post the result: {exc}")
             return 1
         console.print(f"posted the result of request {request.id} ({body['verdict']})")
-        return 1 if body["verdict"] in ("error", "commit_not_found") else 0
+        return 1 if BisectionVerdictName(body["verdict"]).measured_nothing else 0
 
 
 def _jenkins_url() -> str | None:

@@ -33,6 +33,7 @@ from perfbisect.state import BisectState
 from perfbisect.stats import Policy, Sample, is_status
 from perfdash.ab import AbPolicy, AbRecord, AbSide, change_half_width_pct, residuals, run_ab
 from perfdash.bisection import BisectionVerdict, StepDecision
+from perfdash.verdicts import BisectionVerdictName
 
 CRASH = "crash"  # the sample of a measurement that printed nothing usable (a crash, a timeout)
 
@@ -210,16 +211,16 @@ class Bisector:
         for end, sha in (("good", good), ("bad", bad)):
             failure = self._built(sha)
             if failure is not None:
-                return self._finish("error", None, (), [], None,
+                return self._finish(BisectionVerdictName.ERROR, None, (), [], None,
                                     f"the {end} commit {sha[:10]} does not build: {failure}")
         confirmation = self.confirm(good, bad)
         good_samples = confirmation.record.samples_a
         if all(s in (CRASH, "timeout") for s in good_samples):
             # Nothing can be compared with a good commit that cannot be measured: a broken --measure, not a regression.
-            return self._finish("error", None, (), [], confirmation,
+            return self._finish(BisectionVerdictName.ERROR, None, (), [], confirmation,
                                 f"every measurement of the good commit {good[:10]} failed ({good_samples[-1]})")
         if not confirmation.reproduced:
-            return self._finish("not_reproduced", None, (), [], confirmation,
+            return self._finish(BisectionVerdictName.NOT_REPRODUCED, None, (), [], confirmation,
                                 f"regression not reproduced: {confirmation.reason}")
         return confirmation
 
@@ -229,7 +230,8 @@ class Bisector:
         ended = self._confirm_ends(good, bad)
         if isinstance(ended, BisectConclusion):
             return ended
-        return self._finish("confirmed", None, (), [], ended, f"regression reproduced: {ended.reason}")
+        return self._finish(BisectionVerdictName.CONFIRMED, None, (), [], ended,
+                            f"regression reproduced: {ended.reason}")
 
     def run(self, good: str, commits: Sequence[str], preferred: frozenset[str] = frozenset()) -> BisectConclusion:
         """Confirm, search (``preferred`` commits, cheap to build, probed first while they narrow the range), verify."""
@@ -268,7 +270,7 @@ class Bisector:
         parent = commits[first - 1] if first > 0 else good
         last = found.candidates[-1]
         if self._built(parent) is not None:  # cannot happen (a broken parent is a candidate); never blame unverified
-            return self._finish("inconclusive", None, found.candidates, steps, confirmation,
+            return self._finish(BisectionVerdictName.INCONCLUSIVE, None, found.candidates, steps, confirmation,
                                 f"the parent {parent[:10]} of the candidates does not build")
         # Verified like the confirmation (boundary the threshold): does this step reproduce a regression? When a step
         # already measured exactly these two sides, the verification continues its pairs.
@@ -276,15 +278,16 @@ class Bisector:
         verification = self.ab("verify", parent, last, carried=same_sides)
         shown = f"{last[:10]} against {parent[:10]}: {verification.last.reason}"
         if verification.answer != "different":
-            return self._finish("not_confirmed", None, found.candidates, steps, confirmation,
+            return self._finish(BisectionVerdictName.NOT_CONFIRMED, None, found.candidates, steps, confirmation,
                                 f"the search pointed at {_span(found.candidates)}, but re-measured against its parent "
                                 f"it is {verification.answer} ({shown}): not confirmed, nobody named",
                                 verification)
         if found.culprit is not None:
-            return self._finish("culprit_found", found.culprit, found.candidates, steps, confirmation,
+            return self._finish(BisectionVerdictName.CULPRIT_FOUND, found.culprit, found.candidates, steps,
+                                confirmation,
                                 f"first bad commit {found.culprit[:10]}, verified against its parent ({shown}; "
                                 f"confirmation: {confirmation.reason})", verification)
-        return self._finish("culprit_range", None, found.candidates, steps, confirmation,
+        return self._finish(BisectionVerdictName.CULPRIT_RANGE, None, found.candidates, steps, confirmation,
                             f"the regression is in the range {_span(found.candidates)} ({len(found.candidates)} "
                             f"commits; those before its last do not build), verified across it ({shown})",
                             verification)

@@ -17,8 +17,16 @@ from perfbisect.procedure import BisectConclusion, StepRecord
 from perfbisect.stats import Policy, Sample
 from perfdash.ab import AbRecord
 from perfdash.bisection import BisectionResult, BisectionVerdict, BisectStep, Culprit
+from perfdash.verdicts import BisectionVerdictName
 
 REPORT_VERSION = 2  # 2: every A/B as perfdash.ab recorded it; the culprit's verification
+# The verdicts with commits and no culprit: the heading above their list
+CANDIDATES_HEADING = {
+    BisectionVerdictName.INCONCLUSIVE: "[bold yellow]inconclusive[/]: the first bad commit is one of",
+    BisectionVerdictName.CULPRIT_RANGE: "[bold red]the regression is in the range[/] (the commits before the last do "
+                                        "not build)",
+    BisectionVerdictName.NOT_CONFIRMED: "[bold yellow]not confirmed[/]: the search pointed at",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +107,8 @@ class BisectReport:
         if self.culprit is not None:
             console.print(f"[bold red]first bad commit[/] {self.culprit.sha}\n  {self.culprit.subject}\n"
                           f"  {self.culprit.author}, {self.culprit.date}")
-        elif self.verdict in ("inconclusive", "culprit_range", "not_confirmed"):
-            heading = {"inconclusive": "[bold yellow]inconclusive[/]: the first bad commit is one of",
-                       "culprit_range": "[bold red]the regression is in the range[/] (the commits before the last do "
-                                        "not build)",
-                       "not_confirmed": "[bold yellow]not confirmed[/]: the search pointed at"}[self.verdict]
-            console.print(heading)
+        elif self.verdict in CANDIDATES_HEADING:
+            console.print(CANDIDATES_HEADING[self.verdict])
             for commit in self.candidates:
                 console.print(f"  {commit.sha[:10]} {commit.subject}")
         console.print(self.summary)

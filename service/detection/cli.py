@@ -9,10 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # for annotations only: registration must not import SQLAlchemy
-    from sqlalchemy.orm import Session
-
-    from service.detection.report import ReportContext
-    from service.settings import Settings
+    from service.alerts.workflow import ReportPosting
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -83,11 +80,11 @@ def _detect(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     import sqlalchemy as sa
 
+    from service.alerts.workflow import post_report
     from service.db import session_scope
     from service.detection.report import build_report, render_report
     from service.models import Run
     from service.queries.order import run_order
-
 
     settings = args.settings
     with session_scope(settings) as session:
@@ -106,49 +103,26 @@ def _report(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(body)
         if args.post:
-            return _post(session, settings, context, body)
+            return _print_posting(post_report(session, settings, night=context.night, scope_key=context.scope_key,
+                                              body=body, run_ids=context.run_ids))
     return 0
 
 
-def _post(session: Session, settings: Settings, context: ReportContext, body: str) -> int:
-    import sqlalchemy as sa
-
-    from service.github.client import GitHubClient, GitHubConfig, refusal
-    from service.github.publisher import file_issue, issue_finding_ids, publish, retry_unposted
-    from service.models import Finding
-
-    config = GitHubConfig.from_settings(settings)
-    if config is None or settings.report_issue is None:
-        print(f"error: --post: {refusal(settings)}", file=sys.stderr)
+def _print_posting(posting: ReportPosting) -> int:
+    """What `report --post` got through, for the person or the job reading it; exit 1 when it needs a person."""
+    if posting.refusal is not None:
+        print(f"error: --post: {posting.refusal}", file=sys.stderr)
         return 1
-    failed = []
-    with GitHubClient(config) as client:
-        for row in retry_unposted(session, client):
-            session.commit()
-            if row.status != "posted":
-                failed.append(row)
-        report = publish(session, client, kind="report", key=f"{context.night.isoformat()}:{context.scope_key}",
-                         body=body, issue_number=settings.report_issue)
-        session.commit()
-        failed += [report] if report.status != "posted" else []
-        # tonight's regressions, and any confirmed since (by an A/B re-measurement) whose issue is not filed yet
-        confirmed = list(session.scalars(sa.select(Finding.id).where(Finding.confirmation == "confirmed")))
-        wanted = issue_finding_ids(session, context.run_ids) + issue_finding_ids(session, finding_ids=confirmed)
-        for finding_id in dict.fromkeys(wanted):
-            finding = session.get(Finding, finding_id)
-            assert finding is not None
-            row = file_issue(session, client, finding, settings.dashboard_url)
-            session.commit()
-            if row.status != "posted":
-                failed.append(row)
-    for row in failed:
+    for row in posting.failed:
         level = "error" if row.status == "refused" else "warning"
         print(f"{level}: GitHub {row.kind} {row.key} not posted, kept for the next run: {row.last_error}",
               file=sys.stderr)
+    report = posting.report
+    assert report is not None
     print(f"report {'posted' if report.status == 'posted' else 'NOT posted'}: {report.html_url or '-'}",
           file=sys.stderr)
     # An outage is retried by the next run on its own; a refusal (a permission, a wrong issue) needs a person.
-    refused = [row for row in failed if row.status == "refused"]
+    refused = [row for row in posting.failed if row.status == "refused"]
     if refused:
         print(f"error: GitHub refused {len(refused)} post(s): fix the token's permissions or the settings",
               file=sys.stderr)

@@ -18,7 +18,7 @@ detection twice stores nothing new):
 - missing data: a suite whose model count dropped by MODELS_DROP or more against the previous run.
 
 A model's performance regression is a candidate until an A/B re-measurement confirms it
-(service.detection.confirmation): detection queues the confirm requests.
+(service.alerts.confirmation): detection queues the confirm requests.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from perfdash.verdicts import (
     Verdict,
     category,
 )
+from service.alerts.confirmation import queue_confirmations
 from service.detection.changepoint import (
     ChangePoint,
     DetectionConfig,
@@ -67,7 +68,6 @@ from service.detection.changepoint import (
     detect_change_points_many,
 )
 from service.detection.code_change import CODE_UNKNOWN, CodeChange, compare_code
-from service.detection.confirmation import queue_confirmations
 from service.detection.environment import ShiftConfig, common_shift, manifest_differences, series_move
 from service.models import Annotation, ChangePointRow, Finding, Result, Run, RunSummary
 from service.queries.detection import (

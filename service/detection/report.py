@@ -20,9 +20,8 @@ from sqlalchemy.orm import Session
 
 from perfdash.metric_registry import RESULT_METRICS, SUMMARY_METRICS, ResultMetric, shown_metrics
 from perfdash.metrics import SuiteSummary
-from perfdash.verdicts import REGRESSION, category
+from perfdash.verdicts import REGRESSION, ConfirmationState, category
 from service.detection.code_change import describe
-from service.detection.confirmation import ERROR, NOT_REPRODUCED, PENDING
 from service.github import safe
 from service.models import Configuration, Finding, Run, RunSummary
 from service.queries.detection import (
@@ -227,9 +226,9 @@ def _place(context: ReportContext, finding: Finding) -> None:
     """File a finding in its category's section (perfdash.verdicts; an unknown category raises UnknownVerdict); a
     regression still awaiting or failing its A/B is suspected, one its A/B did not reproduce is listed apart."""
     section = category(finding.category)
-    if section is REGRESSION and finding.confirmation in (PENDING, ERROR):
+    if section is REGRESSION and ConfirmationState(finding.confirmation).suspected:
         context.suspected.append(finding)
-    elif section is REGRESSION and finding.confirmation == NOT_REPRODUCED:
+    elif section is REGRESSION and finding.confirmation == ConfirmationState.NOT_REPRODUCED:
         context.not_reproduced.append(finding)
     else:
         getattr(context, section.report_section).append(finding)
@@ -271,7 +270,7 @@ def _short(commit: str | None) -> str:
 def _ab(finding: Finding) -> str:
     """A candidate's confirmation in a table cell: waiting, or the A/B figures."""
     ab = finding.confirmation_result or {}
-    if finding.confirmation == "pending":
+    if finding.confirmation == ConfirmationState.PENDING:
         return "awaiting A/B re-measurement"
     parts = [str(ab.get("summary") or finding.confirmation)]
     if ab.get("good_median") is not None and ab.get("bad_median") is not None:

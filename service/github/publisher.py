@@ -12,6 +12,9 @@ looks for the marker on GitHub (GitHubClient.ensure_issue / ensure_comment, with
 attempt did reach GitHub but its answer was lost, the existing comment or issue is adopted instead of posting a
 duplicate. Only what the bot's own login wrote is adopted: a marker's value can be predicted, and an issue or comment
 by anyone else carrying it is ignored.
+
+An adapter: it posts what it is handed and decides nothing. Which findings get an issue, what an issue or a culprit
+comment says and when they are posted is service.alerts'.
 """
 
 from __future__ import annotations
@@ -23,15 +26,9 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from perfdash.axes import run_command, stored_axes
 from perfdash.http_retry import Transient
-from perfdash.verdicts import REGRESSION, category
-from service.detection.code_change import describe
-from service.detection.confirmation import CONFIRMED, NONE
-from service.github import safe
 from service.github.client import CommentRef, GitHubClient, GitHubError
 from service.github.models import GithubPost
-from service.models import BisectionRequest, Finding
 
 logger = logging.getLogger(__name__)
 
@@ -162,159 +159,3 @@ def retry_unposted(session: Session, client: GitHubClient) -> list[GithubPost]:
         _attempt(client, row, marker(row.kind, row.key))
         session.flush()
     return list(rows)
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# What gets posted
-
-
-def issue_title(finding: Finding) -> str:
-    c = finding.configuration
-    subject = finding.model or "suite geomean speedup"
-    change = "" if finding.change_pct is None else f" {finding.change_pct:+.1f}%"
-    return safe.title(f"[perfdash] {c.suite} {subject}: {finding.metric}{change} "
-                      f"({c.backend_variant}, {c.dtype}, {c.mode}, {c.device}, {c.thread_config})")
-
-
-def issue_body(finding: Finding, dashboard_url: str | None) -> str:
-    """Every value from data goes through service.github.safe (no mention, link or markup of its own)."""
-    c = finding.configuration
-    cp = finding.change_point
-    ab = finding.confirmation_result or {}
-    md = safe.inline
-    confirmed = []
-    if finding.confirmation == CONFIRMED:
-        confirmed = [f"| A/B re-measurement | {md(_ab_text(ab))} |"]
-    lines = [
-        f"perfdash found a {category(finding.category).label} of **{md(finding.metric)}** on **{md(c.suite)} / "
-        f"{md(finding.model or '(suite)')}**.",
-        "",
-        "| | |",
-        "|---|---|",
-        f"| configuration | {md(c.backend_variant)}, compile mode {md(c.compile_mode)}, {md(c.dtype)}, {md(c.mode)}, "
-        f"{md(c.device)}, {md(c.thread_config)} |",
-        f"| machine | {md(c.machine.fingerprint)} |",
-        f"| before | {finding.old_value:.4g} |" if finding.old_value is not None else "| before | - |",
-        f"| after | {finding.new_value:.4g} |" if finding.new_value is not None else "| after | - |",
-        f"| change | {finding.change_pct:+.1f}% |" if finding.change_pct is not None else "| change | - |",
-        f"| p-value | {finding.p_value:.1e} |" if finding.p_value is not None else "| p-value | - |",
-        f"| nights | {cp.n_before} before, {cp.n_after} after |" if cp else "| nights | - |",
-        f"| commit range | {md(finding.good_commit or '?')}..{md(finding.bad_commit or '?')} |",
-        *confirmed,
-        "",
-        md(describe(finding.code_change)) if finding.kind == "performance" else "",
-        "",
-        "Reproduce:",
-        safe.code_block(_repro(finding)),
-    ]
-    if dashboard_url and finding.series_id:
-        lines.append(f"Dashboard: {dashboard_url.rstrip('/')}/model/{finding.series_id}")
-    elif dashboard_url:
-        lines.append(f"Dashboard: {dashboard_url.rstrip('/')}/suite/{finding.run_id}")
-    # "finding 12", not "finding #12": GitHub would link issue 12 of the repository
-    lines += ["", f"perfdash finding {finding.id}. A bisection comments the culprit here when it names one."]
-    return "\n".join(lines)
-
-
-def _ab_text(ab: dict) -> str:
-    """The confirmation's figures in one cell: medians of good and bad, the change and its p-value."""
-    parts = []
-    if ab.get("good_median") is not None and ab.get("bad_median") is not None:
-        parts.append(f"good {ab['good_median']:.4g} ({len(ab.get('good_samples') or [])} runs), "
-                     f"bad {ab['bad_median']:.4g} ({len(ab.get('bad_samples') or [])} runs)")
-    if ab.get("change_pct") is not None:
-        parts.append(f"{ab['change_pct']:+.1f}% worse")
-    if ab.get("p_value") is not None:
-        parts.append(f"p={ab['p_value']:.1e}")
-    return "; ".join(parts) or str(ab.get("summary") or "reproduced")
-
-
-def _repro(finding: Finding) -> str:
-    return run_command(stored_axes(finding.configuration), finding.model)
-
-
-def issue_finding_ids(session: Session, run_ids: list[int] | None = None,
-                      finding_ids: list[int] | None = None) -> list[int]:
-    """Confirmed regressions that deserve an issue: change-point regressions, not acknowledged, one per regression.
-
-    A model's performance regression is filed only once its A/B re-measurement confirmed it
-    (service.detection.confirmation); a candidate, a not reproduced one and one that could not be re-measured are
-    never filed. Suite findings need no confirmation.
-
-    One slowdown shows as several change points on the same night: a model's speedup and its absolute latency, and
-    the suite's geomean. Those are one regression to a reader, so one issue: the speedup's (latency only when the
-    speedup did not move), and the suite's geomean only when no model of it changed on that night. Compile time and
-    memory are their own regressions.
-    """
-    query = (sa.select(Finding).join(Finding.change_point)
-             .where(Finding.category == REGRESSION.name, Finding.acknowledged_at.is_(None)).order_by(Finding.id))
-    if run_ids is not None:
-        query = query.where(Finding.run_id.in_(run_ids))
-    if finding_ids is not None:
-        query = query.where(Finding.id.in_(finding_ids))
-    findings = list(session.scalars(query).unique())
-    nights = {(f.configuration_id, f.series_id, f.change_point.run_id, f.metric) for f in findings if f.change_point}
-    model_nights = {(c, r) for c, s, r, _m in nights if s is not None}
-    chosen = []
-    for f in findings:
-        if f.confirmation not in (NONE, CONFIRMED):
-            continue  # a candidate still counts above: its suite's geomean moved with it, and is not filed either
-        cp_run = f.change_point.run_id if f.change_point else None
-        if f.metric == "abs_latency" and (f.configuration_id, f.series_id, cp_run, "speedup") in nights:
-            continue
-        if f.series_id is None and (f.configuration_id, cp_run) in model_nights:
-            continue
-        chosen.append(f.id)
-    return chosen
-
-
-def file_issue(session: Session, client: GitHubClient, finding: Finding, dashboard_url: str | None) -> GithubPost:
-    # Keyed by change point: never two issues for one change point, whatever finding or run refers to it.
-    return publish(session, client, kind="issue", key=f"changepoint:{finding.change_point_id}",
-                   title=issue_title(finding), body=issue_body(finding, dashboard_url), finding_id=finding.id)
-
-
-def culprit_body(bisection: BisectionRequest, dashboard_url: str | None = None) -> str:
-    """The verdict; the commit's subject and author, the summary and the URL are data (service.github.safe)."""
-    result = bisection.result or {}
-    culprit = result.get("culprit") or {}
-    verdict = result.get("verdict", "?")
-    md = safe.inline
-    # "Bisection 4", not "Bisection #4": GitHub would link issue 4 of the repository
-    lines = [f"Bisection {bisection.id} of {md(bisection.metric)} on {md(bisection.configuration.suite)} / "
-             f"{md(bisection.model)} ({md(bisection.good_commit[:10])}..{md(bisection.bad_commit[:10])}): "
-             f"**{md(verdict)}**."]
-    if culprit:
-        lines += ["", f"Culprit: {md(culprit.get('sha'))} — {md(culprit.get('subject', ''))}",
-                  f"Author: {md(culprit.get('author', '?'))}, {md(culprit.get('date', '?'))}"]
-    candidates = result.get("candidates") or []
-    if verdict == "culprit_range" and candidates:
-        # the commits before the culprit do not build: the verdict is the range, never one of its authors
-        lines += ["", f"Range ({len(candidates)} commits; all but the last do not build): "
-                      f"{md(candidates[0].get('sha', '?')[:10])}..{md(candidates[-1].get('sha', '?')[:10])}"]
-    elif verdict == "not_confirmed":
-        lines += ["", "The commit the search pointed at did not reproduce the regression against its parent: "
-                      "nobody is named."]
-    if result.get("summary"):
-        lines += ["", md(result["summary"])]
-    steps = result.get("steps") or []
-    if steps:
-        lines += ["", f"{len(steps)} steps."]
-    if result.get("jenkins_build_url"):
-        lines += ["", f"Jenkins: {md(result['jenkins_build_url'])}"]
-    if dashboard_url:  # every A/B the verdict rests on, for a reader to check
-        lines += ["", f"Bisection page: {dashboard_url.rstrip('/')}/bisections/{bisection.id}"]
-    return "\n".join(lines)
-
-
-def comment_culprit(session: Session, client: GitHubClient, bisection: BisectionRequest,
-                    dashboard_url: str | None) -> GithubPost | None:
-    """Comment the bisection's verdict on the regression's issue (filing the issue first if it was never filed)."""
-    if bisection.finding_id is None:
-        return None
-    finding = session.get(Finding, bisection.finding_id)
-    if finding is None or finding.change_point_id is None:
-        return None
-    issue = file_issue(session, client, finding, dashboard_url)
-    return publish(session, client, kind="culprit", key=f"bisection:{bisection.id}",
-                   body=culprit_body(bisection, dashboard_url), issue_number=issue.issue_number, finding_id=finding.id)

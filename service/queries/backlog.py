@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from perfdash.bisection import BisectionPurpose, BisectionStatus
-from service.detection.confirmation import PENDING
+from perfdash.verdicts import ConfirmationState
 from service.github.models import GithubPost
 from service.models import BisectionRequest, Finding
 
@@ -32,7 +32,8 @@ class Backlog:
 
 
 def read_backlog(session: Session) -> Backlog:
-    pending = session.scalar(sa.select(sa.func.count()).select_from(Finding).where(Finding.confirmation == PENDING))
+    pending = session.scalar(sa.select(sa.func.count()).select_from(Finding)
+                             .where(Finding.confirmation == ConfirmationState.PENDING))
     bisections = {(p, s): 0 for p in get_args(BisectionPurpose) for s in OPEN_STATUSES}
     oldest: datetime | None = None
     for purpose, status, count, first in session.execute(

@@ -16,19 +16,6 @@ from service.queries.findings import bisection_out
 
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 
-# what each verdict means to a reader, in one line
-VERDICT_TEXT = {
-    "culprit_found": "first bad commit found and re-measured against its parent",
-    "culprit_range": "the regression is in a range: the commits before its last do not build; the step across it "
-                     "was re-measured",
-    "confirmed": "the regression reproduced side by side",
-    "not_reproduced": "the regression did not reproduce side by side",
-    "not_confirmed": "the search pointed at a commit that did not reproduce against its parent: nobody is named",
-    "inconclusive": "only skipped commits are left",
-    "error": "the bisection could not run",
-}
-
-
 def records(result: Any) -> list[tuple[str, AbRecord]]:
     """Every A/B of a result, labelled, in the order they ran."""
     if result is None:
@@ -50,7 +37,7 @@ def bisection_page(request: Request, session: SessionDep, bisection_id: int) -> 
     bisection = bisection_out(row)
     context: dict[str, Any] = {
         "active": "", "title": f"Bisection {bisection_id}", "b": bisection, "result": bisection.result,
-        "verdict_text": VERDICT_TEXT, "records": records(bisection.result),
+        "records": records(bisection.result),
         "api_link": f"/api/v1/bisections/{bisection_id}",
     }
     return request.app.state.web_templates.TemplateResponse(request, "pages/bisection.html", context)

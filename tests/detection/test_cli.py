@@ -47,8 +47,8 @@ def _scalar(url: str, sql: str):
 def _confirm_all(url: str) -> None:
     """What the bisect job's confirm step posts back, applied to every pending confirm request."""
     from perfdash.bisection import BisectionResult
+    from service.alerts.confirmation import record_confirmation
     from service.db import make_engine, make_session_factory
-    from service.detection.confirmation import record_confirmation
     from service.models import BisectionRequest
 
     engine = make_engine(url)

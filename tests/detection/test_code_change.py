@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from perfdash.contract import ModelSamples
 from perfdash.generated_code import KernelTime, fingerprint, normalise, pack_source
 from perfdash.verdicts import MACHINE_CHANGE
+from service.alerts.issues import issue_finding_ids
 from service.detection.code_change import (
     CODE_CHANGED,
     CODE_UNCHANGED,
@@ -19,7 +20,6 @@ from service.detection.code_change import (
     compare_code,
 )
 from service.detection.detector import detect_run
-from service.github.publisher import issue_finding_ids
 from service.models import BisectionRequest, Finding
 from service.queries.generated_code import code_diff, digests_by_run, same_code_gauge
 
@@ -120,8 +120,8 @@ def test_compare_code_lists_largest_first_and_unknown_without_both_sides() -> No
 
 
 def test_the_report_and_the_issue_say_what_the_compiler_changed(session, store_run, series_values) -> None:
+    from service.alerts.texts import issue_body
     from service.detection.report import build_report, render_report
-    from service.github.publisher import issue_body
 
     runs = _history(store_run, series_values, code_after=OUTPUT_NARROW, commit_after=None)
     for run in runs:

@@ -17,12 +17,13 @@ from markdown_it import MarkdownIt
 from pydantic import SecretStr
 
 from perfdash.bisection import BisectionResult
-from service.detection.confirmation import record_confirmation
+from service.alerts.confirmation import record_confirmation
+from service.alerts.issues import comment_culprit, file_issue
+from service.alerts.texts import culprit_body, issue_body, issue_title
 from service.detection.detector import detect_run
 from service.detection.report import build_report, render_report
 from service.github import safe
 from service.github.client import GitHubClient, GitHubConfig
-from service.github.publisher import comment_culprit, culprit_body, file_issue, issue_body, issue_title
 from service.models import BisectionRequest, Configuration, Finding, Machine, Run
 
 

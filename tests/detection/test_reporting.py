@@ -6,12 +6,13 @@ import sqlalchemy as sa
 from pydantic import SecretStr
 
 from perfdash.bisection import BisectionResult
-from service.detection.confirmation import record_confirmation
+from service.alerts.confirmation import record_confirmation
+from service.alerts.issues import comment_culprit, file_issue, issue_finding_ids
 from service.detection.detector import detect_run
 from service.detection.report import build_report, render_report
 from service.github.client import GitHubClient, GitHubConfig
 from service.github.models import GithubPost
-from service.github.publisher import comment_culprit, file_issue, issue_finding_ids, publish, retry_unposted
+from service.github.publisher import publish, retry_unposted
 from service.models import BisectionRequest, Finding
 
 TOKEN = "ghp_reportingSECRET42"
@@ -151,7 +152,7 @@ def test_one_issue_per_change_point_and_culprit_comment(session, store_run, seri
 
 
 def test_culprit_comment_names_a_range_as_a_range_and_nobody_when_not_confirmed() -> None:
-    from service.github.publisher import culprit_body
+    from service.alerts.texts import culprit_body
     from service.models import Configuration
 
     def body(result: dict) -> str:

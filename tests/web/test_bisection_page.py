@@ -44,8 +44,8 @@ def bisection(postgres_url: str, web_harness) -> Iterator[tuple[object, int, dic
     from perfbisect.stats import Policy
 
     from perfdash.bisection import BisectionIn, BisectionResult
+    from service.alerts.bisections import record_result, request_bisection
     from service.db import make_engine, make_session_factory
-    from service.detection.queries import record_result, request_bisection
 
     url = web_harness.fresh_database(postgres_url)
     web_harness.ingest_dir(url, web_harness.DATA / "night1")
@@ -123,7 +123,7 @@ def test_the_page_shows_the_verdict_and_every_ab_the_decision_saw(page, bisectio
 
 
 def test_the_culprit_comment_links_the_page_when_the_dashboard_has_an_address() -> None:
-    from service.github.publisher import culprit_body
+    from service.alerts.texts import culprit_body
     from service.models import BisectionRequest, Configuration
 
     row = BisectionRequest(id=4, model="BertForMaskedLM", metric="speedup", good_commit="a" * 40,

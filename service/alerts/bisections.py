@@ -1,5 +1,6 @@
-"""Bisection requests: making a request and recording its result (the shapes are perfdash.bisection's; no FastAPI
-here). Reads of findings and bisections are in service.queries."""
+"""Bisection requests: making a request (a candidate's confirm request, a bisection) and recording its result (the
+shapes are perfdash.bisection's; no FastAPI here). Reads of findings and bisections are in service.queries; what a
+result sets off is service.alerts.workflow's."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def request_bisection(session: Session, body: BisectionIn,
                       purpose: BisectionPurpose = "bisect") -> tuple[BisectionRequest, bool]:
     """(request, created). One request per finding and purpose: asking again returns the existing one. Flushes.
 
-    ``confirm``: the candidate's A/B re-measurement (service.detection.confirmation), not a search."""
+    ``confirm``: the candidate's A/B re-measurement (service.alerts.confirmation), not a search."""
     if body.finding_id is not None:
         existing = session.scalars(sa.select(BisectionRequest).where(
             BisectionRequest.finding_id == body.finding_id, BisectionRequest.purpose == purpose)).first()

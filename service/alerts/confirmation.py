@@ -9,7 +9,7 @@ Lifecycle of a finding's ``confirmation``:
   interleaved in a random balanced order, with repeats: the confirm step of perfbisect (``Bisector.confirm``, the
   sequential paired A/B of perfdash/ab.py: from 6 pairs to at most 160, "different" when the pairs' likelihood
   ratio favours "worse by the request's threshold" over "no change" by 1 / alpha; the threshold is 0.6 of the
-  metric's minimum effect, queries.CONFIRM_THRESHOLD_SHARE; at most 1 % false "different" per A/B). The job posts
+  metric's minimum effect, bisections.CONFIRM_THRESHOLD_SHARE; at most 1 % false "different" per A/B). The job posts
   the verdict back over HTTP.
 - ``confirmed`` — reproduced: the finding is a regression, its issue is filed and a bisection is requested.
 - ``not_reproduced`` — closed with the A/B figures; it stays quiet (no issue, out of the report's open lists).
@@ -46,14 +46,15 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from perfdash.bisection import BisectionIn, BisectionResult
-from perfdash.verdicts import REGRESSION, FindingKind
-from service.detection.queries import BisectionError, request_bisection
+from perfdash.metric_registry import followers_of, leader_of
+from perfdash.verdicts import REGRESSION, BisectionVerdictName, ConfirmationState, FindingKind
+from service.alerts.bisections import BisectionError, request_bisection
 from service.models import BisectionRequest, ChangePointRow, Finding
 from service.queries.detection import has_later_run, series_commits
 
 logger = logging.getLogger(__name__)
 
-PENDING, CONFIRMED, NOT_REPRODUCED, ERROR, NONE = "pending", "confirmed", "not_reproduced", "error", "none"
+PENDING, CONFIRMED, ERROR = ConfirmationState.PENDING, ConfirmationState.CONFIRMED, ConfirmationState.ERROR
 CONFIRM_MARGIN = 2  # nights the A/B's range reaches beyond the change point's on either side (bench/alerts.py too)
 
 
@@ -71,8 +72,9 @@ def _sibling_key(finding: Finding) -> tuple[int | None, int | None]:
 def queue_confirmations(session: Session, findings: Sequence[Finding]) -> list[BisectionRequest]:
     """Mark new regression findings as candidates and queue one confirm request per model and change night.
 
-    A slowdown moves a model's speedup and its latency on the same night: one A/B answers both, so the latency
-    finding follows its speedup sibling's request (it has none of its own). Flushes.
+    A slowdown moves a model's speedup and its latency on the same night: one A/B answers both, so the finding of a
+    metric that follows another (perfdash.metric_registry: ``follows``) waits on its leader's request when the leader
+    moved too (it has none of its own). Flushes.
     """
     candidates = [f for f in findings if needs_confirmation(f)]
     for f in candidates:
@@ -82,26 +84,26 @@ def queue_confirmations(session: Session, findings: Sequence[Finding]) -> list[B
     # others stay suspected, never filed (a bisection can still be asked for by hand).
     stale = [f for f in candidates if has_later_run(session, f.run)]
     for f in stale:
-        f.confirmation_result = {"verdict": "pending", "summary": "found over older nights: not re-measured"}
+        f.confirmation_result = {"verdict": PENDING, "summary": "found over older nights: not re-measured"}
     candidates = [f for f in candidates if f not in stale]
     by_key: dict[tuple[int | None, int | None], list[Finding]] = {}
     for f in candidates:
         by_key.setdefault(_sibling_key(f), []).append(f)
     queued = []
     for group in by_key.values():
-        has_speedup = any(f.metric == "speedup" for f in group)
+        moved = {f.metric for f in group}
         for f in group:
-            if has_speedup and f.metric == "abs_latency":
-                continue  # answered by the speedup's A/B
+            if leader_of(f.metric) in moved:
+                continue  # answered by its leader's A/B
             try:
                 request, created = request_bisection(session, BisectionIn(finding_id=f.id), purpose="confirm")
                 if created:
                     request.good_commit, request.bad_commit = _widened_range(session, f)
             except BisectionError as exc:
-                for g in group:  # the latency sibling waits on this A/B: it will not come
-                    if g is f or (f.metric == "speedup" and g.metric == "abs_latency"):
+                for g in group:  # a follower waits on this A/B: it will not come
+                    if g is f or leader_of(g.metric) == f.metric:
                         g.confirmation = ERROR
-                        g.confirmation_result = {"verdict": "error", "summary": f"cannot be re-measured: {exc}"}
+                        g.confirmation_result = {"verdict": ERROR, "summary": f"cannot be re-measured: {exc}"}
                 continue
             queued.append(request)
     session.flush()
@@ -131,13 +133,15 @@ def _widened_range(session: Session, finding: Finding) -> tuple[str, str]:
 
 
 def _followers(session: Session, finding: Finding) -> list[Finding]:
-    """The finding and the candidates its A/B answers too (the latency of the same model on the same night)."""
+    """The finding and the candidates its A/B answers too (its followers: the latency of the same model on the same
+    night)."""
     series_id, cp_run = _sibling_key(finding)
-    if series_id is None or cp_run is None or finding.metric != "speedup":
+    followers = followers_of(finding.metric)
+    if series_id is None or cp_run is None or not followers:
         return [finding]
     rows = session.scalars(sa.select(Finding).join(ChangePointRow, ChangePointRow.id == Finding.change_point_id)
                            .where(Finding.series_id == series_id, ChangePointRow.run_id == cp_run,
-                                  Finding.metric == "abs_latency", Finding.confirmation == PENDING)).unique().all()
+                                  Finding.metric.in_(followers), Finding.confirmation == PENDING)).unique().all()
     return [finding, *rows]
 
 
@@ -160,8 +164,7 @@ def record_confirmation(session: Session, request: BisectionRequest, result: Bis
     finding = session.get(Finding, request.finding_id)
     if finding is None:
         return []
-    state = {"confirmed": CONFIRMED, "culprit_found": CONFIRMED, "inconclusive": CONFIRMED,
-             "not_reproduced": NOT_REPRODUCED}.get(result.verdict, ERROR)
+    state = BisectionVerdictName(result.verdict).settles
     if request.purpose != "confirm":
         # A bisection asked for by hand before the candidate's own A/B: it confirms first too (perfbisect's
         # procedure), so its verdict decides a candidate that is still pending; it never re-opens a decided one.
