@@ -37,7 +37,7 @@ from runner.manifest import load_or_create
 from runner.options import RunOptions, validate
 from runner.outcome import ModelOutcome, interpret
 from runner.process import ForkServer
-from runner.protocol import PHASES, Job
+from runner.protocol import PHASE_COMPILE_SETUP, PHASES, Job
 from runner.suites import ModelSpec, Suite
 from runner.suites.base import ToleranceQuery
 
@@ -148,7 +148,7 @@ def model_phases(outcome: ModelOutcome, budget_s: float) -> ModelPhases:
     """The manifest's account of one model's wall time: its worker's imports, each phase, and what the worker's
     clock did not see (its fork or start and its exit: the parent's wall time less the worker's total)."""
     timings = outcome.timings
-    seconds = {name: timings[name] for name in ("import", *PHASES) if name in timings}
+    seconds = {name: timings[name] for name in ("import", *PHASES, PHASE_COMPILE_SETUP) if name in timings}
     if "worker_wall" in timings and "worker_total" in timings:
         seconds["fork_and_exit"] = max(timings["worker_wall"] - timings["worker_total"], 0.0)
     if "accuracy_recheck_wall" in timings:  # the accuracy check's own worker, after a diagnostic killed the first

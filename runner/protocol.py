@@ -41,6 +41,9 @@ PHASE_KERNEL_PROFILE = "kernel_profile"  # performance: compiled steps under tor
 PHASE_FINGERPRINT = "fingerprint"  # performance: the captured output code's fingerprint and packed source
 PHASES = (PHASE_LOAD, PHASE_VALIDATE, PHASE_EAGER_1ST, PHASE_EAGER_2ND, PHASE_FP64, PHASE_EAGER_WARMUP, PHASE_COMPILE,
           PHASE_MEMORY, PHASE_MEASURE, PHASE_KERNEL_PROFILE, PHASE_FINGERPRINT, PHASE_ACCURACY_COMPILED)
+# Part of the compile phase, timed inside the compiled warm-up (so inside compile latency): what a fresh process's
+# first compile pays before compiling (importing Inductor's compiler, starting its compile-worker pool), its own figure.
+PHASE_COMPILE_SETUP = "compile_setup"
 # What runs after the timed loop only to explain it: capped by Job.diagnostic_budget_s each, and never fatal.
 DIAGNOSTIC_PHASES = frozenset({PHASE_KERNEL_PROFILE, PHASE_FINGERPRINT})
 # Seconds each diagnostic may take (kernel profile, fingerprint) unless the run says otherwise.

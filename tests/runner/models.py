@@ -123,7 +123,7 @@ def big_weight(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.
 
 def where_built(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
     """A tiny MLP that appends to $PERFDASH_TEST_PROCESS_LOG where it was built: its process, parent and process
-    group, whether the compiler was imported before the model was (the fork server imports it), whether jemalloc's
+    group, whether the compiler was imported before the model was (the fork server must not), whether jemalloc's
     background threads run in it, and the Inductor and Triton cache directories it would compile into."""
     import json
     import sys

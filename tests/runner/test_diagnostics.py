@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfdash.contract import read_accuracy_csv, read_performance_csv, read_samples
-from perfdash.manifest import Manifest, ModelPhases
+from perfdash.manifest import COMPILE_LATENCY_DEFINITION, Manifest, ModelPhases
 from runner.api import RunReport, run_suite
 from runner.options import RunOptions
 
@@ -39,7 +39,9 @@ def test_a_failing_or_overrunning_kernel_profile_keeps_the_timed_results(trapped
 
 
 def test_the_manifest_says_where_each_model_s_time_went(trapped: RunReport) -> None:
-    phases = Manifest.read(trapped.paths.manifest).model_phases
+    manifest = Manifest.read(trapped.paths.manifest)
+    assert manifest.compile_latency_definition == COMPILE_LATENCY_DEFINITION
+    phases = manifest.model_phases
     assert set(phases) == {"profile_hangs", "profile_aborts", "profile_raises"}
     hangs, aborts, raises = phases["profile_hangs"], phases["profile_aborts"], phases["profile_raises"]
     assert "budget" in hangs.diagnostics_cut["kernel_profile"] and hangs.diagnostic_budget_s == BUDGET_S
@@ -52,6 +54,8 @@ def test_the_manifest_says_where_each_model_s_time_went(trapped: RunReport) -> N
     assert raises.wall_s is not None and raises.wall_s >= sum(
         v for k, v in raises.seconds.items() if k != "fork_and_exit") * 0.99
     assert raises.seconds["compile"] > 0 and raises.seconds["measure"] > 0
+    # The compiled warm-up paid the compiler's import as a fresh process does, and says how much (its own figure).
+    assert 0 < raises.seconds["compile_setup"] < raises.seconds["compile"]
     assert "fingerprint" not in raises.diagnostics_cut
     assert raises.wall_s < hangs.wall_s  # type: ignore[operator]
 
