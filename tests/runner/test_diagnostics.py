@@ -10,8 +10,9 @@ import pytest
 
 from perfdash.contract import read_accuracy_csv, read_performance_csv, read_samples
 from perfdash.manifest import COMPILE_LATENCY_DEFINITION, Manifest, ModelPhases
-from runner.api import RunReport, run_suite
-from runner.options import RunOptions
+from runner.api import RunReport, make_job, run_suite
+from runner.options import RunOptions, validate
+from runner.process import run_worker
 
 DATA = Path(__file__).parent / "data"
 BUDGET_S = 8.0  # a tiny model's profile takes well under a second; the hanging one never ends
@@ -66,3 +67,16 @@ def test_model_phases_refuse_impossible_values() -> None:
                 {"seconds": {"compile": float("nan")}}, {"wall_s": -2.0}):
         with pytest.raises(ValueError):
             ModelPhases.model_validate(bad)
+
+
+def test_a_fresh_interpreter_worker_is_cut_at_its_budget_too(tmp_path: Path) -> None:
+    """The fallback without a fork server (runner.process.run_worker) enforces the same budget."""
+    options = RunOptions(suite="torchbench", models_file=DATA / "diagnostics.toml", backend="inductor", repeat=2,
+                         performance=True, only="profile_hangs", diagnostic_budget_s=BUDGET_S, output_dir=tmp_path)
+    suite, [spec] = validate(options)
+    outcome = run_worker(make_job(options, suite, spec), options.worker_env(), 240.0, tmp_path / "worker.log")
+    assert outcome.over_budget and not outcome.timed_out and outcome.last_phase == "kernel_profile"
+    assert outcome.wall_s < 200  # cut at its budget, long before the model's timeout
+    kept = outcome.salvaged()
+    assert kept is not None and kept.performance is not None and len(kept.performance.compiled_ms) == 2
+    assert "budget" in kept.diagnostics_cut["kernel_profile"]
