@@ -247,9 +247,12 @@ PhaseSeconds = Annotated[float, annotated_types.Ge(0.0), annotated_types.Le(1e7)
 class ModelPhases(BaseModel):
     """Where one model's wall time went: seconds per phase of its worker (the runner's phase names, in the order they
     ran: load, eager_validate, the accuracy check's runs, eager_warmup, compile, memory, measure, the diagnostics
-    kernel_profile and fingerprint, compiled_run; worker_start and teardown around them), the worker's wall time as
-    the run saw it, and what happened to a diagnostic that did not finish: its phase -> why (over its budget, raised,
-    killed). A diagnostic never costs the timed results: they are kept whatever it did."""
+    kernel_profile and fingerprint, compiled_run; the worker's own imports before them, ``import``, and what its
+    clock cannot see, ``fork_and_exit``; ``compile_setup`` is the part of ``compile`` that set Inductor up, see
+    COMPILE_LATENCY_DEFINITION; ``accuracy_recheck``: the accuracy check's own worker, after a diagnostic killed the
+    first), the worker's wall time as the run saw it, and what happened to a diagnostic that did not finish: its phase
+    -> why (over its budget, raised, killed). A diagnostic never costs the timed results: they are kept whatever it
+    did."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 

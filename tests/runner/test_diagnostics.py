@@ -53,7 +53,7 @@ def test_the_manifest_says_where_each_model_s_time_went(trapped: RunReport) -> N
     assert {"load", "eager_validate", "eager_warmup", "compile", "memory", "measure", "kernel_profile", "fingerprint",
             "compiled_run", "import", "fork_and_exit"} <= set(raises.seconds)
     assert raises.wall_s is not None and raises.wall_s >= sum(
-        v for k, v in raises.seconds.items() if k != "fork_and_exit") * 0.99
+        v for k, v in raises.seconds.items() if k not in ("fork_and_exit", "compile_setup")) * 0.99
     assert raises.seconds["compile"] > 0 and raises.seconds["measure"] > 0
     # The compiled warm-up paid the compiler's import as a fresh process does, and says how much (its own figure).
     assert 0 < raises.seconds["compile_setup"] < raises.seconds["compile"]
