@@ -232,6 +232,38 @@ ACTIVATION_PEAK_DEFINITION = ("samples file's *_activation_peak_mem: peak of one
                               "perfdash's own, not PyTorch's")
 
 
+# How the headline compilation_latency was measured (runner.execute: the compiled warm-up), carried by each manifest.
+COMPILE_LATENCY_DEFINITION = (
+    "compilation_latency: the compiled warm-up minus the eager warm-up over the same iterations, as PyTorch's "
+    "harness; the compiled warm-up pays what a fresh process's first torch.compile pays (importing Inductor's "
+    "compiler, Inductor's first use and, where Inductor has one, its compile-worker pool's start, as "
+    "torch._dynamo's inductor backend starts it); a forked worker's share of that set-up is also its own phase, "
+    "compile_setup, in the manifest's model_phases")
+
+_PHASE_NAME = r"^[a-z][a-z0-9_]*$"
+PhaseSeconds = Annotated[float, annotated_types.Ge(0.0), annotated_types.Le(1e7), Field(allow_inf_nan=False)]
+
+
+class ModelPhases(BaseModel):
+    """Where one model's wall time went: seconds per phase of its worker (the runner's phase names, in the order they
+    ran: load, eager_validate, the accuracy check's runs, eager_warmup, compile, memory, measure, the diagnostics
+    kernel_profile and fingerprint, compiled_run; the worker's own imports before them, ``import``, and what its
+    clock cannot see, ``fork_and_exit``; ``compile_setup`` is the part of ``compile`` that set Inductor up, see
+    COMPILE_LATENCY_DEFINITION; ``accuracy_recheck``: the accuracy check's own worker, after a diagnostic killed the
+    first), the worker's wall time as the run saw it, and what happened to a diagnostic that did not finish: its phase
+    -> why (over its budget, raised, killed). A diagnostic never costs the timed results: they are kept whatever it
+    did."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    seconds: dict[Annotated[str, Field(pattern=_PHASE_NAME, max_length=64)], PhaseSeconds] = Field(
+        default_factory=dict)
+    wall_s: PhaseSeconds | None = None
+    diagnostic_budget_s: PhaseSeconds | None = None
+    diagnostics_cut: dict[Annotated[str, Field(pattern=_PHASE_NAME, max_length=64)],
+                          Annotated[str, Field(max_length=2000)]] = Field(default_factory=dict)
+
+
 class BackendInfo(BaseModel):
     """A backend beyond Dynamo's own (onnxruntime, openvino, tensorrt): its packages and how it was set up."""
 
@@ -274,6 +306,10 @@ class Manifest(BaseModel):
     # what the memory figures of this run mean (MEMORY_DEFINITIONS, ACTIVATION_PEAK_DEFINITION); empty: not recorded
     memory_definitions: dict[str, str] = Field(default_factory=dict)
     backend: BackendInfo | None = None  # None: a torch.compile backend of torch itself
+    # model name -> where its worker's wall time went (ModelPhases); empty: not recorded (older runs, PyTorch's)
+    model_phases: dict[str, ModelPhases] = Field(default_factory=dict)
+    # how compilation_latency was measured (COMPILE_LATENCY_DEFINITION); None: not recorded
+    compile_latency_definition: str | None = Field(None, max_length=2000)
 
     @model_validator(mode="after")
     def _night_is_when_the_run_started(self) -> Manifest:

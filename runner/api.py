@@ -30,14 +30,14 @@ from perfdash.contract import (
     read_performance_csv,
     read_samples,
 )
-from perfdash.manifest import Manifest, RunConfig
+from perfdash.manifest import Manifest, ModelPhases, RunConfig
 from perfdash.metrics import SuiteSummary, summarize_results
 from runner.backends import BACKEND_SPECS
 from runner.manifest import load_or_create
 from runner.options import RunOptions, validate
 from runner.outcome import ModelOutcome, interpret
 from runner.process import ForkServer
-from runner.protocol import Job
+from runner.protocol import PHASE_COMPILE_SETUP, PHASES, Job
 from runner.suites import ModelSpec, Suite
 from runner.suites.base import ToleranceQuery
 
@@ -123,7 +123,8 @@ def run_suite(options: RunOptions, progress: Progress | None = None) -> RunRepor
                 errors[spec.name] = outcome.error
             else:
                 errors.pop(spec.name, None)
-            update: dict[str, object] = {"model_errors": dict(errors)}
+            update: dict[str, object] = {"model_errors": dict(errors), "model_phases": {
+                **manifest.model_phases, spec.name: model_phases(outcome, options.diagnostic_budget_s)}}
             if manifest.backend is not None and outcome.backend_notes:
                 update["backend"] = manifest.backend.model_copy(
                     update={"models": {**manifest.backend.models, spec.name: dict(outcome.backend_notes)}})
@@ -141,6 +142,19 @@ def run_suite(options: RunOptions, progress: Progress | None = None) -> RunRepor
                      ran=tuple(m.name for m in todo), outcomes=tuple(outcomes), results=results,
                      summary=summarize_results(results), manifest=manifest, server_start_s=server.start_seconds,
                      samples=tuple(s for s in read_samples(paths.samples) if s.name in selected))
+
+
+def model_phases(outcome: ModelOutcome, budget_s: float) -> ModelPhases:
+    """The manifest's account of one model's wall time: its worker's imports, each phase, and what the worker's
+    clock did not see (its fork or start and its exit: the parent's wall time less the worker's total)."""
+    timings = outcome.timings
+    seconds = {name: timings[name] for name in ("import", *PHASES, PHASE_COMPILE_SETUP) if name in timings}
+    if "worker_wall" in timings and "worker_total" in timings:
+        seconds["fork_and_exit"] = max(timings["worker_wall"] - timings["worker_total"], 0.0)
+    if "accuracy_recheck_wall" in timings:  # the accuracy check's own worker, after a diagnostic killed the first
+        seconds["accuracy_recheck"] = timings["accuracy_recheck_wall"]
+    return ModelPhases(seconds=seconds, wall_s=timings.get("worker_wall"), diagnostic_budget_s=budget_s,
+                       diagnostics_cut=dict(outcome.diagnostics_cut))
 
 
 def read_results(paths: RunPaths) -> list[ModelResult]:
@@ -164,7 +178,8 @@ def make_job(options: RunOptions, suite: Suite, spec: ModelSpec) -> Job:
                dynamic_shapes=options.dynamic_shapes, repeat=options.repeat, warmup=options.warmup,
                accuracy=options.run_accuracy, performance=options.run_performance, threads=options.threads,
                tolerance=tolerance, accuracy_batch_size=options.batch_size or suite.accuracy_batch_size,
-               quantize=options.quantize, disable_cudagraphs=options.disable_cudagraphs)
+               quantize=options.quantize, disable_cudagraphs=options.disable_cudagraphs,
+               diagnostic_budget_s=options.diagnostic_budget_s)
 
 
 def cold_cache_env(cache_dir: str) -> dict[str, str]:
@@ -191,14 +206,28 @@ def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, server: ForkSe
 
     try:
         outcome = server.run(job, env, options.timeout_s, log, on_phase)
+        salvaged = outcome.salvaged()
+        # A diagnostic killed the worker before the accuracy check's compiled run: the check gets a worker of its own
+        # in the time left, so no measurement is lost to a diagnostic.
+        recheck = job.accuracy and salvaged is not None and salvaged.accuracy is None
+        checked = server.run(dataclasses.replace(job, performance=False), env,
+                             max(options.timeout_s - outcome.wall_s, 1.0), log, on_phase) if recheck else None
     finally:
         if cache_dir is not None:
             shutil.rmtree(cache_dir, ignore_errors=True)
+    kept = outcome.result or salvaged or outcome.partial
     interpreted = interpret(outcome, name=spec.name, batch_size=job.batch_size,
                             accuracy_batch_size=job.accuracy_batch_size, dev=options.device,
-                            want_accuracy=options.run_accuracy, want_performance=options.run_performance,
-                            timings={**(outcome.result.timings if outcome.result is not None else {}),
-                                     "worker_wall": outcome.wall_s})
-    if outcome.result is None or not outcome.result.backend_notes:
+                            want_accuracy=options.run_accuracy and checked is None,
+                            want_performance=options.run_performance,
+                            timings={**(kept.timings if kept is not None else {}), "worker_wall": outcome.wall_s})
+    if checked is not None:
+        check = interpret(checked, name=spec.name, batch_size=job.batch_size,
+                          accuracy_batch_size=job.accuracy_batch_size, dev=options.device, want_accuracy=True,
+                          want_performance=False)
+        interpreted = dataclasses.replace(interpreted, status=check.status, accuracy=check.accuracy,
+                                          error=check.error, timings={**interpreted.timings,
+                                                                      "accuracy_recheck_wall": checked.wall_s})
+    if kept is None or not kept.backend_notes:
         return interpreted
-    return dataclasses.replace(interpreted, backend_notes=dict(outcome.result.backend_notes))
+    return dataclasses.replace(interpreted, backend_notes=dict(kept.backend_notes))

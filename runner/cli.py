@@ -13,6 +13,7 @@ from perfdash.axes import AXIS, add_choice_flags, run_axis_values
 from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR
 from runner.backends import QUANTIZE_CHOICES, RUNNABLE_BACKENDS
 from runner.options import DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, RunOptions
+from runner.protocol import DEFAULT_DIAGNOSTIC_BUDGET_S
 from runner.suites import available_suites
 
 
@@ -72,6 +73,10 @@ def register(subparsers: Any) -> None:
                            "their difference and peak memory is read over them, as in PyTorch's harness (default "
                            "%(default)s, its count)")
     meas.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS", help="per model")
+    meas.add_argument("--diagnostic-budget", type=float, default=DEFAULT_DIAGNOSTIC_BUDGET_S, metavar="SECONDS",
+                      help="seconds each diagnostic after the timed loop (kernel profile, code fingerprint) may take; "
+                           "one that runs longer is cut and recorded in the manifest, the timed results are kept "
+                           "(default %(default)s)")
     meas.add_argument("--cold-start", action="store_true", help="fresh Inductor cache per model (cold compile)")
     out = p.add_argument_group("output")
     out.add_argument("--output-dir", type=Path, default=Path("results"), metavar="DIR")
@@ -83,6 +88,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
         **run_axis_values(args), output_dir=args.output_dir, only=args.only, filters=tuple(args.filter),
         excludes=tuple(args.exclude), repeat=args.repeat, warmup=args.warmup, timeout_s=args.timeout,
+        diagnostic_budget_s=args.diagnostic_budget,
         accuracy=args.accuracy, performance=args.performance, total_partitions=args.total_partitions,
         partition_id=args.partition_id, cold_start=args.cold_start, models_file=args.models_file,
         model_list=args.model_list, quantize=args.quantize, allocator=args.allocator,

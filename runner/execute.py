@@ -1,9 +1,13 @@
 """What a worker does with one job: build the model, check accuracy, measure performance (imports torch).
 
 Order: load -> accuracy's eager runs (fp64 reference, 1st, 2nd) -> performance (eager warm-up, compiled warm-up =
-compilation, activation peak of one eager and one compiled step, interleaved timing, then for Inductor a few compiled
-steps under torch.profiler for the kernel table) -> accuracy's compiled run. Inductor's output code is captured
-while the compiled warm-up compiles (runner.generated_code).
+compilation, activation peak of one eager and one compiled step, interleaved timing) -> the result so far, sent to
+the parent -> for Inductor the diagnostics (a few compiled steps under torch.profiler for the kernel table, the
+output code's fingerprint), each capped by the parent (runner.protocol.DIAGNOSTIC_PHASES) -> accuracy's compiled run.
+Inductor's output code is captured while the compiled warm-up compiles (runner.generated_code). The diagnostics
+cannot move after the accuracy check's compiled run: it resets Dynamo, and the timed model's compiled step with it.
+A diagnostic that raises only leaves its part empty (``WorkerResult.diagnostics_cut``); one the parent kills over its
+budget leaves the partial result, whose timings are kept.
 Performance comes before any compilation so its compiled warm-up measures a real compile. The accuracy check is
 PyTorch's check_accuracy: each of its runs is a fresh copy of the pristine model run ACCURACY_ITERATIONS times, the
 compiled one compiled from scratch, all under PyTorch's accuracy settings (runner.check_settings), which the timed
@@ -27,7 +31,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -45,9 +49,11 @@ from runner.optimizer import make_optimizer
 from runner.protocol import (
     PHASE_ACCURACY_COMPILED,
     PHASE_COMPILE,
+    PHASE_COMPILE_SETUP,
     PHASE_EAGER_1ST,
     PHASE_EAGER_2ND,
     PHASE_EAGER_WARMUP,
+    PHASE_FINGERPRINT,
     PHASE_FP64,
     PHASE_KERNEL_PROFILE,
     PHASE_LOAD,
@@ -238,12 +244,15 @@ class Phases:
         self._timings[name] = self._timings.get(name, 0.0) + seconds
 
 
-def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
+def run_job(job: Job, emit: Callable[[str], None],
+            partial: Callable[[WorkerResult], None] | None = None) -> WorkerResult:
+    """``partial``: where the result so far goes before the diagnostics (the worker sends it to the parent)."""
     timings: dict[str, float] = {}
     phases = Phases(emit, timings)
     performance: Performance | None = None
     check = AccuracyCheck()
     notes: dict[str, str] = {}  # what a non-Dynamo backend reports (the exporter), for the manifest
+    cut: dict[str, str] = {}  # diagnostics that raised
     try:
         with phases.enter(PHASE_LOAD):
             ctx = BuildContext(device=job.device, batch_size=job.batch_size, training=job.mode == "training")
@@ -263,7 +272,13 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
             with accuracy_settings(job.spec.name):
                 _check_eager(check_built, check_base, job, phases, check)
         if job.performance:
-            performance = _measure(base, job, phases, notes)
+            timed = _measure(base, job, phases, notes)
+            performance = timed.performance
+            if partial is not None:  # what a later step cannot take away (runner.process keeps it)
+                partial(WorkerResult(name=job.spec.name, batch_size=job.batch_size, performance=performance,
+                                     accuracy=check.status, timings=dict(timings), accuracy_stats=check.stats,
+                                     accuracy_compile_s=check.compile_s, backend_notes=dict(notes)))
+            performance = _diagnose(timed, job, phases, cut)
         if job.accuracy and check.status is None:
             with phases.enter(PHASE_ACCURACY_COMPILED), accuracy_settings(job.spec.name):
                 _check_compiled(check_base, job, check, notes)
@@ -272,10 +287,10 @@ def run_job(job: Job, emit: Callable[[str], None]) -> WorkerResult:
                           message=f"{type(exc).__name__}: {exc}"[:2000])
         return WorkerResult(name=job.spec.name, batch_size=job.batch_size, performance=performance,
                             accuracy=check.status, failure=failure, timings=timings, accuracy_stats=check.stats,
-                            accuracy_compile_s=check.compile_s, backend_notes=notes)
+                            accuracy_compile_s=check.compile_s, backend_notes=notes, diagnostics_cut=cut)
     return WorkerResult(name=job.spec.name, batch_size=job.batch_size, performance=performance,
                         accuracy=check.status, timings=timings, accuracy_stats=check.stats,
-                        accuracy_compile_s=check.compile_s, backend_notes=notes)
+                        accuracy_compile_s=check.compile_s, backend_notes=notes, diagnostics_cut=cut)
 
 
 def _validate(base: Prepared, check_base: Prepared, job: Job) -> None:
@@ -376,7 +391,50 @@ def _dynamo_graph(job: Job) -> bool:
     return spec is None or spec.dynamo_graph
 
 
-def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) -> Performance:
+@dataclass(frozen=True, slots=True)
+class Timed:
+    """The timed results, and what the diagnostics after them need: the timed model's compiled step (warm) and the
+    output code captured while it compiled (Inductor only; None for other backends, which have no diagnostics)."""
+
+    performance: Performance
+    compiled_step: Callable[[], Any]
+    code: Captured | None
+
+
+def _diagnose(timed: Timed, job: Job, phases: Phases, cut: dict[str, str]) -> Performance:
+    """The kernel profile and the code fingerprint of Inductor's timed model, each in its phase (whose budget the
+    parent enforces); one that raises leaves its part empty and says why in ``cut``."""
+    if timed.code is None:
+        return timed.performance
+    kernels: tuple[KernelTime, ...] = ()
+    with phases.enter(PHASE_KERNEL_PROFILE):
+        try:
+            kernels = kernel_profile(timed.compiled_step, job.device)
+        except Exception as exc:  # noqa: BLE001 - a profile that fails only leaves the kernel table empty
+            cut[PHASE_KERNEL_PROFILE] = f"raised {type(exc).__name__}: {exc}"[:2000]
+            print(f"kernel profile failed: {type(exc).__name__}: {exc}", flush=True)
+    fingerprinted = packed = None
+    with phases.enter(PHASE_FINGERPRINT):  # bench/code_change.py reports its cost
+        try:
+            fingerprinted, packed = timed.code.fingerprint, timed.code.packed_source
+        except Exception as exc:  # noqa: BLE001 - a fingerprint that fails only leaves the code empty
+            cut[PHASE_FINGERPRINT] = f"raised {type(exc).__name__}: {exc}"[:2000]
+    return replace(timed.performance, code=fingerprinted, kernel_times=kernels, code_source=packed)
+
+
+def start_compile_pool() -> None:
+    """Start Inductor's compile-worker pool where Inductor would use one, as torch._dynamo's ``inductor`` backend
+    does on its first call (``maybe_warm_pool``; PyTorch's harness compiles through that backend; ``torch.compile``
+    does not call it). Called inside the compiled warm-up, so compile latency pays the pool's start as a fresh
+    process of PyTorch's harness does (issue 42). A torch without the function has no such start to pay."""
+    try:
+        from torch._inductor.async_compile import maybe_warm_pool
+    except ImportError:
+        return
+    maybe_warm_pool()
+
+
+def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) -> Timed:
     """Timings, peak memory and graph stats.
 
     What is alive matches PyTorch's performance process, so that its resident-set peak memory counts the same
@@ -392,12 +450,21 @@ def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) ->
     with phases.enter(PHASE_EAGER_WARMUP):
         eager_warm = warmup(make_step(copy.deepcopy(model), base, job), job.warmup, job.device)
     inductor = job.backend == "inductor"
-    with phases.enter(PHASE_COMPILE), (capture(job.device) if inductor else nullcontext(Captured())) as code:
+    with phases.enter(PHASE_COMPILE), ExitStack() as compiling:
         torch._dynamo.reset()
         counters.clear()
         compiled_step = compile_step(model, base, job, notes)
-        compiled_warm = warmup(compiled_step, job.warmup, job.device)
+        captured: list[Captured] = []
+
+        def first_compile_setup() -> None:
+            captured.append(compiling.enter_context(capture(job.device)) if inductor else Captured())
+            if inductor:
+                start_compile_pool()
+
+        compiled_warm = warmup(compiled_step, job.warmup, job.device, setup=first_compile_setup)
+        phases.record(PHASE_COMPILE_SETUP, compiled_warm.setup_seconds)
         stats = graph_stats() if _dynamo_graph(job) else {}
+    code = captured[0]
     eager_step = make_step(model, base, job)
     with phases.enter(PHASE_MEMORY):  # both steps are warm: neither compilation nor first-call caches count
         # Inference frees nothing a step did not allocate, so one profiled call each is exact (and is cheaper).
@@ -419,25 +486,12 @@ def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) ->
             compiled_ms.append(seconds * 1000)
         phases.record("timed_loop_wall", time.perf_counter() - start)
         phases.record("timed", (sum(eager_ms) + sum(compiled_ms)) / 1000)
-    kernels: tuple[KernelTime, ...] = ()
-    if inductor:
-        with phases.enter(PHASE_KERNEL_PROFILE):
-            try:
-                kernels = kernel_profile(compiled_step, job.device)
-            except Exception as exc:  # noqa: BLE001 - a profile that fails only leaves the kernel table empty
-                print(f"kernel profile failed: {type(exc).__name__}: {exc}", flush=True)
-        start = time.perf_counter()
-        fingerprinted, packed = code.fingerprint, code.packed_source
-        phases.record("fingerprint", time.perf_counter() - start)  # bench/code_change.py reports its cost
-    else:
-        fingerprinted = packed = None
     performance = Performance(eager_ms=tuple(eager_ms), compiled_ms=tuple(compiled_ms),
                               compilation_latency=max(compiled_warm.seconds - eager_warm.seconds, 0.0),
                               eager_peak_mem=eager_warm.peak_mem,
                               dynamo_peak_mem=compiled_warm.peak_mem if torch_allocator or job.device == "cpu"
                               else None,
                               eager_activation_peak_mem=eager_activation,
-                              dynamo_activation_peak_mem=dynamo_activation, code=fingerprinted,
-                              kernel_times=kernels, code_source=packed, stats=GraphStats(**stats))
-    return performance
+                              dynamo_activation_peak_mem=dynamo_activation, stats=GraphStats(**stats))
+    return Timed(performance=performance, compiled_step=compiled_step, code=code if inductor else None)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from perfdash.manifest import (
     ACTIVATION_PEAK_DEFINITION,
+    COMPILE_LATENCY_DEFINITION,
     MEMORY_DEFINITIONS,
     BackendInfo,
     JenkinsInfo,
@@ -126,7 +127,8 @@ def new_manifest(config: RunConfig, suite: Suite, quantize: str | None = None,
                     command=shlex.join(sys.argv), start_time=datetime.now(UTC), night=night, backend=backend,
                     environment=software_environment(process_env(config.env)),
                     memory_definitions={"peak_memory": MEMORY_DEFINITIONS[config.device],
-                                        "activation_peak": ACTIVATION_PEAK_DEFINITION})
+                                        "activation_peak": ACTIVATION_PEAK_DEFINITION},
+                    compile_latency_definition=COMPILE_LATENCY_DEFINITION)
 
 
 def load_or_create(path: Path, config: RunConfig, suite: Suite, quantize: str | None = None,
@@ -139,7 +141,8 @@ def load_or_create(path: Path, config: RunConfig, suite: Suite, quantize: str | 
         except ValueError:
             return fresh
         if old.config == config:
-            update: dict[str, object] = {"start_time": old.start_time, "model_errors": dict(old.model_errors)}
+            update: dict[str, object] = {"start_time": old.start_time, "model_errors": dict(old.model_errors),
+                                         "model_phases": dict(old.model_phases)}
             if fresh.backend is not None and old.backend is not None:
                 update["backend"] = fresh.backend.model_copy(update={"models": dict(old.backend.models)})
             return fresh.model_copy(update=update)

@@ -32,10 +32,12 @@ def timed(fn: Callable[[], Any], device: str) -> tuple[float, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Warmup:
-    """``iterations`` calls timed as one block, and the peak memory as PyTorch's harness reads it after them (GB)."""
+    """``iterations`` calls timed as one block, and the peak memory as PyTorch's harness reads it after them (GB).
+    ``setup_seconds``: the part of ``seconds`` its set-up took (see ``warmup``)."""
 
     seconds: float
     peak_mem: float
+    setup_seconds: float = 0.0
 
 
 # Set by runner.worker.run_forked: the pid of the fork server this worker was forked from.
@@ -85,7 +87,7 @@ def process_rss_bytes() -> int:
     return rss + untouched_parent_pages(parent) if parent and parent == str(os.getppid()) else rss
 
 
-def warmup(fn: Callable[[], Any], iterations: int, device: str) -> Warmup:
+def warmup(fn: Callable[[], Any], iterations: int, device: str, setup: Callable[[], Any] | None = None) -> Warmup:
     """The warm-up of PyTorch's benchmarks/dynamo/common.py (``warmup`` in ``run_performance_test``), measured the
     same way: collect garbage; on CUDA reset the allocator's peak and empty its cache; time ``iterations`` calls as
     one block; then read the peak memory. CUDA: ``max_memory_allocated()`` over the block, i.e. everything allocated
@@ -93,6 +95,8 @@ def warmup(fn: Callable[[], Any], iterations: int, device: str) -> Warmup:
     (a current value, not a peak; it holds the interpreter, the libraries, weights, inputs and whatever the allocator
     kept). Both in GB of 10^9 bytes. (PyTorch's CPU column is psutil's ``memory_percent()`` times the total memory
     over 10^9, i.e. this figure times 100: the percentage is not divided by 100. Its ratios are the same.)
+    ``setup``, if given, runs first inside the timed block: what the first call pays in a fresh process before it
+    runs (the compiled warm-up's imports and compile-worker pool, runner.execute).
     """
     gc.collect()
     if device == "cuda":
@@ -100,13 +104,16 @@ def warmup(fn: Callable[[], Any], iterations: int, device: str) -> Warmup:
         torch.cuda.empty_cache()
     synchronize(device)
     start = time.perf_counter()
+    if setup is not None:
+        setup()
+    set_up = time.perf_counter() - start
     for _ in range(iterations):
         fn()
     synchronize(device)
     seconds = time.perf_counter() - start
     if device == "cuda":
-        return Warmup(seconds, torch.cuda.max_memory_allocated() / GB)
-    return Warmup(seconds, process_rss_bytes() / GB)
+        return Warmup(seconds, torch.cuda.max_memory_allocated() / GB, set_up)
+    return Warmup(seconds, process_rss_bytes() / GB, set_up)
 
 
 # The profiler range that marks the measured call inside the profiled pair (see cpu_peak_bytes).

@@ -16,6 +16,7 @@ from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR, AllocatorUnavailable
 from runner.allocator import check as check_allocator
 from runner.backends import BACKEND_SPECS, RUNNABLE_BACKENDS, BackendUnavailable, check
 from runner.gpu_settings import NO_CUDAGRAPHS_VARIANT, timed_run_env
+from runner.protocol import DEFAULT_DIAGNOSTIC_BUDGET_S
 from runner.suites import ModelSpec, Suite, SuiteError, get_suite
 from runner.suites.base import DEFAULT_MODEL_LIST
 
@@ -42,6 +43,8 @@ class RunOptions(RunAxes):
     repeat: int = DEFAULT_REPEAT
     warmup: int = DEFAULT_WARMUP
     timeout_s: float = DEFAULT_TIMEOUT_S
+    # seconds each diagnostic after the timed loop may take (kernel profile, fingerprint); an overrun is recorded
+    diagnostic_budget_s: float = DEFAULT_DIAGNOSTIC_BUDGET_S
     accuracy: bool = False
     performance: bool = False
     total_partitions: int = 1

@@ -14,6 +14,7 @@ from runner.protocol import (
     PHASE_EAGER_1ST,
     PHASE_EAGER_2ND,
     PHASE_EAGER_WARMUP,
+    PHASE_FINGERPRINT,
     PHASE_FP64,
     PHASE_KERNEL_PROFILE,
     PHASE_LOAD,
@@ -39,7 +40,9 @@ _STATUS_BY_PHASE: dict[str, tuple[str, str]] = {
     PHASE_COMPILE: ("fail_to_run", "OOM"),
     PHASE_MEASURE: ("fail_to_run", "OOM"),
     PHASE_MEMORY: ("fail_to_run", "OOM"),
-    PHASE_KERNEL_PROFILE: ("fail_to_run", "OOM"),  # only a crash: an exception there only drops the profile
+    # Only a crash before the timed results reached the parent: after them, a diagnostic's end never sets the status.
+    PHASE_KERNEL_PROFILE: ("fail_to_run", "OOM"),
+    PHASE_FINGERPRINT: ("fail_to_run", "OOM"),
     PHASE_ACCURACY_COMPILED: ("fail_to_run", "OOM"),
 }
 
@@ -63,16 +66,27 @@ class ModelOutcome:
     # reads these).
     timings: dict[str, float] = field(default_factory=dict)
     backend_notes: dict[str, str] = field(default_factory=dict)  # what a non-Dynamo backend reported (exporter)
+    # A diagnostic (kernel profile, fingerprint) that did not finish: its phase -> why. The timed results stand.
+    diagnostics_cut: dict[str, str] = field(default_factory=dict)
 
 
 def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, want_accuracy: bool,
               want_performance: bool, timings: dict[str, float] | None = None,
               accuracy_batch_size: int | None = None, world_size: int = 1) -> ModelOutcome:
     """``world_size``: processes of a DistributedDataParallel run, each stepping ``batch_size`` samples (the
-    throughput is the global one); 1 for every other run."""
+    throughput is the global one); 1 for every other run.
+
+    A worker that ended in a diagnostic after sending its timed results (``WorkerOutcome.salvaged``) counts as one that
+    finished without that diagnostic, unless the accuracy check still had to run (runner.api.run_model runs it in a
+    worker of its own). A worker that died elsewhere after sending them keeps its performance row beside its status."""
     result = outcome.result
+    salvaged = outcome.salvaged()
+    if result is None and salvaged is not None and (not want_accuracy or salvaged.accuracy is not None):
+        result = salvaged
     error: str | None = None
-    if outcome.timed_out:
+    if result is not None and result is salvaged:
+        status = result.accuracy or "pass"
+    elif outcome.timed_out:
         status = "timeout"
         error = f"timed out in phase {outcome.last_phase} after {outcome.wall_s:.0f} s"
     elif result is None:
@@ -99,7 +113,8 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
     perf_row: PerformanceRow | None = None
     samples: ModelSamples | None = None
     if want_performance:
-        perf = result.performance if result is not None else None
+        kept = result if result is not None else outcome.partial
+        perf = kept.performance if kept is not None else None
         if perf is None:
             perf_row = PerformanceRow.failure(dev, name)
         else:
@@ -129,4 +144,5 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
                           accuracy=status, stats=check_stats, compilation_latency=check_compile_s
                           ) if want_accuracy else None
     return ModelOutcome(name=name, status=status, performance=perf_row, accuracy=acc_row, samples=samples,
-                        error=error, timings=dict(timings or {}))
+                        error=error, timings=dict(timings or {}),
+                        diagnostics_cut=dict(result.diagnostics_cut) if result is not None else {})

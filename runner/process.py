@@ -4,6 +4,8 @@
 worker per model (runner.zygote). ``run_worker`` starts a fresh interpreter per model instead; the server falls back
 to it when it cannot start. Either way each model runs in a process group of its own, which is killed on a timeout
 (with any compile workers), and a crash, abort or hang is seen as an exit status and the last phase announced.
+A worker still in a diagnostic (runner.protocol.DIAGNOSTIC_PHASES) when its budget is spent is killed the same way;
+the result it sent before the diagnostics (``WorkerOutcome.partial``) is kept.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypedDict
 
 from runner.allocator import process_env
 from runner.lifeline import PARENT_PID_ENV
-from runner.protocol import PHASE_LOAD, Job, WorkerResult
+from runner.protocol import DIAGNOSTIC_PHASES, PHASE_LOAD, Job, WorkerResult
 
 _LOG_TAIL_CHARS = 1500
 NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
@@ -33,7 +35,9 @@ class ProtocolSink(TypedDict, total=False):
     """What a worker's protocol lines said so far: its phase, its result, what was wrong with a line."""
 
     phase: str
+    phase_since: float  # when the phase's event arrived (time.perf_counter)
     result: WorkerResult
+    partial: WorkerResult  # the result so far, sent before the diagnostics
     error: str
 
 
@@ -48,6 +52,28 @@ class WorkerOutcome:
     wall_s: float
     log_tail: str
     protocol_error: str | None = None
+    partial: WorkerResult | None = None  # the result the worker sent before its diagnostics
+    over_budget: bool = False  # killed in a diagnostic (last_phase) that ran past its budget
+    last_phase_s: float | None = None  # seconds from the last phase's event to the worker's end, as the parent saw
+
+    def salvaged(self) -> WorkerResult | None:
+        """The partial result of a worker that ended in a diagnostic without its final result (over its budget,
+        past the model's timeout, crashed), with that diagnostic recorded as cut; None otherwise."""
+        if self.result is not None or self.partial is None or self.last_phase not in DIAGNOSTIC_PHASES:
+            return None
+        if self.over_budget:
+            why = "over its budget: killed"
+        elif self.timed_out:
+            why = f"past the model's timeout after {self.wall_s:.0f} s: killed"
+        elif self.signal_name is not None:
+            why = f"the worker was killed by {self.signal_name}"
+        else:
+            why = f"the worker exited with status {self.returncode}"
+        timings = dict(self.partial.timings)
+        if self.last_phase_s is not None:  # the worker never reported it: the parent's clock
+            timings[self.last_phase] = self.last_phase_s
+        return replace(self.partial, timings=timings,
+                       diagnostics_cut={**self.partial.diagnostics_cut, self.last_phase: why})
 
     @property
     def signal_name(self) -> str | None:
@@ -68,13 +94,27 @@ def _handle_line(line: str, on_phase: Callable[[str], None], sink: ProtocolSink)
         event = json.loads(line)
         if event.get("event") == "phase":
             sink["phase"] = event["phase"]
+            sink["phase_since"] = time.perf_counter()
             on_phase(event["phase"])
         elif event.get("event") == "result":
             sink["result"] = WorkerResult.from_dict(event)
+        elif event.get("event") == "partial":
+            sink["partial"] = WorkerResult.from_dict(event)
         else:
             sink["error"] = f"unknown worker event: {line[:200]}"
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         sink["error"] = f"bad worker message ({exc}): {line[:200]}"
+
+
+def diagnostic_deadline(sink: ProtocolSink, budget_s: float) -> float | None:
+    """When the diagnostic the worker is in must end (time.perf_counter); None outside the diagnostics."""
+    if sink["phase"] not in DIAGNOSTIC_PHASES or "phase_since" not in sink:
+        return None
+    return sink["phase_since"] + budget_s
+
+
+def _in_last_phase(sink: ProtocolSink) -> float | None:
+    return time.perf_counter() - sink["phase_since"] if "phase_since" in sink else None
 
 
 def _read_protocol(stream, on_phase: Callable[[str], None], sink: ProtocolSink) -> None:
@@ -96,14 +136,26 @@ def run_worker(job: Job, env: dict[str, str], timeout_s: float, log_path: Path,
             env={**process_env(env), PARENT_PID_ENV: str(os.getpid())}, start_new_session=True)
         reader = threading.Thread(target=_read_protocol, args=(proc.stdout, on_phase, sink), daemon=True)
         reader.start()
-        timed_out = False
+        timed_out = over_budget = False
         send_job(proc, job)
+        deadline = start + timeout_s
         try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
-            proc.wait()
+            while True:  # a diagnostic's budget starts when its phase arrives: look again at least every 0.5 s
+                now = time.perf_counter()
+                cap = diagnostic_deadline(sink, job.diagnostic_budget_s)
+                if cap is not None and cap <= now and now < deadline:
+                    over_budget = True
+                elif now >= deadline:
+                    timed_out = True
+                if timed_out or over_budget:
+                    _kill_group(proc)
+                    proc.wait()
+                    break
+                try:
+                    proc.wait(timeout=min(deadline, cap if cap is not None else deadline, now + 0.5) - now)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
         except BaseException:  # interrupted (Ctrl-C, SIGTERM from Jenkins): leave no orphaned worker behind
             _kill_group(proc)
             proc.wait()
@@ -112,7 +164,8 @@ def run_worker(job: Job, env: dict[str, str], timeout_s: float, log_path: Path,
     wall = time.perf_counter() - start
     return WorkerOutcome(result=sink.get("result"), last_phase=str(sink["phase"]),
                          returncode=proc.returncode, timed_out=timed_out, wall_s=wall, log_tail=_tail(log_path),
-                         protocol_error=sink.get("error"))
+                         protocol_error=sink.get("error"), partial=sink.get("partial"), over_budget=over_budget,
+                         last_phase_s=_in_last_phase(sink))
 
 
 def send_job(proc: subprocess.Popen[bytes], job: Job) -> None:
@@ -249,18 +302,22 @@ class ForkServer:
         start = time.perf_counter()
         pid: int | None = None
         returncode: int | None = None
-        timed_out = False
+        timed_out = over_budget = False
         try:
             deadline = start + timeout_s
             while True:
+                cap = None if timed_out or over_budget else diagnostic_deadline(sink, job.diagnostic_budget_s)
                 try:
-                    line = self._lines.get(timeout=max(deadline - time.perf_counter(), 0.0))
+                    line = self._lines.get(timeout=max(min(deadline, cap or deadline) - time.perf_counter(), 0.0))
                 except queue.Empty:
-                    if timed_out or pid is None:  # the server itself is stuck: give it up too
+                    if timed_out or over_budget or pid is None:  # the server itself is stuck: give it up too
                         sink.setdefault("error", "the fork server stopped answering")
                         self.close()
                         break
-                    timed_out = True
+                    if cap is not None and cap < deadline:
+                        over_budget = True
+                    else:
+                        timed_out = True
                     _kill_pid_group(pid)
                     deadline = time.perf_counter() + _KILL_GRACE_S
                     continue
@@ -286,11 +343,12 @@ class ForkServer:
             self.close()
             raise
         wall = time.perf_counter() - start
-        if returncode is None and timed_out:
+        if returncode is None and (timed_out or over_budget):
             returncode = -signal.SIGKILL
         return WorkerOutcome(result=sink.get("result"), last_phase=str(sink["phase"]),
                              returncode=returncode, timed_out=timed_out, wall_s=wall, log_tail=_tail(log_path),
-                             protocol_error=sink.get("error"))
+                             protocol_error=sink.get("error"), partial=sink.get("partial"), over_budget=over_budget,
+                             last_phase_s=_in_last_phase(sink))
 
 
 def _server_event(line: str) -> tuple[str, int] | None:

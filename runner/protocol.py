@@ -4,6 +4,11 @@ The parent has a worker started for each model (forked by the fork server, runne
 runner.worker``), hands it one ``Job`` as JSON and reads JSON lines from it: ``{"event": "phase", "phase": P}``
 before each phase (so a crash or a hang can be attributed to the phase it happened in), then one ``{"event":
 "result", ...}`` line carrying a ``WorkerResult``. Whatever else the model prints goes to its log.
+
+Diagnostics (the kernel profile, the code fingerprint) run after the timed loop and must never cost its results:
+before the first of them the worker sends the result so far as ``{"event": "partial", ...}`` (a ``WorkerResult``),
+each diagnostic (DIAGNOSTIC_PHASES) may run ``Job.diagnostic_budget_s``: the parent kills a worker still in one
+when its budget is spent and keeps the partial result (runner.process).
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ from perfdash.generated_code import CodeFingerprint, KernelTime
 from runner.suites.base import ModelSpec, Tolerance
 
 # 2: peak memory measured by the timing worker (no memory job, no Job.purpose); 3: PyTorch's peak memory from the
-# warm-ups, perfdash's activation peak beside it
-PROTOCOL_VERSION = 3
+# warm-ups, perfdash's activation peak beside it; 4: partial results before the diagnostics, diagnostics' budgets
+PROTOCOL_VERSION = 4
 
 # Phases in the order the worker runs them.
 PHASE_LOAD = "load"
@@ -33,8 +38,16 @@ PHASE_MEMORY = "memory"  # performance: activation peak of one eager and one com
 PHASE_MEASURE = "measure"  # performance: interleaved timing
 PHASE_ACCURACY_COMPILED = "compiled_run"  # accuracy: the compiled model's output
 PHASE_KERNEL_PROFILE = "kernel_profile"  # performance: compiled steps under torch.profiler, after the timed loop
+PHASE_FINGERPRINT = "fingerprint"  # performance: the captured output code's fingerprint and packed source
 PHASES = (PHASE_LOAD, PHASE_VALIDATE, PHASE_EAGER_1ST, PHASE_EAGER_2ND, PHASE_FP64, PHASE_EAGER_WARMUP, PHASE_COMPILE,
-          PHASE_MEMORY, PHASE_MEASURE, PHASE_KERNEL_PROFILE, PHASE_ACCURACY_COMPILED)
+          PHASE_MEMORY, PHASE_MEASURE, PHASE_KERNEL_PROFILE, PHASE_FINGERPRINT, PHASE_ACCURACY_COMPILED)
+# Part of the compile phase, timed inside the compiled warm-up (so inside compile latency): what a fresh process's
+# first compile pays before compiling (importing Inductor's compiler, starting its compile-worker pool), its own figure.
+PHASE_COMPILE_SETUP = "compile_setup"
+# What runs after the timed loop only to explain it: capped by Job.diagnostic_budget_s each, and never fatal.
+DIAGNOSTIC_PHASES = frozenset({PHASE_KERNEL_PROFILE, PHASE_FINGERPRINT})
+# Seconds each diagnostic may take (kernel profile, fingerprint) unless the run says otherwise.
+DEFAULT_DIAGNOSTIC_BUDGET_S = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +72,7 @@ class Job:
     # Inductor on CUDA without CUDA graphs (the no_cudagraphs variant); the environment's TORCHINDUCTOR_CUDAGRAPHS
     # says the same to Inductor's configuration, this tells the worker to keep a compile mode from turning them on.
     disable_cudagraphs: bool = False
+    diagnostic_budget_s: float = DEFAULT_DIAGNOSTIC_BUDGET_S  # per diagnostic phase (DIAGNOSTIC_PHASES)
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -131,9 +145,12 @@ class WorkerResult:
     accuracy_compile_s: float | None = None
     # What a non-Dynamo backend did for this model (e.g. which ONNX exporter worked), for the manifest.
     backend_notes: dict[str, str] = field(default_factory=dict)
+    # A diagnostic that did not finish (DIAGNOSTIC_PHASES): its phase -> why (raised, over its budget, killed).
+    diagnostics_cut: dict[str, str] = field(default_factory=dict)
 
-    def to_json(self) -> str:
-        return json.dumps({"event": "result", **asdict(self)})
+    def to_json(self, event: str = "result") -> str:
+        """The result line; ``event="partial"``: the result so far, sent before the diagnostics."""
+        return json.dumps({"event": event, **asdict(self)})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WorkerResult:
@@ -153,6 +170,7 @@ class WorkerResult:
             accuracy_stats=data.get("accuracy_stats"),
             accuracy_compile_s=data.get("accuracy_compile_s"),
             backend_notes={str(k): str(v) for k, v in (data.get("backend_notes") or {}).items()},
+            diagnostics_cut={str(k): str(v) for k, v in (data.get("diagnostics_cut") or {}).items()},
         )
 
 

@@ -54,15 +54,23 @@ def serve(job_text: str, protocol: TextIO, start: float, run: JobRunner | None =
 
     inductor_overrides.apply(os.environ)  # perfdash run --inductor-config, as the configuration's env records it
     imported = time.perf_counter()
+
+    def send(result: WorkerResult, event: str) -> None:
+        protocol.write(dataclasses.replace(result, timings={"import": imported - start, **result.timings}
+                                           ).to_json(event) + "\n")
+        protocol.flush()
+
     if run is None:
+        import functools
+
         from runner.execute import run_job
 
-        run = run_job
+        # the timed results reach the parent before the diagnostics run (runner.protocol)
+        run = functools.partial(run_job, partial=functools.partial(send, event="partial"))
 
     result = run(job, emit)
-    timings = {"import": imported - start, **result.timings, "worker_total": time.perf_counter() - start}
-    protocol.write(dataclasses.replace(result, timings=timings).to_json() + "\n")
-    protocol.flush()
+    send(dataclasses.replace(result, timings={**result.timings, "worker_total": time.perf_counter() - start}),
+         "result")
 
 
 def run_forked(job_text: str, env: dict[str, str], protocol_fd: int, log_path: str) -> None:

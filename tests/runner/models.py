@@ -123,7 +123,7 @@ def big_weight(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.
 
 def where_built(batch_size: int, training: bool) -> tuple[nn.Module, tuple[torch.Tensor]]:
     """A tiny MLP that appends to $PERFDASH_TEST_PROCESS_LOG where it was built: its process, parent and process
-    group, whether the compiler was imported before the model was (the fork server imports it), whether jemalloc's
+    group, whether the compiler was imported before the model was (the fork server must not), whether jemalloc's
     background threads run in it, and the Inductor and Triton cache directories it would compile into."""
     import json
     import sys
@@ -215,3 +215,39 @@ def cached_decoder(batch_size: int, training: bool) -> tuple[nn.Module, dict[str
                                    max_position_embeddings=32, use_cache=True)
     ids = torch.randint(0, 64, (batch_size, 8), generator=torch.Generator().manual_seed(0))
     return BlenderbotSmallForCausalLM(config), {"input_ids": ids}
+
+
+class ProfileTrap(TinyMLP):
+    """tiny_mlp until the kernel profile after the timed loop, which it breaks: its calls made while torch.profiler
+    records are counted, and those after the memory phase's (one eager, one compiled call in inference) raise, abort
+    or hang, as a profile that fails, crashes or runs long."""
+
+    MEMORY_PHASE_CALLS = 2
+
+    def __init__(self, trap: str) -> None:
+        super().__init__()
+        self.trap = trap
+        self.profiled_calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _spring(self)
+        return self.net(x)
+
+
+@torch._dynamo.disable  # runs on every call of the compiled model too
+def _spring(model: ProfileTrap) -> None:
+    if not torch.autograd.profiler._is_profiler_enabled:
+        return
+    model.profiled_calls += 1
+    if model.profiled_calls <= model.MEMORY_PHASE_CALLS:
+        return
+    if model.trap == "raises":
+        raise RuntimeError("the kernel profile raised")
+    if model.trap == "aborts":
+        os.abort()
+    while True:
+        time.sleep(1)
+
+
+def profile_trap(batch_size: int, training: bool, trap: str) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return ProfileTrap(trap), _inputs(batch_size)

@@ -215,6 +215,6 @@ def test_performance_times_a_copy_while_the_loaded_model_stays_alive() -> None:
 
     job = replace(_job("py:models.py:counting", performance=True), accuracy=False)
     base = prepare(_built(job), job)
-    performance = _measure(base, job, Phases(lambda phase: None, {}), {})
+    performance = _measure(base, job, Phases(lambda phase: None, {}), {}).performance
     assert len(performance.eager_ms) == job.repeat
     assert float(base.module.calls) == 0  # Counting counts its forward calls in a buffer: the loaded model never ran

@@ -1,5 +1,6 @@
-"""The fork server: every worker is forked from one server per run that has imported torch and the compiler, each in
-a process group of its own; a server that dies is replaced; one that cannot start leaves fresh interpreters."""
+"""The fork server: every worker is forked from one server per run that has imported torch and Dynamo (not Inductor's
+compiler, which a fresh process imports in its first compile), each in a process group of its own; a server that dies
+is replaced; one that cannot start leaves fresh interpreters."""
 
 from __future__ import annotations
 
@@ -40,7 +41,9 @@ def test_workers_are_forked_from_one_server_and_a_dead_server_is_replaced(tmp_pa
     for worker in (first, second, third):
         assert worker["pgid"] == worker["pid"]  # its own process group: a timeout kills it and its children
         assert worker["ppid"] != os.getpid()  # forked by a server, not started by this process
-        assert worker["compiler_imported"] is True  # the server imported Inductor before forking
+        # Inductor's compiler is left to the worker's first compile, whose latency pays its import as a fresh
+        # process of PyTorch's harness does (issue 42)
+        assert worker["compiler_imported"] is False
         # The default allocator's MALLOC_CONF asks for jemalloc's background threads; the fork left them behind.
         assert worker["jemalloc_background_threads"] is True
     assert second["ppid"] == third["ppid"]  # one server for consecutive models
