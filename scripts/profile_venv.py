@@ -7,10 +7,11 @@ The test suite runs in one environment with every extra, so it cannot see that t
 only) lacks what the service needs, or that the service image (``.[service]``, no torch) imports torch. These venvs
 install exactly what each image installs (docker/*.Dockerfile): torch + torchvision, then ``pip install -e
 ".[runner]"``; or ``pip install -e ".[service]"``. Editable, as the images are, so the venv runs this clone's code
-as it is now; it is rebuilt when pyproject.toml changes. It lives outside the clone, under
-$PERFDASH_CACHE_DIR/venvs/<profile>-<hash of pyproject.toml, this clone's path, the Python version>, because the
-runner profile takes minutes and 5.5 GB to build (torch from local wheels). A lock makes concurrent callers wait for
-one build; a marker file written last makes an interrupted build start over.
+as it is now. It lives outside the clone, under $PERFDASH_CACHE_DIR/venvs/<profile>-<hash of the profile's
+requirements, the Python version>, because the runner profile takes minutes and 5.5 GB to build (torch from local
+wheels): a fresh clone (CI's) or an edit of pyproject.toml that changes no requirement reuses it, and only the
+seconds-long editable install of the clone is redone when the venv last pointed at another clone. A lock makes
+concurrent callers wait for one build; a marker file written last makes an interrupted build start over.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,10 +45,16 @@ def base_python() -> str:
     return getattr(sys, "_base_executable", None) or sys.executable
 
 
+def requirements(profile: str) -> list[str]:
+    """What the profile's install brings besides the project itself: pyproject.toml's core and extra requirements."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extra = PROFILES[profile][1].removeprefix(".[").removesuffix("]")
+    return [*project["dependencies"], *project["optional-dependencies"][extra]]
+
+
 def venv_path(profile: str) -> Path:
     key = hashlib.sha256()
-    key.update((REPO / "pyproject.toml").read_bytes())
-    key.update(str(REPO).encode())
+    key.update(json.dumps(requirements(profile)).encode())
     key.update(sys.version.encode())
     key.update(repr(PROFILES[profile]).encode())
     return cache_dir() / f"{profile}-{key.hexdigest()[:12]}"
@@ -64,28 +72,35 @@ def _run(command: list[str], log: Path) -> None:
 
 
 def _prune_siblings(profile: str, keep: Path) -> None:
-    """Older builds of this profile for this clone (pyproject changed since), and builds of clones that no longer
-    exist (CI's throwaway clones): 5.5 GB each."""
+    """Builds of this profile for other requirements (pyproject changed since): 5.5 GB each."""
     for other in keep.parent.glob(f"{profile}-*"):
-        if other == keep or not other.is_dir():
-            continue
-        try:
-            owner = json.loads((other / COMPLETE).read_text()).get("repo")
-        except (OSError, ValueError):
-            continue
-        if owner == str(REPO) or not Path(owner or "/nonexistent").is_dir():
+        if other != keep and other.is_dir():
             shutil.rmtree(other, ignore_errors=True)
+
+
+def _install_project(venv: Path, profile: str, log: Path) -> None:
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    _run([*pip, "--no-deps", "-e", str(REPO)], log)
+    (venv / COMPLETE).write_text(json.dumps({"profile": profile, "repo": str(REPO)}))
 
 
 def ensure(profile: str) -> Path:
     venv = venv_path(profile)
     venv.parent.mkdir(parents=True, exist_ok=True)
+    log = venv.parent / f"{venv.name}.log"
     with (venv.parent / f"{venv.name}.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (venv / COMPLETE).exists():
+        try:
+            built_for = json.loads((venv / COMPLETE).read_text()).get("repo")
+        except (OSError, ValueError):
+            built_for = None
+        if built_for == str(REPO):
+            return venv
+        if built_for is not None:  # built for another clone: point its editable install here
+            print(f"profile venv: {venv} now runs {REPO}", file=sys.stderr)
+            _install_project(venv, profile, log)
             return venv
         shutil.rmtree(venv, ignore_errors=True)
-        log = venv.parent / f"{venv.name}.log"
         log.write_text("")
         print(f"profile venv: building {venv} (log {log})", file=sys.stderr)
         _run([base_python(), "-m", "venv", str(venv)], log)
