@@ -5,7 +5,7 @@ TORCHINDUCTOR_FREEZING=1 as the nightly runs):
 
 - ``induced``: each tiny model of tests/runner/data/tiny_real.toml (resnet10t, BertForMaskedLM, tiny_mlp) run with
   Inductor's defaults and with each of INDUCED_SETTINGS (``perfdash run --inductor-config``); for each pair the code
-  comparison a finding makes (service.detection.code_change.compare_code on what the samples file carries) against
+  comparison a finding makes (perfdash.code_change.compare_code on what the samples file carries) against
   the kernels that really changed, found independently: a line diff of the two stored sources, each changed line
   assigned to the kernel whose definition it falls in (wrapper lines count for no kernel). A case is a hit when every
   kernel that really changed is among those the finding names. Target: hits in >= 90 % of the cases.
@@ -75,7 +75,7 @@ def _only(names: tuple[str, ...]) -> str:
 
 
 def _side(samples):  # -> CodeSide
-    from service.detection.code_change import CodeSide
+    from perfdash.code_change import CodeSide
 
     return CodeSide(samples.code.digest, samples.code.kernel_map, {k.name: k.self_us for k in samples.kernel_times})
 
@@ -107,9 +107,9 @@ def really_changed(old: str, new: str) -> set[str]:
 
 
 def induced(workdir: Path) -> None:
+    from perfdash.code_change import compare_code
     from perfdash.contract import read_samples
     from perfdash.generated_code import unpack_source
-    from service.detection.code_change import compare_code
 
     def samples_of(report) -> dict:
         return {s.name: s for s in read_samples(report.paths.samples)}
@@ -168,8 +168,8 @@ def _changed_lines(old: str, new: str) -> list[str]:
 def releases(workdir: Path, base_python: str | None) -> None:
     import subprocess
 
+    from perfdash.code_change import compare_code, slowed_kernels
     from perfdash.generated_code import unpack_source
-    from service.detection.code_change import compare_code, slowed_kernels
 
     if not base_python:
         raise SystemExit("releases: --base-python (the interpreter of the base release's environment) is needed")

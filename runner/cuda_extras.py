@@ -7,7 +7,7 @@ failing on its own. Without ``--record`` a mismatch exits 1.
 
 What each package says it was built for, read from its files without importing it (no GPU where images are built):
 
-- torch: ``torch/version.py``'s ``cuda`` (runner.manifest.torch_build);
+- torch: ``torch/version.py``'s ``cuda`` (perfdash.torch_spec; not runner.manifest, which imports runner.backends);
 - onnxruntime-gpu: ``onnxruntime/capi/build_and_package_info.py``'s ``cuda_version`` (a CPU build has none);
 - torch-tensorrt: ``torch_tensorrt/_version.py``'s ``__cuda_version__``;
 - TensorRT's wheels: the ``-cuNN`` of their distribution names (``tensorrt-cu12``, ``tensorrt_cu13_libs`` ...).
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from runner.manifest import torch_build
+from perfdash.torch_spec import torch_version_file, version_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +35,11 @@ class CudaBuild:
 
     package: str
     cuda: str | None
+
+
+def _torch_cuda() -> str | None:
+    """The CUDA version torch was built for, from ``torch/version.py`` (None: a CPU build, or no torch)."""
+    return version_field(torch_version_file(), "cuda")
 
 
 def major(version: str | None) -> str | None:
@@ -126,7 +131,7 @@ def backend_mismatches(backend: str, torch_cuda: str | None, builds: Iterable[Cu
 
 def installed_mismatches(backend: str) -> list[str]:
     """What ``perfdash run --backend B --device cuda`` checks before any model (runner.backends.check)."""
-    return backend_mismatches(backend, torch_build()[2], installed_builds())
+    return backend_mismatches(backend, _torch_cuda(), installed_builds())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="on a mismatch, append the messages to FILE and exit 0 (the image is still built for "
                              "the Inductor cells; the backend cells refuse with the same message)")
     args = parser.parse_args(argv)
-    torch_cuda = torch_build()[2]
+    torch_cuda = _torch_cuda()
     builds = installed_builds()
     errors = mismatches(torch_cuda, builds) if builds else []
     for build in builds:

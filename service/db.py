@@ -14,6 +14,14 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.settings import Settings
 
 
+def database_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database could not be reached (retry later), not that the request was wrong. The one
+    home of the database-down answer: the API's 503, the CLI's message, ingest's retry and detection's deferral."""
+    if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    return isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError | sa.exc.TimeoutError)
+
+
 class InputRejected(ValueError):
     """A value the database cannot store faithfully (a NUL byte in text); raised before the statement is sent."""
 
@@ -65,8 +73,6 @@ def session_scope(settings: Settings) -> Iterator[Session]:
 def unavailable_message(exc: BaseException, settings: Settings) -> str | None:
     """One line for a command whose database cannot be reached (down, refusing, unknown host, failing over), naming
     the database without its password; None for any other error."""
-    from service.ingest import database_unavailable
-
     if not database_unavailable(exc):
         return None
     try:
@@ -87,8 +93,6 @@ def wait_until_reachable(database_url: str, seconds: float, interval_s: float = 
     """Whether the database accepted a connection within ``seconds`` (tried every ``interval_s``). For a migration
     started together with its database, where the orchestrator does not wait for the database's health check
     (podman before 4.6, a Kubernetes init container)."""
-    from service.ingest import database_unavailable
-
     engine = make_engine(database_url)
     deadline = time.monotonic() + seconds
     try:

@@ -55,6 +55,7 @@ from perfdash.manifest import MachineInfo, Manifest, RunConfig, json_int
 from perfdash.metric_registry import RESULT_METRICS, Source
 from perfdash.metrics import model_warnings, summarize_results
 from perfdash.pytorch_json import KeyHints, ParsedRecords, looks_like_records, parse_records
+from service.db import database_unavailable
 from service.locks import LockSpace, holding, lock_for_transaction, text_key
 from service.models import Configuration, GeneratedCode, Machine, Result, Run, RunSummary, Series
 from service.release_verdicts import refresh_configurations
@@ -677,13 +678,6 @@ def store_runs(session: Session, bundles: Sequence[RunBundle]) -> list[IngestedR
 
 # Runs whose hooks are retried by one ingest: enough for the runs of a night that met a database outage.
 PENDING_HOOKS_BATCH = 50
-
-
-def database_unavailable(exc: BaseException) -> bool:
-    """Whether ``exc`` says the database could not be reached (retry later), not that the request was wrong."""
-    if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
-        return True
-    return isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError | sa.exc.TimeoutError)
 
 
 def run_hooks(session: Session, run_ids: Sequence[int], hooks: Sequence[PostIngestHook]) -> list[str]:

@@ -29,9 +29,9 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
 def _direct(args: argparse.Namespace, settings: Settings, groups: dict[Path, dict[str, bytes]]) -> int:
     from sqlalchemy import exc as sa_exc
 
-    from service.db import InputRejected, session_scope
+    from service.db import InputRejected, database_unavailable, session_scope
     from service.hooks import post_ingest_hooks
-    from service.ingest import IngestConflict, IngestDefaults, bundles_from_files, database_unavailable, ingest
+    from service.ingest import IngestConflict, IngestDefaults, bundles_from_files, ingest
     from service.migrate import current_heads, head_revision, upgrade
 
     try:

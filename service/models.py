@@ -336,7 +336,7 @@ class Finding(Base):
     confirmation: Mapped[str] = mapped_column(sa.String(16), default=ConfirmationState.NONE.value,
                                               server_default=ConfirmationState.NONE.value, index=True)
     confirmation_result: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)  # the A/B figures
-    # did the generated code change between the two runs compared (service.detection.code_change; migration 0010)
+    # did the generated code change between the two runs compared (perfdash.code_change; migration 0010)
     code_change: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
     created_at: Mapped[datetime] = mapped_column(server_default=sa.func.now())
 

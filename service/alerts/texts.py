@@ -4,8 +4,8 @@ mention, link or markup of its own); service.alerts.issues decides when they are
 from __future__ import annotations
 
 from perfdash.axes import run_command, stored_axes
+from perfdash.code_change import describe
 from perfdash.verdicts import BisectionVerdictName, ConfirmationState, category
-from service.detection.code_change import describe
 from service.github import safe
 from service.models import BisectionRequest, Finding
 

@@ -18,7 +18,7 @@ from urllib.parse import unquote_to_bytes
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.ingest import database_unavailable
+from service.db import database_unavailable
 
 logger = logging.getLogger(__name__)
 

@@ -36,6 +36,7 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from perfdash.code_change import CODE_UNKNOWN, CodeChange, compare_code
 from perfdash.contract import display_status
 from perfdash.judgement import Side, change_verdict, direction, judge
 from perfdash.metric_registry import (
@@ -67,7 +68,6 @@ from service.detection.changepoint import (
     detect_change_points,
     detect_change_points_many,
 )
-from service.detection.code_change import CODE_UNKNOWN, CodeChange, compare_code
 from service.detection.environment import ShiftConfig, common_shift, manifest_differences, series_move
 from service.models import Annotation, ChangePointRow, Finding, Result, Run, RunSummary
 from service.queries.detection import (
@@ -370,7 +370,7 @@ def _store_found(session: Session, run: Run, series_id: int | None, model: str |
 
 
 def _code_change(session: Session, old_run_id: int, new_run_id: int, model: str) -> CodeChange:
-    """Whether the generated code of ``model`` changed between the two runs (service.detection.code_change); the
+    """Whether the generated code of ``model`` changed between the two runs (perfdash.code_change); the
     torch build counts as environment here (the code calls torch's own kernels)."""
     old, new = session.get(Run, old_run_id), session.get(Run, new_run_id)
     if old is None or new is None:  # deleted since the detection began

@@ -90,8 +90,8 @@ def batches(parts: Sequence[Sequence[int]], count: int) -> list[list[int]]:
 def detect_one(session: Session, run_id: int, incremental: bool, keep: bool = True) -> RunOutcome:
     """detect_run and commit (``keep``; else roll back: a measurement), a failure rolled back and reported (the hook's
     contract: it never raises)."""
+    from service.db import database_unavailable
     from service.detection.detector import detect_run
-    from service.ingest import database_unavailable
 
     start = time.process_time()
     try:

@@ -18,10 +18,10 @@ import jinja2
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
+from perfdash.code_change import describe
 from perfdash.metric_registry import RESULT_METRICS, SUMMARY_METRICS, ResultMetric, shown_metrics
 from perfdash.metrics import SuiteSummary
 from perfdash.verdicts import REGRESSION, ConfirmationState, category
-from service.detection.code_change import describe
 from service.github import safe
 from service.models import Configuration, Finding, Run, RunSummary
 from service.queries.detection import (
@@ -98,7 +98,7 @@ class ReportContext:
     fixed: list[Finding] = field(default_factory=list)
     environment: list[Finding] = field(default_factory=list)  # environment changes: one finding each
     models_dropped: list[Finding] = field(default_factory=list)
-    # same code, same environment, different time (service.detection.code_change): no issue; and the gauge, all
+    # same code, same environment, different time (perfdash.code_change): no issue; and the gauge, all
     # such events of these configurations so far
     machine_changes: list[Finding] = field(default_factory=list)
     same_code_count: int = 0

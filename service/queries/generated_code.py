@@ -9,9 +9,9 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from perfdash.code_change import CodeSide
 from perfdash.generated_code import unpack_source
 from perfdash.verdicts import MACHINE_CHANGE
-from service.detection.code_change import CodeSide
 from service.models import ChangePointRow, Finding, GeneratedCode
 
 MAX_DIFF_LINES = 2000  # lines of a code diff shown; the rest is cut (the sources themselves are capped at ingest)

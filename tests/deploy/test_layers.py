@@ -6,8 +6,10 @@ interpreter has loaded after importing a whole layer."""
 from __future__ import annotations
 
 import ast
+import graphlib
 import subprocess
 import sys
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 import pytest
@@ -100,3 +102,105 @@ def test_the_database_and_the_reads_import_no_web_framework() -> None:
     paths = [REPO / "service" / "db.py", *sorted((REPO / "service" / "queries").rglob("*.py"))]
     assert [f"{p.relative_to(REPO)}:{line}" for p in paths for package, line in sorted(imported_packages(p))
             if package in {"fastapi", "starlette"}] == []
+
+
+# Inside the service, top to bottom: a module imports from its own layer or below, never above (docs/architecture.md,
+# "Layers"). A module belongs to the layer of its longest listed prefix.
+SERVICE_LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"service.app", "service.cli", "service.ingest_cli", "service.export_cli", "service.summary_cli",
+               "service.nightly", "service.hooks", "service.prometheus", "service.request_log",
+               "service.detection.cli"}),                                           # entry points and wiring
+    frozenset({"service.api", "service.web"}),                                      # HTTP routes and pages
+    frozenset({"service.detection", "service.ingest", "service.release_verdicts", "service.retention",
+               "service.backup", "service.migrate"}),                               # what writes: ingest, detection
+    frozenset({"service.alerts"}),                                                  # what follows a finding
+    frozenset({"service.github"}),                                                  # the GitHub adapter
+    frozenset({"service.queries"}),                                                 # the reads
+    frozenset({"service", "service.models", "service.github.models", "service.db", "service.locks",
+               "service.settings"}),                                                # tables, sessions, settings
+)
+
+
+def module_names(folder: Path, package: str) -> dict[str, Path]:
+    return dict(zip(_modules(folder, package), sorted(folder.rglob("*.py")), strict=True))
+
+
+def imported_modules(path: Path, known: Collection[str]) -> set[str]:
+    """The modules of ``known`` that a file imports when it runs (function-local imports included, those under
+    ``if TYPE_CHECKING:`` left out: they never execute). ``from package import name`` is the submodule when ``name``
+    is one, else the package."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    typing_only = {id(inner) for node in ast.walk(tree)
+                   if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+                   for statement in node.body for inner in ast.walk(statement)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in known else node.module
+                     for alias in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in known:  # `import service.web.pages.x` -> the module that holds it
+                name = name.rpartition(".")[0]
+            if name:
+                found.add(name)
+    return found
+
+
+def import_graph(folder: Path, package: str) -> dict[str, set[str]]:
+    known = module_names(folder, package)
+    return {name: imported_modules(path, known) - {name} for name, path in known.items()}
+
+
+def import_circle(graph: Mapping[str, Collection[str]]) -> list[str]:
+    try:
+        list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as circle:
+        return list(circle.args[1])
+    return []
+
+
+def service_layer(module: str) -> int:
+    prefix = module
+    while prefix:
+        for rank, layer in enumerate(SERVICE_LAYERS):
+            if prefix in layer:
+                return rank
+        prefix = prefix.rpartition(".")[0]
+    raise AssertionError(f"{module} is in no layer of SERVICE_LAYERS: add it")
+
+
+def upward_imports(graph: Mapping[str, Collection[str]]) -> list[str]:
+    return [f"{module} imports {target}" for module, targets in sorted(graph.items()) for target in sorted(targets)
+            if service_layer(target) < service_layer(module)]
+
+
+@pytest.mark.parametrize("package", ["service", "runner"])
+def test_no_import_circle(package: str) -> None:
+    assert import_circle(import_graph(REPO / package, package)) == []
+
+
+def test_no_service_import_points_up_its_layers() -> None:
+    assert upward_imports(import_graph(REPO / "service", "service")) == []
+
+
+def test_the_checks_see_a_circle_and_an_upward_import(tmp_path: Path) -> None:
+    # Both checks must be able to fail: the circle goes through a function-local import (as runner.backends ->
+    # runner.cuda_extras -> runner.manifest -> runner.backends once did), the typing-only import is no circle.
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from pkg.b import f\n")
+    (package / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\n"
+                                  "def f():\n    from pkg.c import g\n")
+    (package / "c.py").write_text("from pkg import a\n")
+    graph = import_graph(package, "pkg")
+    assert graph["pkg.b"] == {"pkg.c"}
+    assert sorted(import_circle(graph)[:-1]) == ["pkg.a", "pkg.b", "pkg.c"]
+    assert upward_imports({"service.queries.x": {"service.detection.detector"}, "service.api.y": {"service.db"}}) \
+        == ["service.queries.x imports service.detection.detector"]

@@ -1,4 +1,4 @@
-"""Findings that say what the compiler changed (service.detection.code_change), on a real Postgres with runs stored
+"""Findings that say what the compiler changed (perfdash.code_change), on a real Postgres with runs stored
 through ingest and real Inductor output code (tests/contract/data/inductor_output_cpu.txt)."""
 
 from __future__ import annotations
@@ -7,11 +7,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from perfdash.contract import ModelSamples
-from perfdash.generated_code import KernelTime, fingerprint, normalise, pack_source
-from perfdash.verdicts import MACHINE_CHANGE
-from service.alerts.issues import issue_finding_ids
-from service.detection.code_change import (
+from perfdash.code_change import (
     CODE_CHANGED,
     CODE_UNCHANGED,
     CODE_UNKNOWN,
@@ -19,6 +15,10 @@ from service.detection.code_change import (
     CodeSide,
     compare_code,
 )
+from perfdash.contract import ModelSamples
+from perfdash.generated_code import KernelTime, fingerprint, normalise, pack_source
+from perfdash.verdicts import MACHINE_CHANGE
+from service.alerts.issues import issue_finding_ids
 from service.detection.detector import detect_run
 from service.models import BisectionRequest, Finding
 from service.queries.generated_code import code_diff, digests_by_run, same_code_gauge

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from perfdash.code_change import CODE_CHANGED, CODE_UNCHANGED, CodeSide, compare_code
 from perfdash.contract import ModelSamples, read_samples
 from perfdash.manifest import Manifest
 from runner.api import RunReport, run_suite
 from runner.inductor_overrides import ENV_NAME, encode, parse
 from runner.options import RunOptions
-from service.detection.code_change import CODE_CHANGED, CODE_UNCHANGED, CodeSide, compare_code
 
 DATA = Path(__file__).parent / "data"
 TIMEOUT_S = 300.0  # a cold compile of a tiny model on a busy 2-core machine
