@@ -80,12 +80,60 @@ def minimum_detectable_effect(
     return max(math.expm1(log_step), min_effect)
 
 
-def series_noise(values: Sequence[float], *, min_effect: float, p_value: float, before: int) -> SeriesNoise | None:
-    """Noise figures of one series from its unchanged runs' values (positive), or None with too few runs."""
+def series_noise(
+    values: Sequence[float], *, min_effect: float, p_value: float, before: int | None = None
+) -> SeriesNoise | None:
+    """Noise figures of one series from its unchanged runs' values (positive), or None with too few runs.
+
+    ``before``: the settled level's length in the t-test; by default the unchanged runs themselves are that level.
+    """
     positive = [v for v in values if v > 0]
     if len(positive) < MIN_RUNS:
         return None
     cv = robust_cv(positive)
-    mde = minimum_detectable_effect(cv, min_effect=min_effect, p_value=p_value, before=before)
+    level = len(positive) if before is None else before
+    mde = minimum_detectable_effect(cv, min_effect=min_effect, p_value=p_value, before=level)
     return SeriesNoise(runs=len(positive), robust_cv=cv, minimum_detectable_effect=mde)
 
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadChange:
+    """The spread of a series' newest runs against its earlier runs, the median holding (issue 39 item 4)."""
+
+    cv_before: float
+    cv_after: float
+    p_value: float
+
+
+def spread_change(
+    earlier: Sequence[float],
+    newest: Sequence[float],
+    *,
+    ratio: float = 3.0,
+    p_value_max: float = 1e-3,
+    median_within: float = 0.05,
+) -> SpreadChange | None:
+    """A jump of the between-run spread (e.g. 3 % to 20 %) while the median holds, or None.
+
+    Brown-Forsythe's test (scipy's ``levene(center="median")``, robust to the few outlying runs that every series
+    has) on the log values decides; the robust CV must also grow ``ratio``-fold, and the medians stay within
+    ``median_within`` or two standard errors of the new median (a moved median is a change point's finding, not
+    this one's). A bimodal series (runs alternating between two levels) has a large MAD against a tight earlier one,
+    so the same test catches it.
+    """
+    if len(earlier) < MIN_RUNS or len(newest) < MIN_RUNS:
+        return None
+    before, after = np.log(np.asarray(earlier, dtype=float)), np.log(np.asarray(newest, dtype=float))
+    cv_before, cv_after = robust_cv(earlier), robust_cv(newest)
+    # The median holds within the larger of median_within and two standard errors of the newest runs' median
+    # (1.2533 sigma / sqrt(n) for a normal sample): a wide new spread moves its own median by chance.
+    holds_within = max(math.log1p(median_within), 2 * 1.2533 * cv_after / math.sqrt(len(after)))
+    if abs(float(np.median(after) - np.median(before))) > holds_within:
+        return None
+    if cv_after < ratio * max(cv_before, 1e-3):
+        return None
+    p_value = float(stats.levene(before, after, center="median").pvalue)
+    if p_value > p_value_max:
+        return None
+    return SpreadChange(cv_before=cv_before, cv_after=cv_after, p_value=p_value)

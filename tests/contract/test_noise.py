@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from perfdash.noise import minimum_detectable_effect, robust_cv, series_noise
+from perfdash.noise import minimum_detectable_effect, robust_cv, series_noise, spread_change
 
 POLICY = {"min_effect": 0.05, "p_value": 1.5e-3, "before": 8}
 
@@ -32,3 +32,17 @@ def test_series_noise_flags_a_series_that_cannot_catch_five_percent() -> None:
     assert loud is not None and not loud.catches(0.05)
     assert loud.sigmas_beyond(0.20) < quiet.sigmas_beyond(0.20)
     assert series_noise([1.0, 1.1, 1.2], **POLICY) is None
+
+
+def test_a_spread_jump_with_the_median_holding_is_a_spread_change() -> None:
+    rng = np.random.default_rng(2)
+    earlier = list(1.5 * np.exp(rng.normal(0, 0.03, 20)))
+    jumped = list(1.5 * np.exp(rng.normal(0, 0.20, 12)))
+    steady = list(1.5 * np.exp(rng.normal(0, 0.03, 12)))
+    bimodal = [1.5 * 1.25 ** (1 if i % 2 else -1) for i in range(12)]
+    moved = list(1.9 * np.exp(rng.normal(0, 0.20, 12)))
+    change = spread_change(earlier, jumped)
+    assert change is not None and change.cv_after > 3 * change.cv_before
+    assert spread_change(earlier, bimodal) is not None
+    assert spread_change(earlier, steady) is None
+    assert spread_change(earlier, moved) is None
