@@ -91,12 +91,8 @@ MACHINE_CHANGE = Verdict("machine_change", Severity.NOTE, "machine change", "Sam
                          report_section="machine_changes",
                          hint="the generated code, the torch build and the machine's software are unchanged")
 
-# A series' between-run spread that jumped or turned bimodal while its median held (issue 39, perfdash.noise).
-NOISE_CHANGE = Verdict("noise_change", Severity.NOTE, "noise change", "Noise changes", report_section="noise_changes",
-                       hint="the median held; the spread between runs grew")
-
 FINDING_CATEGORIES: tuple[Verdict, ...] = (REGRESSION, NEW_FAILURE, IMPROVEMENT, FIXED, ENVIRONMENT, MODELS_DROPPED,
-                                           MACHINE_CHANGE, NOISE_CHANGE)
+                                           MACHINE_CHANGE)
 
 # the ignore: as ModelVerdictName's, members from a table
 FindingCategoryName = StrEnum("FindingCategoryName",  # type: ignore[misc]

@@ -47,7 +47,6 @@ from perfdash.metric_registry import (
     better_of,
     min_effect_of,
 )
-from perfdash.noise import MIN_RUNS, spread_change
 from perfdash.verdicts import (
     ENVIRONMENT,
     FIXED,
@@ -55,7 +54,6 @@ from perfdash.verdicts import (
     MACHINE_CHANGE,
     MODELS_DROPPED,
     NEW_FAILURE,
-    NOISE_CHANGE,
     REGRESSION,
     FindingKind,
     UnknownVerdict,
@@ -88,8 +86,6 @@ from service.queries.torch_versions import is_release
 logger = logging.getLogger(__name__)
 
 SUITE_METRIC = GEOMEAN.key  # change points of the suite's clipped geomean speedup; series_id NULL
-NOISE_WINDOW = 8  # a series' newest runs whose spread is compared with the runs before them (perfdash.noise)
-NOISE_HISTORY = 40  # runs read for it
 MODELS_DROP = 0.2  # relative: a fifth of the suite's models missing against the previous run
 
 
@@ -459,32 +455,6 @@ def performance_change_points(d: RunDetection) -> list[Finding | None]:
     return found
 
 
-def noise_changes(d: RunDetection) -> list[Finding | None]:
-    """A series whose spread over its newest NOISE_WINDOW runs jumped (or turned bimodal) against the runs before,
-    its median holding (perfdash.noise.spread_change); filed on the night it first shows, with those runs."""
-    session, run = d.session, d.run
-    series_in_run = passing_series(session, run.id)
-    history = _series_points(session, run, list(series_in_run), last_runs=NOISE_HISTORY)
-    found: list[Finding | None] = []
-    for (series_id, metric), points in history.items():
-        if len(points) < NOISE_WINDOW + MIN_RUNS or points.run_ids[-1] != run.id:
-            continue
-        values = list(points.values)
-        change = spread_change(values[:-NOISE_WINDOW], values[-NOISE_WINDOW:])
-        if change is None or spread_change(values[:-NOISE_WINDOW - 1], values[-NOISE_WINDOW - 1:-1]) is not None:
-            continue  # no jump, or one already filed on an earlier night
-        first_run = points.run_ids[-NOISE_WINDOW]
-        found.append(_add_finding(session, Finding(
-            key=f"noise:{series_id}:{metric}:{run.id}", kind=FindingKind.PERFORMANCE, category=NOISE_CHANGE.name,
-            configuration_id=run.configuration_id, series_id=series_id, run_id=run.id,
-            model=series_in_run[series_id], metric=metric, old_value=change.cv_before, new_value=change.cv_after,
-            change_pct=100.0 * (change.cv_after / max(change.cv_before, 1e-12) - 1.0), p_value=change.p_value,
-            summary=(f"{series_in_run[series_id]} {metric}: between-run spread {100 * change.cv_before:.1f}% -> "
-                     f"{100 * change.cv_after:.1f}% over the {NOISE_WINDOW} runs from run {first_run}, "
-                     "median unchanged"))))
-    return found
-
-
 def passrate_drop(d: RunDetection) -> list[Finding | None]:
     """The suite's passrate dropping by PASSRATE_ALERT_DROP or more against the previous run."""
     session, run, previous = d.session, d.run, d.previous_run
@@ -557,7 +527,6 @@ RULES: tuple[Rule, ...] = (
     Rule("models_dropped", (MODELS_DROPPED,), models_dropped),
     Rule("performance", (REGRESSION, IMPROVEMENT, MACHINE_CHANGE), performance_change_points, needs_previous=False),
     Rule("passrate", (REGRESSION,), passrate_drop),
-    Rule("noise", (NOISE_CHANGE,), noise_changes),
     Rule("suite_geomean", (REGRESSION, IMPROVEMENT, MACHINE_CHANGE), suite_geomean_change_points, needs_previous=False),
 )
 
