@@ -215,7 +215,8 @@ def load(workdir: Path) -> None:
     from service.alerts.issues import issue_finding_ids
     from service.db import make_engine, make_session_factory
     from service.detection.detector import detect_run
-    from service.ingest import bundles_from_files, ingest
+    from service.ingest.files import bundles_from_files
+    from service.ingest.upload import ingest
     from service.migrate import upgrade
     from service.models import Finding
     from service.queries.generated_code import same_code_gauge

@@ -344,7 +344,7 @@ class _Loaded:
 
 @dataclass(frozen=True, slots=True)
 class RawSamples:
-    """Raw samples for the last ``nights`` nights of a history, as the runner stores them (service/ingest.py
+    """Raw samples for the last ``nights`` nights of a history, as the runner stores them (service/ingest/store.py
     ``_samples_json``): ``per_side`` timings each of eager and compiled, in ms at full float precision, around the
     night's medians with 2 % noise, and the activation peaks perfdash's runner measures."""
 
@@ -439,7 +439,9 @@ def fill_database(url: str, *, years: float = 3.0, n_models: int = 150, n_config
     night. ``samples``: the last nights carry raw samples (none by default: the size of a history without them).
     """
     from service.db import make_engine, make_session_factory
-    from service.ingest import RunBundle, ingest, run_key
+    from service.ingest.bundle import RunBundle
+    from service.ingest.keys import run_key
+    from service.ingest.upload import ingest
     from service.migrate import upgrade
     from service.models import Run, Series
     from service.release_verdicts import refresh_all

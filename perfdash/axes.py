@@ -5,8 +5,8 @@ ones), its type, its vocabulary (from the contract), the ``perfdash run`` flag t
 configuration (service.models.Configuration), whether it enters the configuration key and whether pages and the API
 filter on it. What derives from this table:
 
-- the configuration key and the stored configuration's columns (service.ingest: ``configuration_identity``,
-  ``configuration_columns``);
+- the configuration key and the stored configuration's columns (``configuration_identity`` in service.ingest.keys,
+  ``configuration_columns`` in service.ingest.store);
 - the runner's vocabulary checks and flag choices (runner.options; ``add_choice_flags`` for the command lines of
   runner.cli, runner.scale_cli and perfbisect.cli) and the repro command of a series
   (``run_flags``, used by the Model page and by the bisect tool's ``perfdash run``);

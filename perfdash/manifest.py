@@ -48,7 +48,8 @@ from perfdash.contract import (
 # stays one), booleans are ``true`` and ``false`` (lax mode took ``1`` and ``"yes"``), date-times are RFC 3339 text
 # with their offset (lax mode took ``0`` and ``"1700000000"`` for Unix times). Unknown fields are ignored, as the
 # schema allows (fields have been added without a new schema_version; older readers skip them), and the content hash
-# (service/ingest.py) is taken over the fields the model keeps, so an ignored field never changes a run's identity.
+# (service/ingest/bundle.py) is taken over the fields the model keeps, so an ignored field never changes a run's
+# identity.
 
 # RFC 3339's date-time (JSON Schema's ``format: date-time``): date, ``T``, time, and an offset or ``Z``.
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")

@@ -38,7 +38,7 @@ from service.api.handlers import install_error_handlers
 from service.api.limits import BodySizeLimit
 from service.api.query_token import RefuseTokenInQuery
 from service.db import make_engine, make_session_factory
-from service.ingest import PostIngestHook
+from service.ingest.hooks import PostIngestHook
 from service.prometheus import ServiceMetrics
 from service.prometheus import router as metrics_router
 from service.request_log import RequestLog

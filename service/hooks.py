@@ -1,11 +1,11 @@
-"""The post-ingest hooks the app and the CLI run after each stored run (see service.ingest.PostIngestHook).
+"""The post-ingest hooks the app and the CLI run after each stored run (see service.ingest.hooks.PostIngestHook).
 
 Add a hook here with one line; both `create_app()` and `perfdash ingest` use this list.
 """
 
 from __future__ import annotations
 
-from service.ingest import PostIngestHook
+from service.ingest.hooks import PostIngestHook
 from service.settings import Settings
 
 

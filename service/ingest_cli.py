@@ -31,7 +31,9 @@ def _direct(args: argparse.Namespace, settings: Settings, groups: dict[Path, dic
 
     from service.db import InputRejected, database_unavailable, session_scope
     from service.hooks import post_ingest_hooks
-    from service.ingest import IngestConflict, IngestDefaults, bundles_from_files, ingest
+    from service.ingest.files import IngestDefaults, bundles_from_files
+    from service.ingest.store import IngestConflict
+    from service.ingest.upload import ingest
     from service.migrate import current_heads, head_revision, upgrade
 
     try:

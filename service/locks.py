@@ -6,11 +6,11 @@ Each lock is a pair (space, key) of 32-bit integers, Postgres' two-argument form
 content key). Whoever takes several takes them in one sorted order, so two processes never wait on each other in a
 circle. SQLite (the embedded default, one process) takes none: there is nobody to lock out.
 
-- ``INGEST_*``: transaction locks taken by an upload before it reads what is stored (service.ingest.store_runs): two
-  uploads of the same run store it once, two uploads that bring the same new machine, configuration or series
-  create it once. Released by the upload's commit.
+- ``INGEST_*``: transaction locks taken by an upload before it reads what is stored
+  (service.ingest.store.store_runs): two uploads of the same run store it once, two uploads that bring the same new
+  machine, configuration or series create it once. Released by the upload's commit.
 - ``RUN_HOOKS``: session locks, one per configuration, held while a process runs the post-ingest hooks
-  (detection) of that configuration's runs (service.ingest.run_hooks): a run is detected once, and the runs of one
+  (detection) of that configuration's runs (service.ingest.hooks.run_hooks): a run is detected once, and the runs of one
   configuration are never detected by two processes at once (detection reads and writes a configuration's history,
   baselines and findings). A process that dies lets go of them with its connection; its runs stay pending.
 - ``MIGRATION``: one session lock around `perfdash db upgrade` (service.migrate): replicas that start together

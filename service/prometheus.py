@@ -28,7 +28,7 @@ from starlette.types import Scope
 from service.api.deps import SessionDep
 
 if TYPE_CHECKING:
-    from service.ingest import IngestReport
+    from service.ingest.upload import IngestReport
     from service.queries.backlog import Backlog
 
 logger = logging.getLogger(__name__)

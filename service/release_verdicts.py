@@ -11,7 +11,7 @@ latest id. What a pair holds is service.queries.releases.judge_pairs', under the
 perfdash.judgement.criteria_words). Runs never change once stored; a deleted run takes its pairs with it (foreign
 keys ON DELETE CASCADE). :func:`refresh_configuration` brings one configuration's pairs to what its runs ask for: it
 adds the missing pairs and drops those no longer asked for (an older latest run, other criteria). Ingest runs it in the
-upload's transaction for each configuration that got a run (service.ingest.store_runs: like a run's summary, a
+upload's transaction for each configuration that got a run (service.ingest.store.store_runs: like a run's summary, a
 stored run has its pairs whatever post-ingest hooks run), the API after deleting a run, migration 0013 over every
 configuration (:func:`refresh_all`), and bench/synthetic_history.py after a fill.
 """

@@ -1,6 +1,6 @@
 """Retention of raw samples: drop the raw timings of old runs' results, keep every statistic made from them.
 
-A result's ``samples`` (service/ingest.py ``_samples_json``) holds the runner's raw timings, ``eager_ms`` and
+A result's ``samples`` (service/ingest/store.py ``_samples_json``) holds the runner's raw timings, ``eager_ms`` and
 ``compiled_ms`` (~100 floats, most of the row's bytes at PyTorch's matrix), beside perfdash's activation peaks. What
 reads them: the speedup's confidence interval, computed once at ingest into ``speedup_ci_low``/``speedup_ci_high``;
 the Model page's activation-peak history (service/queries/history.py, the two peaks, which compaction keeps); the

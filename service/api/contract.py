@@ -69,8 +69,8 @@ def install_openapi(app: FastAPI, components: Mapping[str, Any]) -> None:
 
 def _bound_strings(node: object) -> None:
     """Every free string of a body schema, and every key of a free-keyed object, says NO_NUL: the models refuse a
-    NUL (perfdash.manifest.Manifest, service.ingest.ResultPayload) and the database refuses what they let through
-    (service/db.py), so a schema without the pattern called such a body valid."""
+    NUL (perfdash.manifest.Manifest, service.ingest.payload.ResultPayload) and the database refuses what they let
+    through (service/db.py), so a schema without the pattern called such a body valid."""
     if isinstance(node, list):
         for item in node:
             _bound_strings(item)

@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from perfdash.contract import ContractError
 from service.api.errors import RETRY_AFTER_S, ascii_json
 from service.db import InputRejected, database_unavailable
-from service.ingest import IngestConflict
+from service.ingest.store import IngestConflict
 
 
 async def contract_error(_request: Request, exc: ContractError) -> Response:

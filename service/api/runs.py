@@ -17,15 +17,10 @@ from perfdash.manifest import parse_date_time
 from service.api.auth import AUTH_RESPONSES, AdminScope, IngestScope, audit_detail
 from service.api.contract import NO_NUL
 from service.api.deps import RunFilterDep, SessionDep, json_response
-from service.ingest import (
-    IngestDefaults,
-    RunBundle,
-    RunPayload,
-    bundle_from_payload,
-    bundles_from_files,
-    check_file_names,
-    ingest,
-)
+from service.ingest.bundle import RunBundle
+from service.ingest.files import IngestDefaults, bundles_from_files, check_file_names
+from service.ingest.payload import RunPayload, bundle_from_payload
+from service.ingest.upload import ingest
 from service.models import ChangePointRow, Finding, Result, Run
 from service.queries.filters import MAX_OFFSET
 from service.queries.pytorch_csv import CsvKind, run_csv

@@ -44,7 +44,7 @@ def _detect(args: argparse.Namespace) -> int:
     from service.db import session_scope
     from service.detection.night import detect_runs
     from service.hooks import post_ingest_hooks
-    from service.ingest import pending_hook_runs, run_hooks
+    from service.ingest.hooks import pending_hook_runs, run_hooks
     from service.models import Finding, Run
     from service.queries.detection import runs_to_detect
 

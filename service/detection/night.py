@@ -43,7 +43,7 @@ BATCHES_PER_WORKER = 4
 @dataclass(frozen=True, slots=True)
 class RunOutcome:
     """What detection did for one run: the new findings' ids, or why it failed (``unavailable``: the database went
-    away, retry later; otherwise the run is not retried, as service.ingest.run_hooks does for any hook)."""
+    away, retry later; otherwise the run is not retried, as service.ingest.hooks.run_hooks does for any hook)."""
 
     run_id: int
     new_findings: tuple[int, ...] = ()
@@ -150,7 +150,7 @@ def detect_runs(session: Session, run_ids: Sequence[int], *, incremental: bool, 
 @dataclass(frozen=True, slots=True)
 class DetectionHook:
     """The post-ingest hook (service.hooks): incremental detection for every newly stored run; an upload of many runs
-    (a night's) is detected on ``workers`` processes (service.ingest.run_hooks calls ``for_runs``)."""
+    (a night's) is detected on ``workers`` processes (service.ingest.hooks.run_hooks calls ``for_runs``)."""
 
     workers: int | None = None
     __name__ = "detection_hook"  # what run_hooks names in a failure

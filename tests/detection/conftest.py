@@ -63,7 +63,8 @@ def run_files(result_csv) -> RunFiles:
 @pytest.fixture
 def store_run(session: Session, run_files: RunFiles) -> Callable[..., int]:
     """store_run(night_index, {model: speedup | None}, ...) -> run id, stored with service.ingest (no hooks)."""
-    from service.ingest import bundles_from_files, store_runs
+    from service.ingest.files import bundles_from_files
+    from service.ingest.store import store_runs
 
     def make(night: int, speedups: dict[str, float | None], **kwargs) -> int:
         (bundle,) = bundles_from_files(run_files(night, speedups, **kwargs))

@@ -15,7 +15,8 @@ TOKEN = "ghp_cliSECRETtoken99"
 def database(fresh_postgres: str, run_files, series_values, monkeypatch, github) -> dict:
     """22 nights of timm_models on inductor, resnet18 20 % slower from night 20 on, stored and committed."""
     from service.db import make_engine, make_session_factory
-    from service.ingest import bundles_from_files, ingest
+    from service.ingest.files import bundles_from_files
+    from service.ingest.upload import ingest
     from service.migrate import upgrade
 
     upgrade(fresh_postgres)

@@ -21,7 +21,7 @@ def _night_bundles(run_files, series_values, night: int) -> list:
     model 20 % slower from night 18 (the suite geomean moves with them), resnet18 of each "" configuration 15 %
     slower from night 20, mobilenet of torchbench "dyn" failing from night 21 (a new failure, a passrate drop),
     vit_small of huggingface "" failing on the last night."""
-    from service.ingest import bundles_from_files
+    from service.ingest.files import bundles_from_files
 
     bundles = []
     for s, suite in enumerate(SUITES):
@@ -47,7 +47,7 @@ def matrix(fresh_postgres: str, run_files, series_values):
     """The matrix's nights but the last stored (committed, no hooks): (their run ids oldest first, a function storing
     the last night with the given hooks, an engine on the database)."""
     from service.db import make_engine, make_session_factory
-    from service.ingest import ingest
+    from service.ingest.upload import ingest
     from service.migrate import upgrade
 
     upgrade(fresh_postgres)
@@ -155,7 +155,7 @@ def test_an_upload_hook_that_takes_all_runs_keeps_each_runs_outcome(session, sto
     """service.ingest.run_hooks hands an upload's runs to a hook's for_runs: a run the database could not take stays
     pending (retried by the next ingest or `perfdash detect`), another failure is reported and not retried."""
     from service.detection.night import RunOutcome
-    from service.ingest import run_hooks
+    from service.ingest.hooks import run_hooks
     from service.models import Run
 
     runs = [store_run(night, {"resnet18": 1.5}) for night in range(3)]

@@ -144,7 +144,8 @@ def _serial_findings(url: str, nights: list[dict[str, dict[str, bytes]]]) -> lis
     reference)."""
     from service.db import make_engine, make_session_factory
     from service.hooks import post_ingest_hooks
-    from service.ingest import bundles_from_files, ingest
+    from service.ingest.files import bundles_from_files
+    from service.ingest.upload import ingest
     from service.migrate import upgrade
     from service.settings import Settings
 

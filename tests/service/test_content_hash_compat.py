@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from service.ingest import IngestDefaults, bundles_from_files
+from service.ingest.files import IngestDefaults, bundles_from_files
 
 NIGHT1 = Path(__file__).resolve().parents[1] / "web" / "data" / "night1"
 

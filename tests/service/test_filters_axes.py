@@ -8,7 +8,7 @@ import pytest
 
 from perfdash.axes import AXES, FILTER_AXES, configuration_columns, configuration_identity, run_flags
 from perfdash.manifest import RunConfig
-from service.ingest import configuration_key
+from service.ingest.keys import configuration_key
 from service.models import Configuration
 from service.queries.filters import ConfigFilter
 

@@ -325,7 +325,7 @@ def test_throughput_is_stored_and_world_size_is_its_own_configuration(upload, se
     """A training run's samples per second travel in the samples file; a DDP run at another world size or process
     group backend is another configuration, and a single-process run keeps the key it had before those axes."""
     from perfdash.contract import ModelSamples, throughput
-    from service.ingest import configuration_key
+    from service.ingest.keys import configuration_key
 
     single = manifest(night="2026-02-06", mode="training")
     assert configuration_key(single.config, "fp") == configuration_key(

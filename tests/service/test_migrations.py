@@ -101,7 +101,8 @@ def _store_runner_py_statuses(url: str) -> None:
     from pathlib import Path
 
     from service.db import session_scope
-    from service.ingest import IngestDefaults, bundles_from_files, ingest
+    from service.ingest.files import IngestDefaults, bundles_from_files
+    from service.ingest.upload import ingest
     from service.settings import Settings
 
     folder = Path(__file__).parents[1] / "contract" / "data" / "runner_py_statuses"

@@ -180,7 +180,8 @@ def _gone(_session, _run_id: int) -> None:
 
 
 def test_hooks_of_runs_left_pending_run_on_the_next_ingest(session, run_files, manifest):
-    from service.ingest import bundles_from_files, ingest
+    from service.ingest.files import bundles_from_files
+    from service.ingest.upload import ingest
 
     first = ingest(session, bundles_from_files(run_files({"a": 1.5}, manifest=manifest(night="2026-01-02"))),
                    [_gone])
@@ -200,7 +201,8 @@ def test_hooks_of_runs_left_pending_run_on_the_next_ingest(session, run_files, m
 
 def test_perfdash_detect_runs_the_pending_hooks(fresh_postgres, monkeypatch, capsys, run_files, manifest):
     from service.db import make_engine, make_session_factory
-    from service.ingest import bundles_from_files, ingest
+    from service.ingest.files import bundles_from_files
+    from service.ingest.upload import ingest
     from service.migrate import upgrade
     from service.models import Finding
 
@@ -236,7 +238,7 @@ def test_nul_in_any_statement_is_refused_before_it_reaches_postgres(session):
 
 def test_a_run_stored_with_the_file_order_digest_is_still_a_no_op(upload, session):
     """Runs stored before rows were hashed by name carry the digest of their file order."""
-    from service.ingest import IngestDefaults, bundles_from_files
+    from service.ingest.files import IngestDefaults, bundles_from_files
 
     form = {"machine": "Xeon", "commit": "abc", "timestamp": "2026-03-04T02:00:00+00:00"}
     files = _pytorch_files()

@@ -19,7 +19,8 @@ import sqlalchemy as sa
 
 from perfdash.manifest import MachineInfo, Manifest, RunConfig
 from service.db import session_scope
-from service.ingest import RunPayload, bundle_from_payload, ingest
+from service.ingest.payload import RunPayload, bundle_from_payload
+from service.ingest.upload import ingest
 from service.migrate import downgrade, upgrade
 from service.models import ReleasePair, Run
 from service.queries import releases

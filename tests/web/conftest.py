@@ -43,7 +43,8 @@ def fresh_database(server_url: str) -> str:
 def ingest_dir(database_url: str, directory: Path) -> list[int]:
     """Ingest a directory of result files exactly as `perfdash ingest` does; returns the stored run ids."""
     from service.db import make_engine, make_session_factory
-    from service.ingest import bundles_from_files, ingest
+    from service.ingest.files import bundles_from_files
+    from service.ingest.upload import ingest
 
     files = {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
     engine = make_engine(database_url)
