@@ -14,6 +14,8 @@ filter on it. What derives from this table:
   the runner's options (runner.options.RunOptions) and the bisect tool's target (perfbisect.pytorch.TorchTarget)
   are made of;
 - the fields of the configuration filter (service.queries.filters.ConfigFilter: ``FILTER_AXES``);
+- which axes split each summary into groups (``SummaryScope``; ``summary_group``): the Summary page, the nightly
+  report and ``perfdash summary``;
 - the bisection request, which points at a stored configuration and sends the bisect tool its axes.
 
 The Jenkinsfile's parameters stay text, named after these axes. Torch-free and service-free.
@@ -21,6 +23,7 @@ The Jenkinsfile's parameters stay text, named after these axes. Torch-free and s
 
 from __future__ import annotations
 
+import enum
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +33,17 @@ from perfdash.contract import BACKENDS, COMPILE_MODES, DEVICES, DTYPES, MODES, S
 from perfdash.manifest import RunConfig
 
 DISTRIBUTED_BACKENDS: tuple[str, ...] = ("gloo", "nccl")
+
+
+class SummaryScope(enum.Enum):
+    """A summary that groups a night's runs into tables (one column per suite, one row per backend)."""
+
+    PAGE = "page"  # the Summary page (service.web.views.home_groups); the axes that do not split it label its rows
+    REPORT = "report"  # the nightly report: one report, one GitHub comment, per group (service.detection.report)
+    CLI = "cli"  # `perfdash summary`: one section per group (service.summary_cli)
+
+
+EVERY_SUMMARY = frozenset(SummaryScope)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +60,7 @@ class Axis:
     key_unless_default: bool = False
     filterable: bool = False  # a field of the configuration filter (pages, API)
     explicit: bool = False  # always written in a command line, even at its default (the series reads by it)
+    splits: frozenset[SummaryScope] = frozenset()  # the summaries whose groups differ in it (summary_group)
     help: str = ""
 
     @property
@@ -73,18 +88,22 @@ AXES: tuple[Axis, ...] = (
          help="derived by the runner from --quantize, --compile-mode, --dynamic-shapes and --disable-cudagraphs; "
               "PyTorch CI names it"),
     Axis("compile_mode", str, _default("compile_mode"), COMPILE_MODES, flag="--compile-mode", column="compile_mode",
-         filterable=True),
-    Axis("device", str, _default("device"), DEVICES, flag="--device", column="device", filterable=True, explicit=True),
-    Axis("dtype", str, _default("dtype"), DTYPES, flag="--dtype", column="dtype", filterable=True, explicit=True),
-    Axis("mode", str, _default("mode"), MODES, flag="--mode", column="mode", filterable=True, explicit=True),
+         filterable=True, splits=frozenset({SummaryScope.REPORT, SummaryScope.CLI})),
+    Axis("device", str, _default("device"), DEVICES, flag="--device", column="device", filterable=True, explicit=True,
+         splits=EVERY_SUMMARY),
+    Axis("dtype", str, _default("dtype"), DTYPES, flag="--dtype", column="dtype", filterable=True, explicit=True,
+         splits=EVERY_SUMMARY),
+    Axis("mode", str, _default("mode"), MODES, flag="--mode", column="mode", filterable=True, explicit=True,
+         splits=EVERY_SUMMARY),
     Axis("threads", int, _default("threads"), None, flag="--threads", column="threads", in_key=False,
          help="a thread count, None for all cores of the socket; the key holds its thread_config"),
-    Axis("thread_config", str, "all-cores", None, column="thread_config", filterable=True,
+    Axis("thread_config", str, "all-cores", None, column="thread_config", filterable=True, splits=EVERY_SUMMARY,
          help="single-thread, N-threads or all-cores, derived from threads"),
     Axis("batch_size", int, _default("batch_size"), None, flag="--batch-size", column="batch_size_override",
+         splits=frozenset({SummaryScope.REPORT, SummaryScope.CLI}),
          help="an override of the suite's batch sizes (another configuration); None: the suite's own"),
     Axis("dynamic_shapes", bool, _default("dynamic_shapes"), None, flag="--dynamic-shapes", column="dynamic_shapes",
-         filterable=True),
+         filterable=True, splits=frozenset({SummaryScope.REPORT, SummaryScope.CLI})),
     Axis("disable_cudagraphs", bool, False, None, flag="--disable-cudagraphs", in_key=False,
          help="Inductor on CUDA without CUDA graphs: the variant holds it (no_cudagraphs, PyTorch CI's name)"),
     Axis("env", dict, _default("env"), None, column="env", help="worker settings such as TORCHINDUCTOR_FREEZING=1"),
@@ -104,6 +123,9 @@ FILTER_AXES: tuple[Axis, ...] = tuple(axis for axis in AXES if axis.filterable)
 CHECKED_FLAGS: tuple[Axis, ...] = tuple(axis for axis in AXES if axis.flag and axis.vocabulary)
 # The axes `perfdash run` takes as flags: the fields of RunAxes.
 RUN_AXES: tuple[Axis, ...] = tuple(axis for axis in AXES if axis.flag)
+# The axes that split each summary into groups, in the axes' order (each a column of the stored configuration).
+SUMMARY_AXES: Mapping[SummaryScope, tuple[Axis, ...]] = {
+    scope: tuple(axis for axis in AXES if scope in axis.splits) for scope in SummaryScope}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,3 +221,16 @@ def run_flags(values: Mapping[str, Any]) -> list[str]:
         elif value is not None and (axis.explicit or value != axis.default):
             args += [axis.flag, str(value)]
     return args
+
+
+def summary_axis_values(configuration: Any, scope: SummaryScope) -> dict[str, Any]:
+    """A stored configuration's values (anything with the axes' columns as attributes) of the axes that split one
+    summary, by axis name in the axes' order."""
+    return {axis.name: getattr(configuration, axis.stored_column) for axis in SUMMARY_AXES[scope]}
+
+
+def summary_group(configuration: Any, scope: SummaryScope) -> tuple[tuple[str, Any], ...]:
+    """The group of one summary that a stored configuration's runs fall in: its values of the axes that split that
+    summary, then ``("machine", its machine's fingerprint)``: the machine splits every summary, as it is part of every
+    configuration key, so two machines' runs never share a table."""
+    return (*summary_axis_values(configuration, scope).items(), ("machine", configuration.machine.fingerprint))

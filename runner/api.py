@@ -37,7 +37,7 @@ from runner.manifest import load_or_create
 from runner.options import RunOptions, validate
 from runner.outcome import ModelOutcome, interpret
 from runner.process import ForkServer
-from runner.protocol import PHASE_COMPILE_SETUP, PHASES, Job
+from runner.protocol import PHASE_COMPILE_SETUP, PHASES, Job, model_settings
 from runner.suites import ModelSpec, Suite
 from runner.suites.base import ToleranceQuery
 
@@ -172,14 +172,10 @@ def make_job(options: RunOptions, suite: Suite, spec: ModelSpec) -> Job:
     tolerance = suite.tolerance_for(ToleranceQuery(
         name=spec.name, mode=options.mode, device=options.device, dtype=options.dtype,
         freezing=env.get("TORCHINDUCTOR_FREEZING") == "1", max_autotune=options.compile_mode == "max-autotune"))
-    batch_size = options.batch_size or spec.default_batch_size(options.mode)
-    return Job(suite=suite.name, spec=spec, batch_size=batch_size, device=options.device,
-               dtype=options.dtype, mode=options.mode, backend=options.backend, compile_mode=options.compile_mode,
-               dynamic_shapes=options.dynamic_shapes, repeat=options.repeat, warmup=options.warmup,
-               accuracy=options.run_accuracy, performance=options.run_performance, threads=options.threads,
-               tolerance=tolerance, accuracy_batch_size=options.batch_size or suite.accuracy_batch_size,
-               quantize=options.quantize, disable_cudagraphs=options.disable_cudagraphs,
-               diagnostic_budget_s=options.diagnostic_budget_s)
+    return Job(**model_settings(options), suite=suite.name, spec=spec,
+               batch_size=options.batch_size or spec.default_batch_size(options.mode),
+               accuracy=options.run_accuracy, performance=options.run_performance, tolerance=tolerance,
+               accuracy_batch_size=options.batch_size or suite.accuracy_batch_size)
 
 
 def cold_cache_env(cache_dir: str) -> dict[str, str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from perfdash.contract import GraphStats
@@ -50,29 +50,45 @@ DIAGNOSTIC_PHASES = frozenset({PHASE_KERNEL_PROFILE, PHASE_FINGERPRINT})
 DEFAULT_DIAGNOSTIC_BUDGET_S = 300.0
 
 
-@dataclass(frozen=True, slots=True)
-class Job:
-    suite: str
-    spec: ModelSpec
-    batch_size: int
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSettings:
+    """What every model's job takes from its run as the run has it: the run's options (runner.options.RunOptions)
+    have each field by the same name, and runner.api.make_job copies them by this declaration. A setting the worker
+    needs is a field here and an option there. The configuration's axes among them are written out, not inherited
+    from perfdash.axes.RunAxes: its import (pydantic) would cost every fork server and every rank its time."""
+
     device: str
     dtype: str
     mode: str
     backend: str
     compile_mode: str
     dynamic_shapes: bool
+    threads: int | None
     repeat: int
     warmup: int
-    accuracy: bool
-    performance: bool
-    threads: int | None
-    tolerance: Tolerance
-    accuracy_batch_size: int | None = None  # the accuracy check's batch size; None: batch_size
     quantize: str | None = None  # onnxruntime's int8-dynamic (runner.backends)
     # Inductor on CUDA without CUDA graphs (the no_cudagraphs variant); the environment's TORCHINDUCTOR_CUDAGRAPHS
     # says the same to Inductor's configuration, this tells the worker to keep a compile mode from turning them on.
     disable_cudagraphs: bool = False
     diagnostic_budget_s: float = DEFAULT_DIAGNOSTIC_BUDGET_S  # per diagnostic phase (DIAGNOSTIC_PHASES)
+
+
+def model_settings(source: object) -> dict[str, Any]:
+    """The values of ModelSettings' fields of anything that has them as attributes (a run's options), by name."""
+    return {setting.name: getattr(source, setting.name) for setting in fields(ModelSettings)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job(ModelSettings):
+    """One model of a run: the run's settings, and which model at which batch size, measured how."""
+
+    suite: str
+    spec: ModelSpec
+    batch_size: int
+    accuracy: bool
+    performance: bool
+    tolerance: Tolerance
+    accuracy_batch_size: int | None = None  # the accuracy check's batch size; None: batch_size
 
     def to_json(self) -> str:
         data = asdict(self)

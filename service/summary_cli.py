@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from perfdash.axes import SummaryScope, summary_group
 from perfdash.metric_registry import SUMMARY_METRICS
 from perfdash.metrics import SuiteSummary
 from service.queries.summary import NightSummary, SummaryRow
@@ -15,7 +16,16 @@ if TYPE_CHECKING:
     from service.settings import Settings
 
 
+def _groups(summary: NightSummary) -> dict[str, list[SummaryRow]]:
+    """The night's rows by their group (perfdash.axes.SummaryScope.CLI), each under its section title, in order."""
+    groups: dict[tuple[tuple[str, Any], ...], list[SummaryRow]] = defaultdict(list)
+    for row in summary.rows:
+        groups[summary_group(row.run.configuration, SummaryScope.CLI)].append(row)
+    return {_section(rows[0]): rows for rows in groups.values()}
+
+
 def _section(row: SummaryRow) -> str:
+    """A group's title: its values of the axes that split the CLI's summary and its machine."""
     c = row.run.configuration
     parts = [c.device, c.dtype, c.mode, c.thread_config, f"compile mode {c.compile_mode}", c.machine.fingerprint]
     if c.batch_size_override is not None:
@@ -28,11 +38,8 @@ def _section(row: SummaryRow) -> str:
 def tables(summary: NightSummary) -> list[tuple[str, list[tuple[str, list[str], list[list[str]]]]]]:
     """[(section, [(metric title, header, rows)])]: per configuration group, one table per metric with compilers as
     rows and suites as columns, as PyTorch's executive summary."""
-    groups: dict[str, list[SummaryRow]] = defaultdict(list)
-    for row in summary.rows:
-        groups[_section(row)].append(row)
     out = []
-    for section, rows in groups.items():
+    for section, rows in _groups(summary).items():
         suites = list(dict.fromkeys(r.run.configuration.suite for r in rows))
         compilers = list(dict.fromkeys(r.run.configuration.backend_variant for r in rows))
         cell = {(r.run.configuration.backend_variant, r.run.configuration.suite): r for r in rows}
@@ -74,10 +81,7 @@ def _print_table(summary: NightSummary) -> None:
     if summary.night is None:
         console.print("No runs.")
         return
-    groups: dict[str, list[SummaryRow]] = defaultdict(list)
-    for row in summary.rows:
-        groups[_section(row)].append(row)
-    for section, rows in groups.items():
+    for section, rows in _groups(summary).items():
         table = Table(title=f"{summary.night.isoformat()}: {section}", title_justify="left")
         for name in ("Suite", "Compiler", "Run", "Torch", "Passrate", "Geomean", "Unclipped", "Compile s", "Memory",
                      "Previous passrate", "Previous geomean"):

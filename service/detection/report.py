@@ -1,10 +1,11 @@
 """The nightly report: markdown in the layout of PyTorch's dashboard comment, rendered from templates/report.md.j2.
 
-A report covers one *scope* of one night: the runs that share dtype, mode, device, thread config, compile mode,
-dynamic shapes, batch-size override and machine (one table column per suite, one row per backend), exactly what
-PyTorch's comment shows under one title. (The dashboard's home page groups more coarsely, by device, dtype, mode,
-threads and machine: service.web.views.home_groups; the two are different keys, hence different names.) Numbers come
-from the stored run summaries (computed at ingest with perfdash.metrics) and the stored findings.
+A report covers one *scope* of one night: the runs that share the values of the axes that split the report
+(perfdash.axes.SummaryScope.REPORT: dtype, mode, device, thread config, compile mode, dynamic shapes, batch-size
+override) and machine (one table column per suite, one row per backend), exactly what PyTorch's comment shows under
+one title. (The dashboard's home page groups more coarsely, SummaryScope.PAGE; the two are different groupings,
+hence different names.) Numbers come from the stored run summaries (computed at ingest with perfdash.metrics) and the
+stored findings.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import jinja2
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
+from perfdash.axes import SummaryScope, summary_group
 from perfdash.code_change import describe
 from perfdash.metric_registry import RESULT_METRICS, SUMMARY_METRICS, ResultMetric, shown_metrics
 from perfdash.metrics import SuiteSummary
@@ -111,10 +113,16 @@ class ReportContext:
         return f"<!-- perfdash:report:{self.night.isoformat()}:{self.scope_key} -->"
 
 
+# The order the report's group was hashed in when the scope keys already posted were made (the ledger's keys, the
+# comments' markers): a key must not change, so the parts keep it; an axis that comes to split the report goes last.
+_SCOPE_KEY_ORDER = ("dtype", "mode", "device", "thread_config", "compile_mode", "dynamic_shapes", "batch_size",
+                    "machine")
+
+
 def report_scope_key(configuration: Configuration) -> str:
-    parts = (configuration.dtype, configuration.mode, configuration.device, configuration.thread_config,
-             configuration.compile_mode, str(configuration.dynamic_shapes), str(configuration.batch_size_override),
-             configuration.machine.fingerprint)
+    """The report's group of a configuration (perfdash.axes.SummaryScope.REPORT and the machine), hashed."""
+    group = dict(summary_group(configuration, SummaryScope.REPORT))
+    parts = [str(group.pop(name)) for name in _SCOPE_KEY_ORDER] + [str(value) for value in group.values()]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
 
 

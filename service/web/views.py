@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Protocol
 
+from perfdash.axes import SummaryScope, summary_axis_values, summary_group
 from perfdash.contract import SUITES, display_status, gated_speedup
 from perfdash.metric_registry import DASHBOARD_METRICS, RESULT_METRICS, ResultMetric, SummaryMetric, shown_metrics
 from perfdash.metrics import SuiteSummary
@@ -119,28 +120,30 @@ class HomeGroup:
     trends_query: dict[str, str]
 
 
-def _group_order(key: tuple[str, ...]) -> tuple[object, ...]:
-    device, dtype, mode, threads, *rest = key
-    return (device != "cuda", mode, dtype, threads, *rest)  # GPU first, as PyTorch's dashboard lists them
+def _group_order(values: Mapping[str, Any]) -> tuple[object, ...]:
+    """GPU first, then mode, dtype and threads, as PyTorch's dashboard lists them; the group's other values (the
+    machine) after them."""
+    first = ("mode", "dtype", "thread_config")
+    return (values["device"] != "cuda", *(values[name] for name in first),
+            *(value for name, value in values.items() if name != "device" and name not in first))
 
 
 def first_group_filter(configs: Sequence[Configuration]) -> dict[str, str] | None:
-    """The (device, dtype, mode, threads) of the first Summary group, when there is more than one group."""
-    keys = {(c.device, c.dtype, c.mode, c.thread_config) for c in configs}
-    if len(keys) < 2:
+    """The page's axes (device, dtype, mode, threads) of the first Summary group, when there is more than one group."""
+    groups = {tuple(summary_axis_values(c, SummaryScope.PAGE).items()) for c in configs}
+    if len(groups) < 2:
         return None
-    device, dtype, mode, threads = min(keys, key=_group_order)
-    return {"device": device, "dtype": dtype, "mode": mode, "thread_config": threads}
+    return dict(min(groups, key=lambda group: _group_order(dict(group))))
 
 
 def home_groups(latest: Sequence[tuple[RunLite, RunLite | None]]) -> list[HomeGroup]:
-    """The executive summary: one group per (device, dtype, mode, threads, machine), rows backend, columns suite."""
-    grouped: dict[tuple[str, ...], list[tuple[RunLite, RunLite | None]]] = {}
+    """The executive summary: one group per value of the axes that split the page (perfdash.axes.SummaryScope.PAGE:
+    device, dtype, mode, threads) and machine; rows backend (config_label: the other axes), columns suite."""
+    grouped: dict[tuple[tuple[str, Any], ...], list[tuple[RunLite, RunLite | None]]] = {}
     for run, base in latest:
-        c = run.configuration
-        grouped.setdefault((c.device, c.dtype, c.mode, c.thread_config, c.machine.fingerprint), []).append((run, base))
+        grouped.setdefault(summary_group(run.configuration, SummaryScope.PAGE), []).append((run, base))
     groups = []
-    for key in sorted(grouped, key=_group_order):
+    for key in sorted(grouped, key=lambda group: _group_order(dict(group))):
         pairs = grouped[key]
         night = max(run.night for run, _ in pairs)
         latest_run = max((run for run, _ in pairs), key=lambda r: (r.night, r.id))
@@ -165,10 +168,8 @@ def home_groups(latest: Sequence[tuple[RunLite, RunLite | None]]) -> list[HomeGr
             tables.append(HomeTable(metric=metric, rows=rows))
         first = pairs[0][0].configuration
         groups.append(HomeGroup(
-            title=group_title(first), machine=key[4], night=night, commit=latest_run.torch_git_commit,
-            suites=suites, tables=tables,
-            trends_query={"device": first.device, "dtype": first.dtype, "mode": first.mode,
-                          "thread_config": first.thread_config},
+            title=group_title(first), machine=dict(key)["machine"], night=night, commit=latest_run.torch_git_commit,
+            suites=suites, tables=tables, trends_query=summary_axis_values(first, SummaryScope.PAGE),
         ))
     return groups
 

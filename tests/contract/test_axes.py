@@ -97,3 +97,47 @@ def test_the_runner_options_and_the_bisect_target_name_the_same_run() -> None:
     options = options_from_args(build_parser().parse_args(["run", *target.run_args(Path("out"))]))
     assert run_axis_values(options) == run_axis_values(target)
     assert options.run_config().key() == target.key()
+
+
+def test_a_job_takes_each_setting_from_the_runs_option_of_its_name_and_type() -> None:
+    """runner.api.make_job copies runner.protocol.ModelSettings' fields from the run's options by name: each is an
+    option of the same type (the axes among them written out in the protocol, which imports no pydantic)."""
+    from runner.options import RunOptions
+    from runner.protocol import ModelSettings
+
+    options = typing.get_type_hints(RunOptions)
+    for name, hint in typing.get_type_hints(ModelSettings).items():
+        assert options.get(name) == hint, f"ModelSettings.{name}: {hint}; RunOptions.{name}: {options.get(name)}"
+
+
+def test_each_summary_groups_by_its_own_axes_and_the_machine() -> None:
+    """The Summary page groups by device, dtype, mode and threads (its rows name the rest); the report and
+    ``perfdash summary`` by the compile mode, dynamic shapes and batch-size override as well; all by the machine."""
+    from types import SimpleNamespace
+
+    from perfdash.axes import SummaryScope, summary_axis_values, summary_group
+
+    def stored(**changes: object) -> SimpleNamespace:
+        columns = {"device": "cuda", "dtype": "bfloat16", "mode": "inference", "thread_config": "all-cores",
+                   "compile_mode": "default", "dynamic_shapes": False, "batch_size_override": None,
+                   "backend": "inductor", "variant": "", "suite": "torchbench", "machine": "h100"}
+        columns.update(changes)
+        machine = SimpleNamespace(fingerprint=columns.pop("machine"))
+        return SimpleNamespace(**columns, machine=machine)
+
+    base = stored()
+    assert summary_axis_values(base, SummaryScope.PAGE) == {
+        "device": "cuda", "dtype": "bfloat16", "mode": "inference", "thread_config": "all-cores"}
+    for scope in SummaryScope:
+        assert summary_group(base, scope)[-1] == ("machine", "h100")
+        for same in ({"backend": "eager"}, {"suite": "timm_models"}, {"variant": "no_cudagraphs"}):
+            assert summary_group(stored(**same), scope) == summary_group(base, scope), (scope, same)
+        for other in ({"device": "cpu"}, {"dtype": "float32"}, {"mode": "training"}, {"thread_config": "1-threads"},
+                      {"machine": "a100"}):
+            assert summary_group(stored(**other), scope) != summary_group(base, scope), (scope, other)
+    for within_a_page_group in ({"compile_mode": "max-autotune"}, {"dynamic_shapes": True},
+                                {"batch_size_override": 4}):
+        changed = stored(**within_a_page_group)
+        assert summary_group(changed, SummaryScope.PAGE) == summary_group(base, SummaryScope.PAGE)
+        for scope in (SummaryScope.REPORT, SummaryScope.CLI):
+            assert summary_group(changed, scope) != summary_group(base, scope), (scope, within_a_page_group)

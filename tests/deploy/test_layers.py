@@ -9,7 +9,7 @@ import ast
 import graphlib
 import subprocess
 import sys
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -121,6 +121,25 @@ SERVICE_LAYERS: tuple[frozenset[str], ...] = (
 )
 
 
+# Inside the runner, top to bottom, as inside the service (docs/architecture.md, "Layers"): the parent's side above
+# the worker's, both above what they share.
+RUNNER_LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"runner.cli", "runner.scale_cli", "runner.smoke", "runner.zygote",
+               "runner.rank"}),                                                     # entry points, process mains
+    frozenset({"runner.api", "runner.scale", "runner.scale_summary",
+               "runner.summary"}),                                                  # what a run does
+    frozenset({"runner.options", "runner.manifest", "runner.outcome", "runner.process",
+               "runner.distributed"}),                                              # its parts: options, processes
+    frozenset({"runner.worker", "runner.execute", "runner.measure", "runner.accuracy", "runner.check_settings",
+               "runner.generated_code", "runner.optimizer", "runner.backends.worker", "runner.backends.onnx",
+               "runner.backends.openvino", "runner.backends.tensorrt"}),           # the worker (imports torch)
+    frozenset({"runner.backends", "runner.suites"}),                                # the backends, the suites
+    frozenset({"runner", "runner.protocol", "runner.suites.base", "runner.allocator", "runner.gpu_settings",
+               "runner.inductor_overrides", "runner.lifeline", "runner.cuda_extras",
+               "runner.torchbench_install"}),                                       # what both sides share
+)
+
+
 def module_names(folder: Path, package: str) -> dict[str, Path]:
     return dict(zip(_modules(folder, package), sorted(folder.rglob("*.py")), strict=True))
 
@@ -165,19 +184,21 @@ def import_circle(graph: Mapping[str, Collection[str]]) -> list[str]:
     return []
 
 
-def service_layer(module: str) -> int:
+def layer_of(module: str, layers: Sequence[Collection[str]] = SERVICE_LAYERS) -> int:
+    """The rank of a module's layer (0: the top), by its longest listed prefix."""
     prefix = module
     while prefix:
-        for rank, layer in enumerate(SERVICE_LAYERS):
+        for rank, layer in enumerate(layers):
             if prefix in layer:
                 return rank
         prefix = prefix.rpartition(".")[0]
-    raise AssertionError(f"{module} is in no layer of SERVICE_LAYERS: add it")
+    raise AssertionError(f"{module} is in no layer of its package's list (SERVICE_LAYERS, RUNNER_LAYERS): add it")
 
 
-def upward_imports(graph: Mapping[str, Collection[str]]) -> list[str]:
+def upward_imports(graph: Mapping[str, Collection[str]],
+                   layers: Sequence[Collection[str]] = SERVICE_LAYERS) -> list[str]:
     return [f"{module} imports {target}" for module, targets in sorted(graph.items()) for target in sorted(targets)
-            if service_layer(target) < service_layer(module)]
+            if layer_of(target, layers) < layer_of(module, layers)]
 
 
 @pytest.mark.parametrize("package", ["service", "runner"])
@@ -187,6 +208,10 @@ def test_no_import_circle(package: str) -> None:
 
 def test_no_service_import_points_up_its_layers() -> None:
     assert upward_imports(import_graph(REPO / "service", "service")) == []
+
+
+def test_no_runner_import_points_up_its_layers() -> None:
+    assert upward_imports(import_graph(REPO / "runner", "runner"), RUNNER_LAYERS) == []
 
 
 def test_the_checks_see_a_circle_and_an_upward_import(tmp_path: Path) -> None:
@@ -204,3 +229,9 @@ def test_the_checks_see_a_circle_and_an_upward_import(tmp_path: Path) -> None:
     assert sorted(import_circle(graph)[:-1]) == ["pkg.a", "pkg.b", "pkg.c"]
     assert upward_imports({"service.queries.x": {"service.detection.detector"}, "service.api.y": {"service.db"}}) \
         == ["service.queries.x imports service.detection.detector"]
+
+
+def test_the_runner_check_sees_an_upward_import() -> None:
+    # One checker serves both packages: the worker's job format (the bottom) may not import the run (its middle).
+    assert upward_imports({"runner.protocol": {"runner.api", "runner.suites.base"}, "runner.cli": {"runner.api"}},
+                          RUNNER_LAYERS) == ["runner.protocol imports runner.api"]

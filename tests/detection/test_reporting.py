@@ -217,3 +217,18 @@ def test_a_refused_post_is_refused_not_failed(session, github) -> None:
     with _client(github) as client:
         row = publish(session, client, kind="report", key="n:none", body="the report", issue_number=404)
     assert row.status == "refused" and "404" in (row.last_error or "")
+
+
+def test_a_reports_scope_key_stays_what_was_posted() -> None:
+    # The key names the report's comment in the ledger and in its marker: the grouping's declaration
+    # (perfdash.axes.SummaryScope.REPORT) must give the keys already posted (computed before it existed).
+    from service.detection.report import report_scope_key
+    from service.models import Configuration, Machine
+
+    gpu = Configuration(suite="torchbench", backend="inductor", variant="", dtype="bfloat16", mode="inference",
+                        device="cuda", thread_config="all-cores", compile_mode="max-autotune", dynamic_shapes=True,
+                        batch_size_override=8, machine=Machine(fingerprint="H100-80GB|550.54|12.4"))
+    cpu = Configuration(suite="timm_models", backend="eager", variant="", dtype="float32", mode="training",
+                        device="cpu", thread_config="single-thread", compile_mode="default", dynamic_shapes=False,
+                        batch_size_override=None, machine=Machine(fingerprint="Xeon 8480+"))
+    assert (report_scope_key(gpu), report_scope_key(cpu)) == ("f6c7e39f8a3e", "3b0bfeb4c62d")

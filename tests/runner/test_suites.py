@@ -242,3 +242,24 @@ def test_accuracy_is_checked_at_pytorch_accuracy_batch_sizes() -> None:
         assert (job.batch_size, job.accuracy_batch_size) == (spec.batch_size, expected)
         given = make_job(RunOptions(suite=suite_name, batch_size=3), suite, spec)
         assert (given.batch_size, given.accuracy_batch_size) == (3, 3)
+
+
+def test_a_job_carries_the_runs_settings_through_the_worker_protocol() -> None:
+    # Each of ModelSettings' fields reaches the worker as the run's options have it, through JSON and back
+    # (runner.protocol); none at its default, so a setting the job dropped shows.
+    from dataclasses import fields
+
+    from runner.api import make_job
+    from runner.protocol import Job, ModelSettings
+
+    suite = get_suite("timm_models")
+    spec = suite.models()[0]
+    options = RunOptions(suite="timm_models", device="cuda", dtype="bfloat16", mode="training", backend="aot_eager",
+                         compile_mode="max-autotune", dynamic_shapes=True, threads=3, repeat=7, warmup=2,
+                         quantize="int8-dynamic", disable_cudagraphs=True, diagnostic_budget_s=12.5, accuracy=True)
+    job = Job.from_json(make_job(options, suite, spec).to_json())
+    assert {setting.name: getattr(job, setting.name) for setting in fields(ModelSettings)} == {
+        "device": "cuda", "dtype": "bfloat16", "mode": "training", "backend": "aot_eager",
+        "compile_mode": "max-autotune", "dynamic_shapes": True, "threads": 3, "repeat": 7, "warmup": 2,
+        "quantize": "int8-dynamic", "disable_cudagraphs": True, "diagnostic_budget_s": 12.5}
+    assert (job.suite, job.spec, job.accuracy, job.performance) == ("timm_models", spec, True, False)

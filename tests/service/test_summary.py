@@ -105,3 +105,26 @@ def test_rows_per_suite_and_backend(upload, client, run_files, manifest):
         ("timm_models", "inductor"), ("torchbench", "aot_eager"), ("torchbench", "inductor")]
     only = client.get("/api/v1/summary", params={"backend": "aot_eager", "suite": "torchbench"}).json()["rows"]
     assert len(only) == 1
+
+
+def test_each_group_of_perfdash_summary_has_a_title_of_its_own():
+    # `perfdash summary` groups by the axes that split its summary (perfdash.axes.SummaryScope.CLI) and the machine;
+    # a title shared by two groups would print two sections alike, so each of them must show in the title.
+    from types import SimpleNamespace
+
+    from perfdash.axes import SUMMARY_AXES, SummaryScope
+    from service.summary_cli import _section
+
+    columns = {"device": "cuda", "dtype": "bfloat16", "mode": "inference", "thread_config": "all-cores",
+               "compile_mode": "default", "dynamic_shapes": False, "batch_size_override": None}
+
+    def title(**changes: object) -> str:
+        values = {**columns, "machine": "h100", **changes}
+        machine = SimpleNamespace(fingerprint=values.pop("machine"))
+        return _section(SimpleNamespace(run=SimpleNamespace(configuration=SimpleNamespace(**values, machine=machine))))
+
+    others = {str: "other", bool: True, int: 4}
+    changed = {axis.stored_column: others[axis.type] for axis in SUMMARY_AXES[SummaryScope.CLI]}
+    assert set(changed) <= set(columns)
+    for column, value in [*changed.items(), ("machine", "a100")]:
+        assert title(**{column: value}) != title(), column
