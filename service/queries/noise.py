@@ -214,8 +214,9 @@ def latest_noise(session: Session, filters: ConfigFilter = ConfigFilter(), *,
     latest = latest_run_ids(session, filters)  # configuration id -> its latest run
     run_ids = list(latest.values())
     figures = configuration_figures(session, latest, present_in=run_ids)
-    run_of = dict(session.execute(sa.select(Result.series_id, Result.run_id).where(Result.run_id.in_(run_ids)))
-                  .tuples()) if run_ids else {}
+    rows = session.execute(sa.select(Result.series_id, Result.run_id).where(Result.run_id.in_(run_ids))) \
+        if run_ids else []
+    run_of = {series_id: run_id for series_id, run_id in rows}
     configuration_of = {run_id: cid for cid, run_id in latest.items()}
     out = []
     for sid, f in sorted(figures.items()):
