@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from perfdash.metric_registry import NOISE_METRICS, ResultMetric
 from perfdash.noise import CATCH_TARGET, MIN_RUNS, SeriesNoise, series_noise
-from service.models import Finding, GeneratedCode, Result, Run
+from service.models import Finding, GeneratedCode, Result, Run, Series
 from service.queries.filters import ConfigFilter
 from service.queries.order import earlier, latest_run_ids, run_order
 
@@ -87,12 +87,15 @@ class SeriesFigures:
         return tuple(n for n in self.noise if n.catches_target is False)
 
 
-_COLUMNS = (Result.series_id, Result.name, GeneratedCode.digest, *(getattr(Result, m.name) for m in NOISE_METRICS))
+# The series' name, not the result's: every column of results read here is in ix_results_series_history
+# (models.HISTORY_INCLUDE), so a series' window is an index-only scan like its history.
+_COLUMNS = (Result.series_id, Series.name, GeneratedCode.digest, *(getattr(Result, m.name) for m in NOISE_METRICS))
 
 
 def _with_digest(query: sa.Select) -> sa.Select:
-    return query.outerjoin(GeneratedCode, sa.and_(GeneratedCode.run_id == Result.run_id,
-                                                  GeneratedCode.name == Result.name))
+    return (query.join(Series, Series.id == Result.series_id)
+            .outerjoin(GeneratedCode, sa.and_(GeneratedCode.run_id == Result.run_id,
+                                              GeneratedCode.name == Series.name)))
 
 
 def _series_window(*where: sa.ColumnElement[bool]) -> sa.Select:
