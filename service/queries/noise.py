@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from perfdash.metric_registry import NOISE_METRICS, ResultMetric
-from perfdash.noise import CATCH_TARGET, MIN_RUNS, SeriesNoise, series_noise
+from perfdash.noise import CATCH_TARGET, MIN_RUNS, SeriesNoise, many_series_noise
 from service.models import Finding, GeneratedCode, Result, Run, Series
 from service.queries.filters import ConfigFilter
 from service.queries.order import earlier, latest_run_ids, run_order
@@ -124,23 +124,31 @@ def _configuration_window(configuration_ids: list[int], present_in: list[int] | 
     return query.order_by(Result.series_id, *run_order(recent.c, newest_first=True))
 
 
-def _figures(series_id: int, rows: Sequence[Any]) -> SeriesFigures:
-    """``rows``: one series' window, newest first (series_id, name, digest, the metrics)."""
+def _window_of(rows: Sequence[Any]) -> tuple[list[Any], NoiseBasis]:
+    """The runs of one series' window (newest first) that count: the newest stretch of the newest run's generated
+    code, or all of them where the newest run has no fingerprint."""
     newest = rows[0].digest
-    kept = list(takewhile(lambda r: r.digest == newest, rows)) if newest is not None else list(rows)
-    basis = NoiseBasis.UNCHANGED_CODE if newest is not None else NoiseBasis.HISTORY
-    noise, estimates = [], {}
-    for metric in NOISE_METRICS:
-        values = [v for r in kept if (v := getattr(r, metric.name)) is not None and v > 0]
-        estimate = series_noise(values, min_effect=metric.min_effect, p_value=ALERT_P_VALUE)
-        estimates[metric.name] = estimate
-        noise.append(NoiseOut.of(metric, estimate, len(values), basis))
-    return SeriesFigures(series_id=series_id, name=rows[0].name, noise=tuple(noise), estimates=estimates)
+    if newest is None:
+        return list(rows), NoiseBasis.HISTORY
+    return list(takewhile(lambda r: r.digest == newest, rows)), NoiseBasis.UNCHANGED_CODE
 
 
 def _read(session: Session, query: sa.Select) -> dict[int, SeriesFigures]:
+    """series id -> its figures, every series and metric computed at once (many_series_noise: a suite page's
+    hundreds of series in a few scipy calls)."""
     rows = session.execute(query).all()
-    return {sid: _figures(sid, list(group)) for sid, group in groupby(rows, key=lambda r: r.series_id)}
+    windows = {sid: _window_of(list(group)) for sid, group in groupby(rows, key=lambda r: r.series_id)}
+    noise: dict[int, list[NoiseOut]] = {sid: [] for sid in windows}
+    estimates: dict[int, dict[str, SeriesNoise | None]] = {sid: {} for sid in windows}
+    for metric in NOISE_METRICS:
+        values = {sid: [v for r in kept if (v := getattr(r, metric.name)) is not None and v > 0]
+                  for sid, (kept, _) in windows.items()}
+        found = many_series_noise(list(values.values()), min_effect=metric.min_effect, p_value=ALERT_P_VALUE)
+        for (sid, series_values), estimate in zip(values.items(), found, strict=True):
+            estimates[sid][metric.name] = estimate
+            noise[sid].append(NoiseOut.of(metric, estimate, len(series_values), windows[sid][1]))
+    return {sid: SeriesFigures(series_id=sid, name=kept[0].name, noise=tuple(noise[sid]), estimates=estimates[sid])
+            for sid, (kept, _) in windows.items()}
 
 
 def series_figures(session: Session, series_id: int, configuration_id: int) -> SeriesFigures | None:
@@ -217,9 +225,10 @@ def latest_noise(session: Session, filters: ConfigFilter = ConfigFilter(), *,
     latest = latest_run_ids(session, filters)  # configuration id -> its latest run
     run_ids = list(latest.values())
     figures = configuration_figures(session, latest, present_in=run_ids)
-    rows = session.execute(sa.select(Result.series_id, Result.run_id).where(Result.run_id.in_(run_ids))) \
-        if run_ids else []
-    run_of = {series_id: run_id for series_id, run_id in rows}
+    run_of: dict[int, int] = {}
+    if run_ids:
+        run_of.update(session.execute(sa.select(Result.series_id, Result.run_id)
+                                      .where(Result.run_id.in_(run_ids))).tuples().all())
     configuration_of = {run_id: cid for cid, run_id in latest.items()}
     out = []
     for sid, f in sorted(figures.items()):

@@ -60,7 +60,7 @@ def too_noisy(latest: Sequence[RunLite], flagged: Sequence[SeriesNoiseOut]) -> l
     """Every (series, metric) of the latest runs that cannot catch its target (``flagged``: the read's answer), by
     group, suite, configuration and model."""
     runs = {run.id: run for run in latest}
-    out = []
+    out: list[NoisySeries] = []
     for s in flagged:
         run = runs.get(s.run_id)
         if run is None:  # a run that became the latest between the two reads: shown on the next load
