@@ -121,7 +121,7 @@ def series_noise(
 
 
 def many_series_noise(
-    series: Sequence[Sequence[float]], *, min_effect: float, p_value: float
+    series: Sequence[Sequence[float] | np.ndarray], *, min_effect: float, p_value: float
 ) -> list[SeriesNoise | None]:
     """``series_noise`` of each of many series (each its own settled level): a page's hundreds at once, one scipy
     call per window length instead of several per series."""

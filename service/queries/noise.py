@@ -10,17 +10,16 @@ moves it every night, which would leave no series an estimate.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from itertools import groupby, takewhile
-from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from perfdash.metric_registry import NOISE_METRICS, ResultMetric
+from perfdash.metric_registry import NOISE_METRICS, ResultMetric, result_metric
 from perfdash.noise import CATCH_TARGET, MIN_RUNS, SeriesNoise, many_series_noise
 from service.models import Finding, GeneratedCode, Result, Run, Series
 from service.queries.filters import ConfigFilter
@@ -71,20 +70,29 @@ class NoiseOut(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class SeriesFigures:
-    """One series' noise per metric (``NOISE_METRICS`` order) and the SeriesNoise behind each (None: too few)."""
+    """One series' noise estimate per metric (None: too few runs), the runs each is based on, and which runs those
+    are; the API shapes (NoiseOut) are made when asked for, since a summary flags few of many series."""
 
     series_id: int
     name: str
-    noise: tuple[NoiseOut, ...]
+    basis: NoiseBasis
     estimates: dict[str, SeriesNoise | None]
+    runs: dict[str, int]
 
     def of(self, metric: str) -> NoiseOut | None:
-        return next((n for n in self.noise if n.metric == metric), None)
+        if metric not in self.estimates:
+            return None
+        return NoiseOut.of(result_metric(metric), self.estimates[metric], self.runs[metric], self.basis)
+
+    @property
+    def noise(self) -> tuple[NoiseOut, ...]:
+        return tuple(NoiseOut.of(m, self.estimates[m.name], self.runs[m.name], self.basis) for m in NOISE_METRICS)
 
     @property
     def cannot_catch(self) -> tuple[NoiseOut, ...]:
         """The metrics this series is too noisy to catch its target in."""
-        return tuple(n for n in self.noise if n.catches_target is False)
+        return tuple(NoiseOut.of(m, e, self.runs[m.name], self.basis) for m in NOISE_METRICS
+                     if (e := self.estimates[m.name]) is not None and not e.catches(catch_target(m)))
 
 
 # The series' name, not the result's: every column of results read here is in ix_results_series_history
@@ -124,31 +132,39 @@ def _configuration_window(configuration_ids: list[int], present_in: list[int] | 
     return query.order_by(Result.series_id, *run_order(recent.c, newest_first=True))
 
 
-def _window_of(rows: Sequence[Any]) -> tuple[list[Any], NoiseBasis]:
-    """The runs of one series' window (newest first) that count: the newest stretch of the newest run's generated
-    code, or all of them where the newest run has no fingerprint."""
-    newest = rows[0].digest
+def _kept(digests: Sequence[str | None], start: int, end: int) -> tuple[int, NoiseBasis]:
+    """The end of the runs of one series' window (rows start..end, newest first) that count: the newest stretch of
+    the newest run's generated code, or all of them where the newest run has no fingerprint."""
+    newest = digests[start]
     if newest is None:
-        return list(rows), NoiseBasis.HISTORY
-    return list(takewhile(lambda r: r.digest == newest, rows)), NoiseBasis.UNCHANGED_CODE
+        return end, NoiseBasis.HISTORY
+    stop = next((i for i in range(start + 1, end) if digests[i] != newest), end)
+    return stop, NoiseBasis.UNCHANGED_CODE
 
 
 def _read(session: Session, query: sa.Select) -> dict[int, SeriesFigures]:
     """series id -> its figures, every series and metric computed at once (many_series_noise: a suite page's
-    hundreds of series in a few scipy calls)."""
-    rows = session.execute(query).all()
-    windows = {sid: _window_of(list(group)) for sid, group in groupby(rows, key=lambda r: r.series_id)}
-    noise: dict[int, list[NoiseOut]] = {sid: [] for sid in windows}
-    estimates: dict[int, dict[str, SeriesNoise | None]] = {sid: {} for sid in windows}
-    for metric in NOISE_METRICS:
-        values = {sid: [v for r in kept if (v := getattr(r, metric.name)) is not None and v > 0]
-                  for sid, (kept, _) in windows.items()}
-        found = many_series_noise(list(values.values()), min_effect=metric.min_effect, p_value=ALERT_P_VALUE)
-        for (sid, series_values), estimate in zip(values.items(), found, strict=True):
-            estimates[sid][metric.name] = estimate
-            noise[sid].append(NoiseOut.of(metric, estimate, len(series_values), windows[sid][1]))
-    return {sid: SeriesFigures(series_id=sid, name=kept[0].name, noise=tuple(noise[sid]), estimates=estimates[sid])
-            for sid, (kept, _) in windows.items()}
+    hundreds of series in a few scipy calls); the rows are taken column by column, not row by row."""
+    rows = session.execute(query).tuples().all()
+    if not rows:
+        return {}
+    series_ids, names, digests, *values = zip(*rows, strict=True)
+    ids = np.asarray(series_ids)
+    starts = [0, *(np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist()]
+    windows = [(start, *_kept(digests, start, end)) for start, end in zip(starts, [*starts[1:], len(ids)],
+                                                                           strict=True)]
+    estimates: list[dict[str, SeriesNoise | None]] = [{} for _ in windows]
+    runs: list[dict[str, int]] = [{} for _ in windows]
+    for metric, column in zip(NOISE_METRICS, values, strict=True):
+        numbers = np.asarray(column, dtype=float)  # None: nan, which no "> 0" keeps
+        kept = [(part := numbers[start:stop])[part > 0] for start, stop, _ in windows]
+        found = many_series_noise(kept, min_effect=metric.min_effect, p_value=ALERT_P_VALUE)
+        for index, (series_values, estimate) in enumerate(zip(kept, found, strict=True)):
+            estimates[index][metric.name] = estimate
+            runs[index][metric.name] = len(series_values)
+    return {series_ids[start]: SeriesFigures(series_id=series_ids[start], name=names[start], basis=basis,
+                                             estimates=estimates[index], runs=runs[index])
+            for index, (start, _, basis) in enumerate(windows)}
 
 
 def series_figures(session: Session, series_id: int, configuration_id: int) -> SeriesFigures | None:
@@ -218,22 +234,42 @@ class SeriesNoiseOut(BaseModel):
     noise: list[NoiseOut]
 
 
-def latest_noise(session: Session, filters: ConfigFilter = ConfigFilter(), *,
-                 cannot_catch: bool = False) -> list[SeriesNoiseOut]:
+class FiguresCache:
+    """configuration id -> (its latest run, the figures of that run's series): the summary's flag reads a
+    configuration's window again only once it has a new latest run, not on every load (a summary of PyTorch's matrix
+    is thousands of series of 60 runs each). One per app (service/app.py: ``app.state.noise_cache``), never module
+    state; a deleted older run is seen at the configuration's next run."""
+
+    def __init__(self) -> None:
+        self._latest: dict[int, tuple[int, dict[int, SeriesFigures]]] = {}
+
+    def latest(self, session: Session, latest: Mapping[int, int]) -> dict[int, tuple[int, dict[int, SeriesFigures]]]:
+        """configuration id -> (latest run id, series id -> figures) for ``latest`` (configuration id -> run id)."""
+        missing = {cid: run_id for cid, run_id in latest.items() if self._latest.get(cid, (None,))[0] != run_id}
+        if missing:
+            figures = configuration_figures(session, missing, present_in=missing.values())
+            run_of = dict(session.execute(sa.select(Result.series_id, Result.run_id)
+                                          .where(Result.run_id.in_(list(missing.values())))).tuples().all())
+            fresh: dict[int, dict[int, SeriesFigures]] = {cid: {} for cid in missing}
+            configuration_of = {run_id: cid for cid, run_id in missing.items()}
+            for sid, f in figures.items():
+                if sid in run_of:
+                    fresh[configuration_of[run_of[sid]]][sid] = f
+            self._latest.update({cid: (missing[cid], fresh[cid]) for cid in missing})
+        return {cid: self._latest[cid] for cid in latest}
+
+
+def latest_noise(session: Session, filters: ConfigFilter = ConfigFilter(), *, cannot_catch: bool = False,
+                 cache: FiguresCache | None = None) -> list[SeriesNoiseOut]:
     """The noise of every series of each matching configuration's latest run, by series id; ``cannot_catch``: only
-    the series too noisy to catch their target in some metric, with those metrics (the summary's flag)."""
-    latest = latest_run_ids(session, filters)  # configuration id -> its latest run
-    run_ids = list(latest.values())
-    figures = configuration_figures(session, latest, present_in=run_ids)
-    run_of: dict[int, int] = {}
-    if run_ids:
-        run_of.update(session.execute(sa.select(Result.series_id, Result.run_id)
-                                      .where(Result.run_id.in_(run_ids))).tuples().all())
-    configuration_of = {run_id: cid for cid, run_id in latest.items()}
+    the series too noisy to catch their target in some metric, with those metrics (the summary's flag). ``cache``:
+    the app's, else a fresh one (every window read)."""
+    by_configuration = (cache or FiguresCache()).latest(session, latest_run_ids(session, filters))
     out = []
-    for sid, f in sorted(figures.items()):
-        noise = list(f.cannot_catch if cannot_catch else f.noise)
-        if noise and sid in run_of:
-            out.append(SeriesNoiseOut(series_id=sid, name=f.name, configuration_id=configuration_of[run_of[sid]],
-                                      run_id=run_of[sid], noise=noise))
-    return out
+    for cid, (run_id, figures) in by_configuration.items():
+        for sid, f in figures.items():
+            noise = list(f.cannot_catch if cannot_catch else f.noise)
+            if noise:
+                out.append(SeriesNoiseOut(series_id=sid, name=f.name, configuration_id=cid, run_id=run_id,
+                                          noise=noise))
+    return sorted(out, key=lambda s: s.series_id)
