@@ -89,6 +89,11 @@ class SeriesFigures:
         return tuple(NoiseOut.of(m, self.estimates[m.name], self.runs[m.name], self.basis) for m in NOISE_METRICS)
 
     @property
+    def too_noisy(self) -> bool:
+        """Too noisy to catch its target in some metric (cheap: no API shape made)."""
+        return any(not e.catches(catch_target(m)) for m in NOISE_METRICS if (e := self.estimates[m.name]) is not None)
+
+    @property
     def cannot_catch(self) -> tuple[NoiseOut, ...]:
         """The metrics this series is too noisy to catch its target in."""
         return tuple(NoiseOut.of(m, e, self.runs[m.name], self.basis) for m in NOISE_METRICS
@@ -259,14 +264,20 @@ class FiguresCache:
         return {cid: self._latest[cid] for cid in latest}
 
 
+def latest_figures(session: Session, filters: ConfigFilter = ConfigFilter(), *, cache: FiguresCache | None = None
+                   ) -> dict[int, tuple[int, dict[int, SeriesFigures]]]:
+    """configuration id -> (its latest run id, series id -> figures of that run's series), for every configuration
+    matching ``filters`` (the summary's flag). ``cache``: the app's, else a fresh one (every window read)."""
+    return (cache or FiguresCache()).latest(session, latest_run_ids(session, filters))
+
+
 def latest_noise(session: Session, filters: ConfigFilter = ConfigFilter(), *, cannot_catch: bool = False,
                  cache: FiguresCache | None = None) -> list[SeriesNoiseOut]:
     """The noise of every series of each matching configuration's latest run, by series id; ``cannot_catch``: only
     the series too noisy to catch their target in some metric, with those metrics (the summary's flag). ``cache``:
     the app's, else a fresh one (every window read)."""
-    by_configuration = (cache or FiguresCache()).latest(session, latest_run_ids(session, filters))
     out = []
-    for cid, (run_id, figures) in by_configuration.items():
+    for cid, (run_id, figures) in latest_figures(session, filters, cache=cache).items():
         for sid, f in figures.items():
             noise = list(f.cannot_catch if cannot_catch else f.noise)
             if noise:

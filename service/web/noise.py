@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from perfdash.metric_registry import NOISE_METRICS, result_metric
-from service.queries.noise import NoiseOut, SeriesFigures, SeriesNoiseOut
+from service.queries.noise import NoiseOut, SeriesFigures
 from service.queries.runs import RunLite
 from service.web import format as fmt
 from service.web.views import config_label, group_title, suite_order
@@ -43,30 +43,48 @@ def lead_noise(figures: Mapping[int, SeriesFigures]) -> dict[int, NoiseRow]:
     return {sid: NoiseRow.of(n) for sid, f in figures.items() if (n := f.of(LEAD.name)) is not None}
 
 
+LISTED = 12  # models named per configuration in the summary's flag; the suite page's noise column has them all
+
+
 @dataclass(frozen=True, slots=True)
-class NoisySeries:
-    """A series of a configuration's latest run that cannot catch its target in one metric (the summary's flag)."""
+class NoisyModel:
+    name: str
+    series_id: int
+    rows: tuple[NoiseRow, ...]  # the metrics it cannot catch its target in
+
+    @property
+    def text(self) -> str:
+        return ", ".join(f"{r.label} {r.detects}" for r in self.rows)
+
+
+@dataclass(frozen=True, slots=True)
+class NoisyConfiguration:
+    """A configuration's latest run with series too noisy to catch a 5 % change (the summary's flag)."""
 
     suite: str
     label: str
     group: str
-    name: str
-    series_id: int
     run_id: int
-    row: NoiseRow
+    count: int  # series that cannot catch their target in some metric
+    total: int  # series of the run with figures
+    models: tuple[NoisyModel, ...]  # the first LISTED of them by name
 
 
-def too_noisy(latest: Sequence[RunLite], flagged: Sequence[SeriesNoiseOut]) -> list[NoisySeries]:
-    """Every (series, metric) of the latest runs that cannot catch its target (``flagged``: the read's answer), by
-    group, suite, configuration and model."""
+def too_noisy(latest: Sequence[RunLite],
+              figures: Mapping[int, tuple[int, Mapping[int, SeriesFigures]]]) -> list[NoisyConfiguration]:
+    """One row per configuration whose latest run has series too noisy to catch their target, by group, suite and
+    configuration. ``figures``: the read's configuration id -> (latest run id, series id -> figures)."""
     runs = {run.id: run for run in latest}
-    out: list[NoisySeries] = []
-    for s in flagged:
-        run = runs.get(s.run_id)
-        if run is None:  # a run that became the latest between the two reads: shown on the next load
+    out = []
+    for run_id, series in figures.values():
+        run = runs.get(run_id)
+        flagged = sorted((f for f in series.values() if f.too_noisy), key=lambda f: f.name)
+        if run is None or not flagged:  # run None: it became the latest between the two reads
             continue
         c = run.configuration
-        out.extend(NoisySeries(suite=c.suite, label=config_label(c), group=group_title(c), name=s.name,
-                               series_id=s.series_id, run_id=run.id, row=NoiseRow.of(n)) for n in s.noise)
+        models = tuple(NoisyModel(name=f.name, series_id=f.series_id,
+                                  rows=tuple(NoiseRow.of(n) for n in f.cannot_catch)) for f in flagged[:LISTED])
+        out.append(NoisyConfiguration(suite=c.suite, label=config_label(c), group=group_title(c), run_id=run_id,
+                                      count=len(flagged), total=len(series), models=models))
     suites = suite_order({s.suite for s in out})
-    return sorted(out, key=lambda s: (s.group, suites.index(s.suite), s.label, s.name, s.row.metric))
+    return sorted(out, key=lambda s: (s.group, suites.index(s.suite), s.label))

@@ -84,9 +84,8 @@ def home(request: Request, session: SessionDep, config_filter: ConfigFilterDep) 
         return _empty(request, "home")
     groups = views.home_groups(latest)
     return render(request, "pages/home.html", active="home", title="Summary", groups=groups,
-                  too_noisy=noise_views.too_noisy([run for run, _ in latest],
-                                                  noise.latest_noise(session, config_filter, cannot_catch=True,
-                                                                    cache=request.app.state.noise_cache)))
+                  too_noisy=noise_views.too_noisy([run for run, _ in latest], noise.latest_figures(
+                      session, config_filter, cache=request.app.state.noise_cache)))
 
 
 @router.get("/suite/{run_id}")

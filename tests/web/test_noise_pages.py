@@ -130,10 +130,15 @@ def test_the_suite_page_shows_each_models_noise(noise_pages, page: Page) -> None
 
 
 def test_the_summary_flags_the_series_that_cannot_catch_five_percent(noise_pages, page: Page) -> None:
+    from perfdash.noise import minimum_detectable_effect
+
     page.goto(f"{noise_pages.url}/")
     expect(page.locator("#too-noisy-note")).to_contain_text("1 series too noisy to catch a 5 % change")
     rows = page.locator("#too-noisy-table tbody tr")
-    expect(rows).to_have_count(1)  # jittery's speedup; steady catches 5 %, recoded has no estimate yet
-    expect(rows.first).to_have_attribute("data-name", "jittery")
-    expect(rows.first).to_have_attribute("data-metric", "speedup")
-    expect(rows.first.locator(".noise-cv")).to_have_text(_percent(0.04 * MAD_FACTOR))
+    expect(rows).to_have_count(1)  # the one configuration
+    # jittery's speedup; steady and stepped catch 5 %, recoded has no estimate yet
+    expect(rows.first.locator(".count")).to_have_text(f"1 of {len(SPREAD)}")
+    expect(rows.first.locator(".models a")).to_have_count(1)
+    expect(rows.first.locator(".models a")).to_have_attribute("data-name", "jittery")
+    mde = minimum_detectable_effect(0.04 * MAD_FACTOR, min_effect=0.05, p_value=1.5e-3, before=len(K))
+    expect(rows.first.locator(".models")).to_have_text(f"jittery (speedup ≥ {_percent(mde)})")
