@@ -150,7 +150,7 @@ def _kept(digests: Sequence[str | None], start: int, end: int) -> tuple[int, Noi
 def _read(session: Session, query: sa.Select) -> dict[int, SeriesFigures]:
     """series id -> its figures, every series and metric computed at once (many_series_noise: a suite page's
     hundreds of series in a few scipy calls); the rows are taken column by column, not row by row."""
-    rows = session.execute(query).tuples().all()
+    rows = session.execute(query).all()
     if not rows:
         return {}
     series_ids, names, digests, *values = zip(*rows, strict=True)
@@ -254,7 +254,7 @@ class FiguresCache:
         if missing:
             figures = configuration_figures(session, missing, present_in=missing.values())
             run_of = dict(session.execute(sa.select(Result.series_id, Result.run_id)
-                                          .where(Result.run_id.in_(list(missing.values())))).tuples().all())
+                                          .where(Result.run_id.in_(list(missing.values())))).all())
             fresh: dict[int, dict[int, SeriesFigures]] = {cid: {} for cid in missing}
             configuration_of = {run_id: cid for cid, run_id in missing.items()}
             for sid, f in figures.items():
