@@ -264,6 +264,15 @@ class FiguresCache:
         return {cid: self._latest[cid] for cid in latest}
 
 
+def run_figures(session: Session, run: Run, *, cache: FiguresCache | None = None) -> dict[int, SeriesFigures]:
+    """series id -> the figures of a run's series as of that run (the suite page); the app's ``cache`` answers for a
+    configuration's latest run, the page most visited."""
+    cid = run.configuration_id
+    if cache is not None and latest_run_ids(session, ConfigFilter(configuration_id=cid)).get(cid) == run.id:
+        return cache.latest(session, {cid: run.id})[cid][1]
+    return configuration_figures(session, [cid], present_in=[run.id], up_to=run)
+
+
 def latest_figures(session: Session, filters: ConfigFilter = ConfigFilter(), *, cache: FiguresCache | None = None
                    ) -> dict[int, tuple[int, dict[int, SeriesFigures]]]:
     """configuration id -> (its latest run id, series id -> figures of that run's series), for every configuration

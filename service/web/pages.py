@@ -101,7 +101,7 @@ def suite(request: Request, session: SessionDep, run_id: int, base: int | None =
                else runs.result_rows(session, run.id))
     rows = views.model_rows(results, comparison, run.summary.warnings if run.summary else [])
     shown = _findings_of_run(session, run.id)
-    figures = noise.configuration_figures(session, [run.configuration_id], present_in=[run.id], up_to=run)
+    figures = noise.run_figures(session, run, cache=request.app.state.noise_cache)
     return render(request, "pages/suite.html", active="home", title=f"{run.configuration.suite} {run.night}",
                   run=run, findings=shown, base_run=base_run, rows=rows, noise=noise_views.lead_noise(figures),
                   finding_noise=noise.finding_noise(session, shown),

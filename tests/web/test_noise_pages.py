@@ -127,6 +127,12 @@ def test_the_suite_page_shows_each_models_noise(noise_pages, page: Page) -> None
     expect(steady.locator(".detects")).to_have_text("≥ 5.0 %")
     expect(page.locator("#models tr[data-name='jittery'] .detects")).to_contain_text("cannot catch 5 %")
     expect(page.locator("#models tr[data-name='recoded'] .noise-cv")).to_have_text("not enough runs (3 of 5)")
+    # an older run's page: the noise as of that run (its first ten nights, recoded's old code)
+    tenth = sorted(r["id"] for r in httpx.get(f"{noise_pages.url}/api/v1/runs").json())[9]
+    page.goto(f"{noise_pages.url}/suite/{tenth}")
+    recoded = page.locator("#models tr[data-name='recoded'] .noise-cv")
+    expect(recoded).to_have_text(_percent(0.002 * MAD_FACTOR))
+    expect(recoded).to_have_attribute("title", "10 runs of unchanged generated code")
 
 
 def test_the_summary_flags_the_series_that_cannot_catch_five_percent(noise_pages, page: Page) -> None:
