@@ -152,6 +152,9 @@ COMPILED_THROUGHPUT = ResultMetric(
 RESULT_METRICS: tuple[ResultMetric, ...] = (SPEEDUP, ABS_LATENCY, COMPILATION_LATENCY, COMPRESSION_RATIO,
                                             EAGER_THROUGHPUT, COMPILED_THROUGHPUT)
 DETECTED_METRICS: tuple[ResultMetric, ...] = tuple(m for m in RESULT_METRICS if m.detected)
+# The metrics whose between-run noise and minimum detectable effect the pages and the API show (perfdash.noise, read
+# by service/queries/noise.py): those the alert policy watches, since a detectable change is the policy's.
+NOISE_METRICS: tuple[ResultMetric, ...] = DETECTED_METRICS
 
 PASSRATE = SummaryMetric(
     key="passrate", label="Passrate", chart_title="passrate (%)", heading="passrate", pytorch_title="Passrate",

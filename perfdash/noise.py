@@ -55,8 +55,14 @@ class SeriesNoise:
 
 
 def robust_cv(values: Sequence[float]) -> float:
-    logs = np.log(np.asarray(values, dtype=float))
-    return float(stats.median_abs_deviation(logs, scale="normal"))
+    return float(robust_cvs([values])[0])
+
+
+def robust_cvs(rows: Sequence[Sequence[float]]) -> np.ndarray:
+    """``robust_cv`` of each row, rows of one length: a page's hundreds of series in one call (scipy's per-call
+    overhead, not the arithmetic, is most of the time of one)."""
+    logs = np.log(np.asarray(rows, dtype=float))
+    return np.asarray(stats.median_abs_deviation(logs, axis=1, scale="normal"), dtype=float)
 
 
 def minimum_detectable_effect(
@@ -71,13 +77,31 @@ def minimum_detectable_effect(
     power: float = 0.8,
 ) -> float:
     """Smallest relative step found with probability ``power`` by a two-sided t-test at ``p_value``."""
-    if noisy_above * min_effect < sigma:
-        p_value *= noisy_factor  # changepoint.py's noisy series: every threshold tightened
+    return float(minimum_detectable_effects([sigma], min_effect=min_effect, p_value=p_value, before=before,
+                                            after=after, noisy_above=noisy_above, noisy_factor=noisy_factor,
+                                            power=power)[0])
+
+
+def minimum_detectable_effects(
+    sigmas: Sequence[float] | np.ndarray,
+    *,
+    min_effect: float,
+    p_value: float,
+    before: int,
+    after: int = NEW_LEVEL_POINTS,
+    noisy_above: float = 0.6,
+    noisy_factor: float = 0.1,
+    power: float = 0.8,
+) -> np.ndarray:
+    """``minimum_detectable_effect`` of many noise figures with one settled level's length at once."""
+    sigma = np.asarray(sigmas, dtype=float)
+    # changepoint.py's noisy series: every threshold tightened
+    p = np.where(noisy_above * min_effect < sigma, p_value * noisy_factor, p_value)
     df = before + after - 2
-    t_crit = float(stats.t.ppf(1 - p_value / 2, df))
+    t_crit = stats.t.ppf(1 - p / 2, df)
     z_power = float(stats.norm.ppf(power))
     log_step = (t_crit + z_power) * sigma * math.sqrt(1 / before + 1 / after)
-    return max(math.expm1(log_step), min_effect)
+    return np.maximum(np.expm1(log_step), min_effect)
 
 
 def series_noise(
@@ -94,6 +118,25 @@ def series_noise(
     level = len(positive) if before is None else before
     mde = minimum_detectable_effect(cv, min_effect=min_effect, p_value=p_value, before=level)
     return SeriesNoise(runs=len(positive), robust_cv=cv, minimum_detectable_effect=mde)
+
+
+def many_series_noise(
+    series: Sequence[Sequence[float] | np.ndarray], *, min_effect: float, p_value: float
+) -> list[SeriesNoise | None]:
+    """``series_noise`` of each of many series (each its own settled level): a page's hundreds at once, one scipy
+    call per window length instead of several per series."""
+    positive = [[v for v in values if v > 0] for values in series]
+    out: list[SeriesNoise | None] = [None] * len(positive)
+    by_length: dict[int, list[int]] = {}
+    for index, values in enumerate(positive):
+        if len(values) >= MIN_RUNS:
+            by_length.setdefault(len(values), []).append(index)
+    for length, indices in by_length.items():
+        cvs = robust_cvs([positive[i] for i in indices])
+        mdes = minimum_detectable_effects(cvs, min_effect=min_effect, p_value=p_value, before=length)
+        for index, cv, mde in zip(indices, cvs, mdes, strict=True):
+            out[index] = SeriesNoise(runs=length, robust_cv=float(cv), minimum_detectable_effect=float(mde))
+    return out
 
 
 

@@ -29,6 +29,7 @@ from service.api import (
     runs,
     summary,
 )
+from service.api import noise as noise_api
 from service.api import releases as releases_api
 from service.api import training as training_api
 from service.api.contract import AllowHeader, install_openapi
@@ -41,6 +42,7 @@ from service.db import make_engine, make_session_factory
 from service.ingest.hooks import PostIngestHook
 from service.prometheus import ServiceMetrics
 from service.prometheus import router as metrics_router
+from service.queries.noise import FiguresCache
 from service.request_log import RequestLog
 from service.settings import Settings
 from service.web import install as install_web
@@ -111,8 +113,9 @@ def create_app(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] |
     # token in the URL too) is logged and counted; it logs the path, never the query.
     app.add_middleware(RequestLog)
     app.state.metrics = ServiceMetrics.create()
-    for module in (runs, summary, history, compare, configurations, annotations_api, findings, bisections, releases_api,
-                   training_api, audit):
+    app.state.noise_cache = FiguresCache()  # the summary's noise flag, read again per new run (queries/noise.py)
+    for module in (runs, summary, history, noise_api, compare, configurations, annotations_api, findings, bisections,
+                   releases_api, training_api, audit):
         app.include_router(module.router)
     install_web(app)  # HTML pages and /static (service/web)
     app.include_router(health.router)

@@ -16,6 +16,7 @@ from perfdash.verdicts import FindingCategoryName, Severity
 from perfdash.verdicts import category as category_of
 from service.models import BisectionRequest, Finding, Run
 from service.queries.filters import night_range
+from service.queries.noise import FindingNoise, NoiseOut, finding_noise
 from service.queries.order import run_order
 
 
@@ -49,9 +50,13 @@ class FindingOut(BaseModel):
     acknowledged_by: str | None
     ack_note: str | None
     created_at: datetime
+    noise: NoiseOut | None = Field(None, description="a performance finding's series noise before its change (the "
+                                                     "runs before the change point); null for other findings")
+    sigmas_beyond: float | None = Field(None, description="how many noise scales (robust CV) the change is: "
+                                                          "|log(1 + change)| / robust_cv; null without an estimate")
 
     @classmethod
-    def from_row(cls, row: Finding) -> FindingOut:
+    def from_row(cls, row: Finding, noise: FindingNoise | None = None) -> FindingOut:
         return cls(
             id=row.id, kind=row.kind, category=FindingCategoryName(row.category),
             severity=category_of(row.category).severity,
@@ -63,7 +68,8 @@ class FindingOut(BaseModel):
             change_point_run_id=row.change_point.run_id if row.change_point else None, summary=row.summary,
             confirmation=row.confirmation, confirmation_result=row.confirmation_result,
             acknowledged=row.acknowledged, acknowledged_at=row.acknowledged_at, acknowledged_by=row.acknowledged_by,
-            ack_note=row.ack_note, created_at=row.created_at)
+            ack_note=row.ack_note, created_at=row.created_at, noise=noise.noise if noise else None,
+            sigmas_beyond=noise.sigmas_beyond if noise else None)
 
 
 class AcknowledgeIn(BaseModel):
@@ -95,15 +101,17 @@ def list_findings(session: Session, *, run_id: int | None = None, configuration_
                   series_id: int | None = None, category: str | None = None, kind: str | None = None,
                   acknowledged: bool | None = None, since: date | None = None, limit: int = 200,
                   offset: int = 0) -> list[FindingOut]:
-    """Findings as the API serves them, newest first."""
-    return [FindingOut.from_row(f) for f in finding_rows(
-        session, run_id=run_id, configuration_id=configuration_id, series_id=series_id, category=category, kind=kind,
-        acknowledged=acknowledged, since=since, limit=limit, offset=offset)]
+    """Findings as the API serves them, newest first, each against its series' noise."""
+    rows = finding_rows(session, run_id=run_id, configuration_id=configuration_id, series_id=series_id,
+                        category=category, kind=kind, acknowledged=acknowledged, since=since, limit=limit,
+                        offset=offset)
+    noise = finding_noise(session, rows)
+    return [FindingOut.from_row(f, noise.get(f.id)) for f in rows]
 
 
 def get_finding(session: Session, finding_id: int) -> FindingOut | None:
     row = session.get(Finding, finding_id)
-    return FindingOut.from_row(row) if row is not None else None
+    return FindingOut.from_row(row, finding_noise(session, [row]).get(row.id)) if row is not None else None
 
 
 def bisection_out(row: BisectionRequest) -> BisectionOut:

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 import sqlalchemy as sa
-from pydantic import BaseModel, TypeAdapter, computed_field
+from pydantic import BaseModel, Field, TypeAdapter, computed_field
 from sqlalchemy.orm import Session
 
 from perfdash import contract
 from perfdash.metric_registry import RESULT_METRICS
 from service.models import Configuration, Result, Run, RunSummary, Series
 from service.queries.filters import ConfigFilter, night_range
+from service.queries.noise import NoiseOut, series_figures
 from service.queries.order import run_order
 from service.queries.runs import SUMMARY_COLUMNS, SummaryNumbers
 from service.queries.schemas import ConfigurationOut, ResultMetricFields, SummaryOut
@@ -66,6 +67,9 @@ class ModelPoint(ResultMetricFields):
 class ModelHistory(BaseModel):
     series: SeriesOut
     points: list[ModelPoint]  # oldest night first
+    noise: list[NoiseOut] = Field(default_factory=list, description=(
+        "the series' between-run noise and minimum detectable effect per watched metric, from its newest runs "
+        "(whatever the range asked for); empty without a passing run"))
 
 
 class SuitePoint(BaseModel):
@@ -133,7 +137,8 @@ def model_history(session: Session, series_id: int, since: date | None = None,
     points = _validate_points(ModelPoint, [dict(zip(keys, row, strict=True)) for row in result])
     out = SeriesOut(id=series.id, name=series.name, batch_size=series.batch_size,
                     configuration=ConfigurationOut.from_row(series.configuration))
-    return ModelHistory(series=out, points=points)
+    figures = series_figures(session, series_id, series.configuration_id)
+    return ModelHistory(series=out, points=points, noise=list(figures.noise) if figures else [])
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from perfdash.judgement import direction
 from perfdash.metric_registry import Better, SummaryMetric, relative_change
 from perfdash.metrics import SuiteSummary
 from perfdash.verdicts import Severity, severity_of_direction
+from service.queries.noise import NoiseBasis, NoiseOut
 
 
 def change_class(base: float | None, new: float | None, better: Better, threshold: float) -> str:
@@ -73,3 +74,33 @@ def web_url(value: str | None) -> str | None:
 
 def short_commit(commit: str | None) -> str:
     return (commit or "")[:10] or "-"
+
+
+# A series' noise (service.queries.noise.NoiseOut) and a finding against it: the model, suite and summary pages.
+def noise_cv(noise: NoiseOut) -> str:
+    """The between-run noise, ``1.2 %``, or why there is none."""
+    if noise.robust_cv is None:
+        return f"not enough runs ({noise.runs} of {noise.min_runs})"
+    return f"{100 * noise.robust_cv:.1f} %"
+
+
+def detectable(noise: NoiseOut) -> str:
+    """The minimum detectable effect, ``≥ 5.0 %``; ``-`` without an estimate."""
+    return "-" if noise.minimum_detectable_effect is None else f"≥ {100 * noise.minimum_detectable_effect:.1f} %"
+
+
+def noise_basis(noise: NoiseOut) -> str:
+    """Which runs the estimate comes from."""
+    if noise.basis is NoiseBasis.UNCHANGED_CODE:
+        return f"{noise.runs} runs of unchanged generated code"
+    return f"the latest {noise.runs} runs (no generated-code fingerprint)"
+
+
+def catch_text(noise: NoiseOut) -> str:
+    """``cannot catch 5 %`` for a series too noisy for its target, else ``""``."""
+    return f"cannot catch {100 * noise.catch_target:g} %" if noise.catches_target is False else ""
+
+
+def sigmas_text(sigmas: float | None) -> str:
+    """What a finding says about itself against its series' noise."""
+    return "" if sigmas is None else f"{sigmas:.1f}σ beyond this series' noise"

@@ -15,11 +15,12 @@ from perfdash.axes import run_command, stored_axes
 from perfdash.metric_registry import shown_metrics
 from service.api.deps import ConfigFilterDep, SessionDep
 from service.models import Configuration, Run, Series
-from service.queries import findings, history, order, runs
+from service.queries import findings, history, noise, order, runs
 from service.queries.annotations import list_annotations
 from service.queries.compare import compare_runs
 from service.queries.filters import RunFilter
 from service.queries.summary import latest_runs_with_base
+from service.web import noise as noise_views
 from service.web import views
 from service.web.generated_code import model_code
 
@@ -82,7 +83,9 @@ def home(request: Request, session: SessionDep, config_filter: ConfigFilterDep) 
     if not latest:
         return _empty(request, "home")
     groups = views.home_groups(latest)
-    return render(request, "pages/home.html", active="home", title="Summary", groups=groups)
+    return render(request, "pages/home.html", active="home", title="Summary", groups=groups,
+                  too_noisy=noise_views.too_noisy([run for run, _ in latest], noise.latest_figures(
+                      session, config_filter, cache=request.app.state.noise_cache)))
 
 
 @router.get("/suite/{run_id}")
@@ -97,8 +100,11 @@ def suite(request: Request, session: SessionDep, run_id: int, base: int | None =
     results = ([m.new for m in comparison.models if m.new is not None] if comparison
                else runs.result_rows(session, run.id))
     rows = views.model_rows(results, comparison, run.summary.warnings if run.summary else [])
+    shown = _findings_of_run(session, run.id)
+    figures = noise.run_figures(session, run, cache=request.app.state.noise_cache)
     return render(request, "pages/suite.html", active="home", title=f"{run.configuration.suite} {run.night}",
-                  run=run, findings=_findings_of_run(session, run.id), base_run=base_run, rows=rows,
+                  run=run, findings=shown, base_run=base_run, rows=rows, noise=noise_views.lead_noise(figures),
+                  finding_noise=noise.finding_noise(session, shown),
                   origin=views.model_origin(run.configuration.suite, run.suite_versions),
                   summary=views.suite_summary(run.summary),
                   base_summary=views.suite_summary(base_run.summary) if base_run else None,
@@ -147,7 +153,9 @@ def model(request: Request, session: SessionDep, series_id: int,
                   chart=chart, since=since, until=until, notes=notes, table_limit=MODEL_TABLE_ROWS, findings=shown,
                   repro=repro_command(config, series.name), views=views, code=code,
                   code_marks=dict(zip((p.run_id for p in points), chart["codeChanged"], strict=True)),
-                  env=" ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(config.env.items())))
+                  env=" ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(config.env.items())),
+                  noise=noise_views.noise_rows(found.noise if found is not None else []),
+                  finding_noise=noise.finding_noise(session, shown))
 
 
 @router.get("/trends")

@@ -42,7 +42,7 @@ def build_templates(directory: Path = TEMPLATES_DIR) -> Jinja2Templates:
         lstrip_blocks=True,
     )
     env.filters.update(times=fmt.times, number=fmt.number, percent=fmt.percent, short_commit=fmt.short_commit,
-                       web_url=fmt.web_url)
+                       web_url=fmt.web_url, sigmas=fmt.sigmas_text)
     # The metric registry, the status rule and the change vocabulary, so that templates name no metric, threshold,
     # status or verdict by hand.
     env.globals.update(nav=NAV, dashboard_metrics=DASHBOARD_METRICS, summary_metrics=SUMMARY_METRICS,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from perfdash.noise import minimum_detectable_effect, robust_cv, series_noise, spread_change
+from perfdash.noise import many_series_noise, minimum_detectable_effect, robust_cv, series_noise, spread_change
 
 POLICY = {"min_effect": 0.05, "p_value": 1.5e-3, "before": 8}
 
@@ -46,3 +46,18 @@ def test_a_spread_jump_with_the_median_holding_is_a_spread_change() -> None:
     assert spread_change(earlier, bimodal) is not None
     assert spread_change(earlier, steady) is None
     assert spread_change(earlier, moved) is None
+
+
+def test_many_series_at_once_are_each_series_alone() -> None:
+    rng = np.random.default_rng(3)
+    series = [list(1.5 * np.exp(rng.normal(0, sigma, n))) for sigma, n in
+              ((0.004, 20), (0.05, 20), (0.02, 7), (0.03, 60), (0.01, 3), (0.2, 12))]
+    series.append([1.2, 0.0, 1.3, 1.25, 1.22, 1.21])  # a zero is no run: five left
+    many = many_series_noise(series, min_effect=0.05, p_value=1.5e-3)
+    alone = [series_noise(values, min_effect=0.05, p_value=1.5e-3) for values in series]
+    assert [m is None for m in many] == [a is None for a in alone] == [False] * 4 + [True, False, False]
+    for m, a in zip(many, alone, strict=True):
+        if a is not None:
+            assert m is not None and m.runs == a.runs
+            assert m.robust_cv == pytest.approx(a.robust_cv, rel=1e-12)
+            assert m.minimum_detectable_effect == pytest.approx(a.minimum_detectable_effect, rel=1e-12)

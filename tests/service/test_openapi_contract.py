@@ -227,3 +227,16 @@ def test_a_negative_measurement_is_refused_where_the_schema_says_so(client, auth
     assert option.get("minimum") == 0 or option.get("items", {}).get("exclusiveMinimum") == 0
     assert _stored(session) == (0, 0, 0)
 
+
+
+def test_the_noise_fields_are_documented(client) -> None:
+    """Issue 39: the history, the findings and /api/v1/noise carry each series' noise and detectable change."""
+    schema = client.get("/openapi.json").json()
+    schemas = schema["components"]["schemas"]
+    assert {"robust_cv", "minimum_detectable_effect", "runs", "basis", "catch_target", "catches_target"} \
+        <= set(schemas["NoiseOut"]["properties"])
+    assert schemas["ModelHistory"]["properties"]["noise"]["items"] == {"$ref": "#/components/schemas/NoiseOut"}
+    assert {"noise", "sigmas_beyond"} <= set(schemas["FindingOut"]["properties"])
+    answer = schema["paths"]["/api/v1/noise"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert answer["items"] == {"$ref": "#/components/schemas/SeriesNoiseOut"}
+    assert client.get("/api/v1/noise", params={"cannot_catch": "maybe"}).status_code == 422
