@@ -46,3 +46,10 @@ def test_a_spread_jump_with_the_median_holding_is_a_spread_change() -> None:
     assert spread_change(earlier, bimodal) is not None
     assert spread_change(earlier, steady) is None
     assert spread_change(earlier, moved) is None
+
+
+def test_a_step_inside_the_newest_runs_is_no_spread_change() -> None:
+    rng = np.random.default_rng(4)
+    earlier = list(1.5 * np.exp(rng.normal(0, 0.02, 20)))
+    stepped = [1.5 * f for f in (1.0, 1.01, 0.99, 1.0, 0.8, 0.81, 0.79, 0.8)]
+    assert spread_change(earlier, stepped) is None
