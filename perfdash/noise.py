@@ -174,6 +174,11 @@ def spread_change(
     holds_within = max(math.log1p(median_within), 2 * 1.2533 * cv_after / math.sqrt(len(after)))
     if abs(float(np.median(after) - np.median(before))) > holds_within:
         return None
+    # ... and wide in both halves of the newest runs: a step inside them (a change point's first nights) widens
+    # their spread as a whole while each side of it stays tight; a bimodal series alternates, so both halves are wide.
+    half = len(newest) // 2
+    if min(robust_cv(newest[:half]), robust_cv(newest[half:])) < ratio / 2 * max(cv_before, 1e-3):
+        return None
     if cv_after < ratio * max(cv_before, 1e-3):
         return None
     p_value = float(stats.levene(before, after, center="median").pvalue)

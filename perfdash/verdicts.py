@@ -77,6 +77,7 @@ class FindingKind(StrEnum):
     SUMMARY = "summary"  # the suite: passrate, the geomean's change point
     ENVIRONMENT = "environment"  # what surrounds the compiler (machine software, the torch release)
     MISSING = "missing"  # models missing against the previous run
+    NOISE = "noise"  # one model's between-run spread over its newest runs (no change point, no commit range)
 
 
 # What detection files besides (a finding's category is a model verdict or one of these).
@@ -91,8 +92,14 @@ MACHINE_CHANGE = Verdict("machine_change", Severity.NOTE, "machine change", "Sam
                          report_section="machine_changes",
                          hint="the generated code, the torch build and the machine's software are unchanged")
 
+# A series' between-run spread that jumped or turned bimodal while its median held (issue 39 item 4;
+# service.detection.spread): what the series can catch changed, not its level. Reported only: no A/B, no bisection, no
+# issue (a spread has no commit range to search).
+NOISE_CHANGE = Verdict("noise_change", Severity.NOTE, "noise change", "Noise changes", report_section="noise_changes",
+                       hint="the median held; the spread between runs grew")
+
 FINDING_CATEGORIES: tuple[Verdict, ...] = (REGRESSION, NEW_FAILURE, IMPROVEMENT, FIXED, ENVIRONMENT, MODELS_DROPPED,
-                                           MACHINE_CHANGE)
+                                           MACHINE_CHANGE, NOISE_CHANGE)
 
 # the ignore: as ModelVerdictName's, members from a table
 FindingCategoryName = StrEnum("FindingCategoryName",  # type: ignore[misc]

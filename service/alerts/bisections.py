@@ -18,6 +18,7 @@ from perfdash.bisection import (
     BisectionResult,
 )
 from perfdash.metric_registry import BISECT_METRICS, better_of, min_effect_of
+from perfdash.verdicts import FindingKind
 from service.models import BisectionRequest, Configuration, Finding, Run
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -66,6 +67,8 @@ def request_bisection(session: Session, body: BisectionIn,
             raise LookupError(f"no finding {body.finding_id}")
         if finding.series_id is None or finding.series is None or finding.metric not in BISECT_METRICS:
             raise BisectionError(f"finding {finding.id} is not about one model's metric: nothing to bisect")
+        if finding.kind == FindingKind.NOISE:
+            raise BisectionError(f"finding {finding.id} is a change of spread, not of level: nothing to bisect")
         if not finding.good_commit or not finding.bad_commit:
             raise BisectionError(f"finding {finding.id} has no commit range (runs without a torch git commit)")
         row = BisectionRequest(

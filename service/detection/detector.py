@@ -15,7 +15,10 @@ detection twice stores nothing new):
 - the environment (service.detection.environment): when the manifest differs from the previous run's and most
   series moved together, one "environment change" finding naming the differences; it resets every series' baseline
   of the configuration at this run, so no per-model change point follows from it;
-- missing data: a suite whose model count dropped by MODELS_DROP or more against the previous run.
+- missing data: a suite whose model count dropped by MODELS_DROP or more against the previous run;
+- noise: a series whose between-run spread jumped or turned bimodal over its newest runs while its median held
+  (service.detection.spread), compared only with runs of the same environment, level and generated code: a finding
+  of its own kind, never a confirmation, a bisection or an issue.
 
 A model's performance regression is a candidate until an A/B re-measurement confirms it
 (service.alerts.confirmation): detection queues the confirm requests.
@@ -45,8 +48,10 @@ from perfdash.metric_registry import (
     PASSRATE,
     PASSRATE_ALERT_DROP,
     better_of,
+    leader_of,
     min_effect_of,
 )
+from perfdash.noise import robust_cv
 from perfdash.verdicts import (
     ENVIRONMENT,
     FIXED,
@@ -54,6 +59,7 @@ from perfdash.verdicts import (
     MACHINE_CHANGE,
     MODELS_DROPPED,
     NEW_FAILURE,
+    NOISE_CHANGE,
     REGRESSION,
     FindingKind,
     UnknownVerdict,
@@ -69,6 +75,14 @@ from service.detection.changepoint import (
     detect_change_points_many,
 )
 from service.detection.environment import ShiftConfig, common_shift, manifest_differences, series_move
+from service.detection.spread import (
+    HISTORY,
+    MIN_EARLIER,
+    NEWEST_RUNS,
+    level_start,
+    newest_spread_change,
+    spread_floor,
+)
 from service.models import Annotation, ChangePointRow, Finding, Result, Run, RunSummary
 from service.queries.detection import (
     night_of_run,
@@ -79,7 +93,7 @@ from service.queries.detection import (
     series_history,
     suite_geomean_history,
 )
-from service.queries.generated_code import code_side
+from service.queries.generated_code import code_digests, code_side
 from service.queries.order import previous_run
 from service.queries.torch_versions import is_release
 
@@ -455,6 +469,104 @@ def performance_change_points(d: RunDetection) -> list[Finding | None]:
     return found
 
 
+def _environment_key(run: Run) -> tuple[tuple[tuple[str, str], ...], str]:
+    """What two runs must share for their values to be compared as one series' noise: the manifest facts whose
+    change is an environment change (run_environment) and the torch release ("nightly" for builds of the nightly,
+    whose commit is what is under test)."""
+    version = (run.torch_version or "").split("+")[0]
+    return tuple(sorted(run_environment(run).items())), version if is_release(version) else "nightly"
+
+
+def _comparable_start(points: SeriesPoints, change_points: set[int], bounds: set[int],
+                      environment: Mapping[int, object], digests: Mapping[int, str] | None, min_effect: float) -> int:
+    """The index of a series' first point that its newest point may be compared with for a spread change:
+
+    - from the last of ``bounds`` on (run ids: the configuration's environment findings, the first of the newest runs
+      of the series' last noise finding: a spread already reported is what the next one is judged against);
+    - in the newest run's environment (``environment``: run id -> _environment_key) and of its generated code
+      (``digests``: run id -> digest; None: the newest run has no fingerprint, any code);
+    - after its last stored change point (``change_points``: first runs) whose level held (spread.level_start)."""
+    run_ids = points.run_ids
+    positions = {run_id: i for i, run_id in enumerate(run_ids)}
+    start = max((positions[r] for r in bounds if r in positions), default=0)
+    newest_environment = environment[run_ids[-1]]
+    newest_code = digests.get(run_ids[-1]) if digests is not None else None
+    i = len(run_ids) - 1
+    while i > start and environment[run_ids[i - 1]] == newest_environment and (
+            digests is None or digests.get(run_ids[i - 1]) == newest_code):
+        i -= 1
+    return level_start(points.values, [positions[r] for r in change_points if r in positions], i, min_effect)
+
+
+def noise_changes(d: RunDetection) -> list[Finding | None]:
+    """A series whose between-run spread over its newest NEWEST_RUNS runs jumped or turned bimodal against its earlier
+    comparable runs, its median holding (service.detection.spread): filed once, on the night it shows, with those
+    runs. A metric that follows another (latency follows speedup) is not filed again when its leader's spread changed
+    over the same runs."""
+    session, run = d.session, d.run
+    series_in_run = passing_series(session, run.id)
+    if not series_in_run:
+        return []
+    history = _series_points(session, run, list(series_in_run), last_runs=HISTORY)
+    floors = {m.name: spread_floor(m.min_effect) for m in DETECTED_METRICS}
+    # most series stop here: too few runs, or a spread over the newest runs too small to matter
+    candidates = {key: points for key, points in history.items()
+                  if points.run_ids[-1] == run.id and len(points) >= NEWEST_RUNS + MIN_EARLIER
+                  and robust_cv(points.values[-NEWEST_RUNS:]) >= floors[key[1]]}
+    if not candidates:
+        return []
+    environment_runs = set(session.scalars(sa.select(Finding.run_id).where(
+        Finding.configuration_id == run.configuration_id, Finding.kind == FindingKind.ENVIRONMENT)))
+    # (series, metric) -> the first runs of its stored levels; -> the runs of its noise findings
+    change_points: dict[tuple[int | None, str | None], set[int]] = defaultdict(set)
+    for cp in session.execute(sa.select(ChangePointRow.series_id, ChangePointRow.metric, ChangePointRow.run_id)
+                              .where(ChangePointRow.configuration_id == run.configuration_id)):
+        change_points[(cp.series_id, cp.metric)].add(cp.run_id)
+    run_ids = sorted({r for points in candidates.values() for r in points.run_ids})
+    environment = {r.id: _environment_key(r) for r in session.scalars(sa.select(Run).where(Run.id.in_(run_ids)))
+                   .unique()}
+    models = sorted({series_in_run[series_id] for series_id, _ in candidates})
+    digests = code_digests(session, run_ids, models)  # model -> run id -> digest
+    noise_runs: dict[tuple[int | None, str | None], list[int]] = defaultdict(list)
+    for noise in session.execute(sa.select(Finding.series_id, Finding.metric, Finding.run_id)
+                                 .where(Finding.configuration_id == run.configuration_id,
+                                        Finding.kind == FindingKind.NOISE)):
+        noise_runs[(noise.series_id, noise.metric)].append(noise.run_id)
+    found: list[Finding | None] = []
+    changed: dict[tuple[int, str], list[int]] = {}  # (series, metric) -> its newest runs, where the spread changed
+    # leaders first: a follower's change over its leader's runs is the leader's finding
+    for (series_id, metric), points in sorted(candidates.items(), key=lambda kv: leader_of(kv[0][1]) is not None):
+        model = series_in_run[series_id]
+        positions = {run_id: i for i, run_id in enumerate(points.run_ids)}
+        # a noise finding's newest runs end on its run: they start NEWEST_RUNS - 1 points of the series earlier
+        noise_starts = [points.run_ids[max(0, positions[r] - NEWEST_RUNS + 1)]
+                        for r in noise_runs.get((series_id, metric), ()) if r in positions]
+        model_code = digests.get(model, {})
+        start = _comparable_start(points, change_points[(series_id, metric)], environment_runs | set(noise_starts),
+                                  environment, model_code if run.id in model_code else None, min_effect_of(metric))
+        comparable = points[start:]
+        change = newest_spread_change(comparable.values, min_effect_of(metric))
+        if change is None:
+            continue
+        newest = comparable[-NEWEST_RUNS:]
+        changed[(series_id, metric)] = list(newest.run_ids)
+        leader = leader_of(metric)
+        if leader is not None and set(newest.run_ids) & {*changed.get((series_id, leader), ()),
+                                                         *noise_runs.get((series_id, leader), ())}:
+            continue  # its leader's spread changed over these runs: one finding, the leader's
+        first, earliest, earlier = newest[0], comparable[0], len(comparable) - NEWEST_RUNS  # (at most HISTORY runs)
+        found.append(_add_finding(session, Finding(
+            key=f"noise:{series_id}:{metric}:{run.id}", kind=FindingKind.NOISE, category=NOISE_CHANGE.name,
+            configuration_id=run.configuration_id, series_id=series_id, run_id=run.id, model=model, metric=metric,
+            old_value=change.cv_before, new_value=change.cv_after,
+            change_pct=100.0 * (change.cv_after / max(change.cv_before, 1e-12) - 1.0), p_value=change.p_value,
+            summary=(f"{model}: {metric} between-run spread {100 * change.cv_before:.1f}% -> "
+                     f"{100 * change.cv_after:.1f}% (robust CV), median held, over its {NEWEST_RUNS} newest runs "
+                     f"{first.night}..{run.night} (runs {', '.join(map(str, newest.run_ids))}) against {earlier} "
+                     f"earlier runs since {earliest.night} (p={change.p_value:.1e})"))))
+    return found
+
+
 def passrate_drop(d: RunDetection) -> list[Finding | None]:
     """The suite's passrate dropping by PASSRATE_ALERT_DROP or more against the previous run."""
     session, run, previous = d.session, d.run, d.previous_run
@@ -528,6 +640,8 @@ RULES: tuple[Rule, ...] = (
     Rule("performance", (REGRESSION, IMPROVEMENT, MACHINE_CHANGE), performance_change_points, needs_previous=False),
     Rule("passrate", (REGRESSION,), passrate_drop),
     Rule("suite_geomean", (REGRESSION, IMPROVEMENT, MACHINE_CHANGE), suite_geomean_change_points, needs_previous=False),
+    # after the change points and the environment: tonight's step or environment change bounds what it compares
+    Rule("noise", (NOISE_CHANGE,), noise_changes),
 )
 
 

@@ -103,6 +103,7 @@ class ReportContext:
     # same code, same environment, different time (perfdash.code_change): no issue; and the gauge, all
     # such events of these configurations so far
     machine_changes: list[Finding] = field(default_factory=list)
+    noise_changes: list[Finding] = field(default_factory=list)  # a spread that jumped, the median held: no issue
     same_code_count: int = 0
     missing: list[MissingConfiguration] = field(default_factory=list)
     details: list[SuiteDetail] = field(default_factory=list)

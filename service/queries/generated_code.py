@@ -41,6 +41,20 @@ def digests_by_run(session: Session, run_ids: Iterable[int], name: str) -> dict[
     return {run_id: digest for run_id, digest in rows}
 
 
+def code_digests(session: Session, run_ids: Iterable[int], names: Iterable[str]) -> dict[str, dict[int, str]]:
+    """model -> run id -> code digest, for several models over several runs at once (runs without a fingerprint
+    left out): detection's noise rule, which compares only runs of one generated code."""
+    ids, models = list(run_ids), list(names)
+    if not ids or not models:
+        return {}
+    out: dict[str, dict[int, str]] = {}
+    for run_id, name, digest in session.execute(
+            sa.select(GeneratedCode.run_id, GeneratedCode.name, GeneratedCode.digest)
+            .where(GeneratedCode.run_id.in_(ids), GeneratedCode.name.in_(models))):
+        out.setdefault(name, {})[run_id] = digest
+    return out
+
+
 def code_diff(session: Session, old_run: int, new_run: int, name: str) -> str | None:
     """The unified diff of the model's normalised generated code between two runs; None when either lacks it."""
     sources = session.execute(sa.select(GeneratedCode.run_id, GeneratedCode.source)

@@ -381,7 +381,7 @@ def model_table(rows: Sequence[RunModelRow]) -> tuple[list[ResultMetric], list[t
 
 def finding_mark(finding: Finding) -> dict[str, object]:
     """A detection finding as a chart mark: on its metric's chart (status findings on every chart)."""
-    on_one_chart = finding.kind == FindingKind.PERFORMANCE
+    on_one_chart = finding.kind in (FindingKind.PERFORMANCE, FindingKind.NOISE)
     judged = category(finding.category)
     return {"night": finding.run.night.isoformat(), "metric": finding.metric if on_one_chart else None,
             "text": finding.summary, "category": finding.category, "label": judged.label,

@@ -61,3 +61,10 @@ def test_many_series_at_once_are_each_series_alone() -> None:
             assert m is not None and m.runs == a.runs
             assert m.robust_cv == pytest.approx(a.robust_cv, rel=1e-12)
             assert m.minimum_detectable_effect == pytest.approx(a.minimum_detectable_effect, rel=1e-12)
+
+
+def test_a_step_inside_the_newest_runs_is_no_spread_change() -> None:
+    rng = np.random.default_rng(4)
+    earlier = list(1.5 * np.exp(rng.normal(0, 0.02, 20)))
+    stepped = [1.5 * f for f in (1.0, 1.01, 0.99, 1.0, 0.8, 0.81, 0.79, 0.8)]
+    assert spread_change(earlier, stepped) is None
