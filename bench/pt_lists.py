@@ -8,6 +8,9 @@ timm_models.py 0260ed17, huggingface.py 032cbcbb):
 - ``huggingface_models_list.txt``: ``NAME,BATCH`` per line (huggingface.py splits on a comma); names with a ``/``
   are the hub LLMs that huggingface_llm_models.py times with ``generate()`` (perfdash does not, and PyTorch skips
   them on CPU), so they are not candidates;
+- ``torchbench_models_list_cpu.txt`` (on CPU) and ``torchbench_models_list.txt`` (on CUDA): ``NAME,BATCH`` per line,
+  PyTorch's CPU and GPU TorchBench lists (as synced into pytorch/benchmark's userbenchmark/dynamo/dynamobench at
+  0e83c440; torchbench.py itself lists TorchBench's models, its CI passes these lists);
 - ``<suite>.yaml``'s ``skip.all`` and ``skip.device.<device>``: models PyTorch's runner itself does not run there.
 
 Torch-free; pyyaml (the ``bench`` extra) only when a yaml file is there.
@@ -20,8 +23,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-LIST_FILES = {"timm_models": "timm_models_list.txt", "huggingface": "huggingface_models_list.txt"}
-YAML_FILES = {"timm_models": "timm_models.yaml", "huggingface": "huggingface.yaml"}
+LIST_FILES = {"timm_models": "timm_models_list.txt", "huggingface": "huggingface_models_list.txt",
+              "torchbench": "torchbench_models_list.txt"}
+# A device whose list is a file of its own: PyTorch's CPU TorchBench list.
+DEVICE_LIST_FILES = {("torchbench", "cpu"): "torchbench_models_list_cpu.txt"}
+YAML_FILES = {"timm_models": "timm_models.yaml", "huggingface": "huggingface.yaml", "torchbench": "torchbench.yaml"}
+# The suites whose lists separate name and batch size by a comma (timm: whitespace).
+COMMA_LISTS = frozenset({"huggingface", "torchbench"})
 MIN_SAMPLE = 15  # issue 32: at least 15 models per suite and run
 
 
@@ -37,7 +45,7 @@ class ListedModel:
 
 def parse_models_list(text: str, suite: str) -> list[ListedModel]:
     """The entries of a ``*_models_list.txt``, in file order (blank lines and ``#`` comments skipped)."""
-    sep = "," if suite == "huggingface" else None  # timm: whitespace, as `line.split(" ")` in timm_models.py
+    sep = "," if suite in COMMA_LISTS else None  # timm: whitespace, as `line.split(" ")` in timm_models.py
     models = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -64,10 +72,10 @@ def skipped(config: dict, device: str) -> set[str]:
     return flat(skip.get("all")) | flat((skip.get("device") or {}).get(device))
 
 
-def read_list(pytorch_dir: Path, suite: str) -> list[ListedModel]:
+def read_list(pytorch_dir: Path, suite: str, device: str = "cpu") -> list[ListedModel]:
     if suite not in LIST_FILES:
         raise ListError(f"no model list for suite {suite!r} in PyTorch's harness; sample one of {sorted(LIST_FILES)}")
-    path = pytorch_dir / LIST_FILES[suite]
+    path = pytorch_dir / DEVICE_LIST_FILES.get((suite, device), LIST_FILES[suite])
     if not path.is_file():
         raise ListError(f"{path}: not there (want a copy of PyTorch's benchmarks/dynamo)")
     return parse_models_list(path.read_text(), suite)
@@ -100,4 +108,5 @@ def sample(names: list[str], n: int, seed: int) -> list[str]:
 def sample_suite(pytorch_dir: Path, suite: str, n: int, seed: int, device: str = "cpu",
                  exclude: Iterable[str] = ()) -> list[str]:
     """The seeded sample of ``suite`` from the harness copy, never drawing ``exclude`` (the models already tuned on)."""
-    return sample(candidates(read_list(pytorch_dir, suite), read_skips(pytorch_dir, suite, device), exclude), n, seed)
+    return sample(candidates(read_list(pytorch_dir, suite, device), read_skips(pytorch_dir, suite, device), exclude),
+                  n, seed)

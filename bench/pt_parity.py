@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.pt_lists import LIST_FILES, MIN_SAMPLE, ListError, sample_suite
+from bench.pt_lists import LIST_FILES, MIN_SAMPLE, ListedModel, ListError, read_list, sample_suite
 from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR
 
 REPO = Path(__file__).resolve().parents[1]
@@ -447,6 +447,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def unrunnable_here(suite: str, listed: list[ListedModel]) -> set[str]:
+    """The listed TorchBench models whose install.py downloads input data this machine's TorchBench tree lacks: they
+    run on neither side here (perfdash records model_fail_to_load naming the data), so a sample never draws them."""
+    if suite != "torchbench":
+        return set()
+    from runner.suites.torchbench import installed_tree, missing_data
+
+    tree = installed_tree()
+    return {m.name for m in listed if tree is not None and missing_data(tree, m.name)}
+
+
 def sampled_models(args: argparse.Namespace) -> list[Model]:
     """The models of ``--sample-suite``: ``--sample`` of each suite's PyTorch list drawn with ``--seed``, never the
     tuned ones, at ``--batch-size`` or the suite's SAMPLE_BATCH. Records the draw in ``args.sampled``."""
@@ -455,7 +466,8 @@ def sampled_models(args: argparse.Namespace) -> list[Model]:
     models = []
     for suite in dict.fromkeys(args.sample_suite):
         tuned = {label.partition(":")[2] for label in TUNED if label.startswith(f"{suite}:")}
-        names = sample_suite(args.pytorch_dir, suite, args.sample, args.seed, args.device, exclude=tuned)
+        names = sample_suite(args.pytorch_dir, suite, args.sample, args.seed, args.device,
+                             exclude=tuned | unrunnable_here(suite, read_list(args.pytorch_dir, suite, args.device)))
         args.sampled[suite] = names
         models += [Model(suite, name, args.batch_size or SAMPLE_BATCH[suite]) for name in names]
     return models

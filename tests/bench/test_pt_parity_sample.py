@@ -70,6 +70,19 @@ def test_sample_is_seeded_sorted_and_bounded() -> None:
         sample(names, 0, seed=1)
 
 
+def test_torchbench_reads_the_devices_own_list_and_its_yaml(tmp_path: Path) -> None:
+    root = harness_copy(tmp_path)
+    (root / "torchbench_models_list_cpu.txt").write_text("".join(f"tb_cpu_{i:02d},{i + 1}\n" for i in range(20)))
+    (root / "torchbench_models_list.txt").write_text("".join(f"tb_gpu_{i:02d},{i + 1}\n" for i in range(20)))
+    (root / "torchbench.yaml").write_text("skip:\n  all:\n    - tb_cpu_00\n  device:\n    cuda:\n      - tb_gpu_01\n")
+    on_cpu = sample_suite(root, "torchbench", 15, seed=1, device="cpu", exclude=["tb_cpu_02"])
+    assert len(on_cpu) == 15 and all(n.startswith("tb_cpu_") for n in on_cpu)
+    assert not {"tb_cpu_00", "tb_cpu_02"} & set(on_cpu)
+    on_cuda = sample_suite(root, "torchbench", 19, seed=1, device="cuda")
+    assert len(on_cuda) == 19 and all(n.startswith("tb_gpu_") for n in on_cuda) and "tb_gpu_01" not in on_cuda
+    assert parse_models_list("BERT_pytorch,32\n", "torchbench") == [ListedModel("BERT_pytorch", 32)]
+
+
 def test_sample_suite_from_the_copy(tmp_path: Path) -> None:
     root = harness_copy(tmp_path)
     drawn = sample_suite(root, "huggingface", 15, seed=3, exclude=["DistilBertForMaskedLM"])
