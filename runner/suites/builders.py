@@ -113,7 +113,8 @@ def build_torchvision(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
 
 def build_torchbenchmark(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
     """A model of PyTorch's TorchBench, built as PyTorch's torchbench.py ``load_model`` builds it: the benchmark class
-    at the entry's batch size (TorchBench's own for ``keep_batch_size``, torchbench.yaml's dont_change_batch_size),
+    at the entry's batch size (TorchBench's own for ``keep_batch_size``, torchbench.yaml's dont_change_batch_size, and
+    for a model whose class sets ``ALLOW_CUSTOMIZE_BSIZE = False``),
     ``get_module()``, train or eval mode. A model whose install.py downloads input data that is not here stops at once,
     naming the data, before its module is imported."""
     from runner.suites.torchbench import installed_tree, missing_data
@@ -131,8 +132,10 @@ def build_torchbenchmark(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
     if options:
         raise SuiteError(f"{spec.name}: unknown torchbenchmark options {sorted(options)} (expected keep_batch_size)")
     cls = _torchbenchmark_class(spec.builder_target)
+    # A model that sets ALLOW_CUSTOMIZE_BSIZE = False refuses any size but its own: PyTorch passes it none.
+    fixed_size = keep_batch_size or not getattr(cls, "ALLOW_CUSTOMIZE_BSIZE", True)
     bench = cls(test="train" if ctx.training else "eval", device=ctx.device,
-                batch_size=None if keep_batch_size else ctx.batch_size)
+                batch_size=None if fixed_size else ctx.batch_size)
     module, example_inputs = bench.get_module()
     if isinstance(example_inputs, Mapping):
         return BuiltModel(module=module, kwargs=dict(example_inputs))
