@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import urllib.error
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,6 +118,7 @@ def build_torchbenchmark(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
     for a model whose class sets ``ALLOW_CUSTOMIZE_BSIZE = False``),
     ``get_module()``, train or eval mode. A model whose install.py downloads input data that is not here stops at once,
     naming the data, before its module is imported."""
+    from runner import torchbench_install
     from runner.suites.torchbench import installed_tree, missing_data
 
     tree = installed_tree()
@@ -124,9 +126,9 @@ def build_torchbenchmark(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
         raise ModelLoadError("torchbenchmark is not importable (scripts/setup.sh installs PyTorch's TorchBench)")
     missing = missing_data(tree, spec.builder_target)
     if missing:
-        raise ModelLoadError(f"needs TorchBench input data {', '.join(missing)} (downloaded by its install.py; not in "
-                             f"{tree / 'torchbenchmark' / 'data' / '.data'}): install TorchBench from a source with "
-                             "network, or unpack the data there")
+        where = ", ".join(str(torchbench_install.data_path(tree, name)) for name in missing)
+        raise ModelLoadError(f"needs TorchBench input data {', '.join(missing)} (downloaded by its install.py; not at "
+                             f"{where}): install TorchBench from a source with network, or put the data there")
     options = dict(spec.options)
     keep_batch_size = bool(options.pop("keep_batch_size", False))
     if options:
@@ -134,8 +136,13 @@ def build_torchbenchmark(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
     cls = _torchbenchmark_class(spec.builder_target)
     # A model that sets ALLOW_CUSTOMIZE_BSIZE = False refuses any size but its own: PyTorch passes it none.
     fixed_size = keep_batch_size or not getattr(cls, "ALLOW_CUSTOMIZE_BSIZE", True)
-    bench = cls(test="train" if ctx.training else "eval", device=ctx.device,
-                batch_size=None if fixed_size else ctx.batch_size)
+    try:
+        bench = cls(test="train" if ctx.training else "eval", device=ctx.device,
+                    batch_size=None if fixed_size else ctx.batch_size)
+    except urllib.error.URLError as exc:
+        # TorchBench's torchvision models (and others) download pretrained weights while they are built.
+        raise ModelLoadError(f"downloads pretrained weights while TorchBench builds it (torch.hub, as PyTorch's CI "
+                             f"machines have them cached) and cannot here: {exc}") from exc
     module, example_inputs = bench.get_module()
     if isinstance(example_inputs, Mapping):
         return BuiltModel(module=module, kwargs=dict(example_inputs))

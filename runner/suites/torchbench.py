@@ -64,9 +64,9 @@ def commit_of(tree: Path) -> str:
 
 
 def missing_data(tree: Path, model: str) -> list[str]:
-    """The input tarballs a model's install.py downloads that are not unpacked in this tree."""
+    """The input data a model's install.py downloads that is not in this tree."""
     return [name for name in torchbench_install.input_data(tree, model)
-            if not torchbench_install.data_dir(tree, name).is_dir()]
+            if not torchbench_install.data_path(tree, name).exists()]
 
 
 def versions() -> dict[str, str]:
