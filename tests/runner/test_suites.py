@@ -244,6 +244,12 @@ def test_accuracy_is_checked_at_pytorch_accuracy_batch_sizes() -> None:
         assert (given.batch_size, given.accuracy_batch_size) == (3, 3)
         checked_only = make_job(RunOptions(suite=suite_name, accuracy=True), suite, spec)
         assert (checked_only.batch_size, checked_only.accuracy_batch_size) == (expected, expected)  # one build
+    suite = get_suite("torchbench")
+    unet = next(m for m in suite.models() if m.name == "pytorch_unet")  # torchbench.yaml accuracy.max_batch_size 2
+    job = make_job(RunOptions(suite="torchbench", accuracy=True), suite, unet)
+    assert (job.batch_size, job.accuracy_batch_size) == (2, 2)
+    job = make_job(RunOptions(suite="torchbench"), suite, unet)
+    assert (job.batch_size, job.accuracy_batch_size) == (unet.batch_size, 2)
 
 
 def test_a_job_carries_the_runs_settings_through_the_worker_protocol() -> None:

@@ -166,6 +166,8 @@ def test_the_extended_list_and_the_tolerances_follow_the_pinned_harness() -> Non
     for m in extended:
         assert m.batch_size == int(cpu.get(m.name, m.batch_size)), m.name
         assert bool(m.options.get("keep_batch_size")) == (m.name in config["dont_change_batch_size"]), m.name
+        assert m.accuracy_max_batch_size == config["accuracy"]["max_batch_size"].get(m.name), m.name
+        assert m.training_batch_size == config["batch_size"]["training"].get(m.name), m.name
     for name in ("maml", "Background_Matting", "stable_diffusion_unet", "yolov3", "dcgan"):
         tol = suite.tolerance_for(ToleranceQuery(name=name, mode="inference", device="cpu", dtype="float32"))
         assert tol.skip == (name in config["accuracy"]["skip"]["large_models"]), name
