@@ -139,14 +139,23 @@ def build_torchbenchmark(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
     try:
         bench = cls(test="train" if ctx.training else "eval", device=ctx.device,
                     batch_size=None if fixed_size else ctx.batch_size)
-    except urllib.error.URLError as exc:
-        # TorchBench's torchvision models (and others) download pretrained weights while they are built.
-        raise ModelLoadError(f"downloads pretrained weights while TorchBench builds it (torch.hub, as PyTorch's CI "
-                             f"machines have them cached) and cannot here: {exc}") from exc
+    except OSError as exc:
+        if not _download_failed(exc):
+            raise
+        # TorchBench's torchvision models download pretrained weights while they are built (torch.hub), moondream
+        # its weights from the Hugging Face hub; PyTorch's CI machines have them cached.
+        raise ModelLoadError(f"downloads pretrained weights while TorchBench builds it (torch.hub or the Hugging "
+                             f"Face hub) and cannot here: {type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
     module, example_inputs = bench.get_module()
     if isinstance(example_inputs, Mapping):
         return BuiltModel(module=module, kwargs=dict(example_inputs))
     return BuiltModel(module=module, args=tuple(example_inputs))
+
+
+def _download_failed(exc: OSError) -> bool:
+    """A download that could not reach its server: urllib's (torch.hub) or the Hugging Face hub's, which transformers
+    turns into an OSError naming huggingface.co."""
+    return isinstance(exc, urllib.error.URLError) or "huggingface.co" in str(exc)
 
 
 def _torchbenchmark_class(name: str) -> Any:
