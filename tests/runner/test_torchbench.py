@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import tarfile
+import urllib.error
 from pathlib import Path
 
 import pytest
@@ -201,3 +202,25 @@ def test_a_model_that_refuses_other_batch_sizes_is_built_at_its_own(monkeypatch)
         builders.build(ModelSpec(name="fixed", batch_size=256, builder="torchbenchmark:fixed"),
                        builders.BuildContext(device="cpu", batch_size=4, training=False))
     assert asked == [None, 4]
+
+
+@pytest.mark.parametrize("error, is_download", [
+    (urllib.error.URLError("[Errno -2] Name or service not known"), True),  # torch.hub: the torchvision models
+    (OSError("We couldn't connect to 'https://huggingface.co' to load the files"), True),  # moondream
+    (OSError("[Errno 2] No such file or directory: 'batch.pt'"), False),
+])
+def test_a_build_that_cannot_download_its_weights_says_so(monkeypatch, error: OSError, is_download: bool) -> None:
+    import runner.suites.builders as builders
+    from runner.suites.base import ModelSpec
+
+    _installed_tree()
+
+    class Model:
+        def __init__(self, test: str, device: str, batch_size: int | None) -> None:
+            raise error
+
+    monkeypatch.setattr(builders, "_torchbenchmark_class", lambda name: Model)
+    with pytest.raises(OSError if not is_download else builders.ModelLoadError) as raised:
+        builders.build(ModelSpec(name="m", batch_size=4, builder="torchbenchmark:m"),
+                       builders.BuildContext(device="cpu", batch_size=4, training=False))
+    assert ("downloads pretrained weights" in str(raised.value)) == is_download
