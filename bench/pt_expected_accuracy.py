@@ -16,6 +16,12 @@ disagrees, with the reason (perfdash's error, a model perfdash's list lacks, ...
     python -m bench.pt_expected_accuracy --suite timm_models --expected FILE --expected-commit SHA \\
         [--only NAME ...] [--model-list default|extended] [--results DIR] [--workdir DIR] [--out FILE.md]
 
+For torchbench, ``--model-list extended`` holds the 65 models of PyTorch's CPU file (perfdash's default torchbench
+list is PyTorch's CPU list, 28 of them); they come from ``torchbenchmark`` and are checked at PyTorch's accuracy
+batch size for the suite (4; TorchBench's own for a model that allows no other). A model this machine cannot build
+(input data or pretrained weights TorchBench downloads, a requirement not installed) is listed apart with perfdash's
+reason, and the report gives the share equal over the models that can run here as well as over all.
+
 The expected file is PyTorch's, supplied by the user and never part of this repository; the report names it and
 the commit given. ``--results DIR`` compares the accuracy CSV of an earlier ``perfdash run`` instead of running.
 """
@@ -38,6 +44,10 @@ REPO = Path(__file__).resolve().parents[1]
 SUITES = ("timm_models", "huggingface", "torchbench")
 # What a failing model's log line starts with when it carries the exception (the worker prints tracebacks).
 _ERROR_LINE = re.compile(r"^[A-Za-z_.]*(Error|Exception|Unsupported|Failure)\b.*")
+# A model this machine cannot build, as perfdash's load error says it (runner/suites/builders.py): input data its
+# TorchBench install.py downloads, pretrained weights its build downloads (a URLError without network), a requirement
+# that is not installed. PyTorch's CI machines have all three; such a model is listed apart, not as a disagreement.
+_CANNOT_RUN_HERE = re.compile(r"needs TorchBench input data|downloads pretrained weights|URLError|needs the module")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +62,7 @@ class Comparison:
     expected: Outcome
     actual: Outcome | None  # None: perfdash has no row for it
     reason: str = ""
+    runs_here: bool = True  # False: perfdash could not build it on this machine (data, weights, a requirement)
 
     @property
     def status_equal(self) -> bool:
@@ -120,6 +131,9 @@ def compare(expected: dict[str, Outcome], actual: dict[str, Outcome], in_perfdas
         elif act.status != exp.status:
             detail = errors.get(name) or ""
             reason = f"status {act.status}" + (f": {detail}" if detail else "")
+            if act.status == "model_fail_to_load" and _CANNOT_RUN_HERE.search(detail):
+                out.append(Comparison(name, exp, act, detail, runs_here=False))
+                continue
         elif act.graph_breaks != exp.graph_breaks:
             reason = f"graph breaks {act.graph_breaks} where PyTorch expects {exp.graph_breaks}"
         else:
@@ -146,7 +160,7 @@ def _pct(n: int, d: int) -> str:
 
 
 def report(args: argparse.Namespace, rows: list[Comparison], loads: tuple[float, float], wall_s: float) -> str:
-    sh = shares(rows)
+    sh, here = shares(rows), shares([r for r in rows if r.runs_here])
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [f"# perfdash accuracy against PyTorch's expected statuses, {when}",
              "",
@@ -157,17 +171,24 @@ def report(args: argparse.Namespace, rows: list[Comparison], loads: tuple[float,
              "",
              f"Equal, over {sh.models} expected models: status {_pct(sh.status_equal, sh.models)}, graph breaks "
              f"{_pct(sh.breaks_equal, sh.models)}, both {_pct(sh.both_equal, sh.models)}.",
+             f"Equal, over the {here.models} that can run here: status {_pct(here.status_equal, here.models)}, graph "
+             f"breaks {_pct(here.breaks_equal, here.models)}, both {_pct(here.both_equal, here.models)}.",
              "",
              "| model | PyTorch expects | perfdash | graph breaks expected / perfdash | reason |",
              "|---|---|---|---|---|"]
     for r in rows:
-        if r.equal:
+        if r.equal or not r.runs_here:
             continue
         act = r.actual
         lines.append(f"| {r.name} | {r.expected.status} | {act.status if act else '–'} | "
                      f"{r.expected.graph_breaks} / {act.graph_breaks if act else '–'} | {r.reason} |")
-    if sh.both_equal == sh.models:
+    if here.both_equal == here.models:
         lines.append("| (none) | | | | |")
+    elsewhere = [r for r in rows if not r.runs_here]
+    if elsewhere:
+        lines += ["", "Cannot run here (perfdash's model_fail_to_load row says why):", "",
+                  "| model | PyTorch expects | why not here |", "|---|---|---|"]
+        lines += [f"| {r.name} | {r.expected.status} | {r.reason} |" for r in elsewhere]
     lines += ["", "Equal: " + (", ".join(r.name for r in rows if r.equal) or "none") + "."]
     return "\n".join(lines) + "\n"
 

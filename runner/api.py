@@ -172,10 +172,16 @@ def make_job(options: RunOptions, suite: Suite, spec: ModelSpec) -> Job:
     tolerance = suite.tolerance_for(ToleranceQuery(
         name=spec.name, mode=options.mode, device=options.device, dtype=options.dtype,
         freezing=env.get("TORCHINDUCTOR_FREEZING") == "1", max_autotune=options.compile_mode == "max-autotune"))
+    wanted = options.batch_size or suite.accuracy_batch_size
+    accuracy_batch_size = spec.accuracy_batch_size(wanted) if wanted is not None else None
+    # An accuracy-only run builds the model once, at the check's batch size, as PyTorch's --accuracy does (its
+    # common.py sets args.batch_size): never also at the timed size (tts_angular 1024) only to be dropped.
+    timed_batch_size = options.batch_size or spec.default_batch_size(options.mode)
+    only_checked = options.run_accuracy and not options.run_performance and accuracy_batch_size is not None
     return Job(**model_settings(options), suite=suite.name, spec=spec,
-               batch_size=options.batch_size or spec.default_batch_size(options.mode),
+               batch_size=accuracy_batch_size if only_checked else timed_batch_size,
                accuracy=options.run_accuracy, performance=options.run_performance, tolerance=tolerance,
-               accuracy_batch_size=options.batch_size or suite.accuracy_batch_size)
+               accuracy_batch_size=accuracy_batch_size)
 
 
 def cold_cache_env(cache_dir: str) -> dict[str, str]:

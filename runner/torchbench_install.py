@@ -67,8 +67,10 @@ DATA_INSTALLER_MODULES = frozenset({"boto3", "pyyaml", "requests"})
 # moment for good (a test's capture, closed later, then fails every write: a crash of the test process). Removed after
 # the models' installs; a model that imports one at run time fails with its own ImportError, as a status row.
 NOT_KEPT = ("wandb",)
-# A model's install.py that fetches input data: utils.s3_utils.checkout_s3_data("INPUT_TARBALLS", "<name>.tar.gz")
-_DATA_CALL = re.compile(r"checkout_s3_data\(\s*[\"']INPUT_TARBALLS[\"']\s*,\s*[\"']([^\"']+)[\"']")
+# A model's install.py that fetches input data: utils.s3_utils.checkout_s3_data("INPUT_TARBALLS", "<name>.tar.gz"),
+# unpacked under torchbenchmark/data/.data/, or checkout_s3_data("MODEL_PKLS", "<model>/<file>"), a file kept as it is
+# under torchbenchmark/models/ (drq's obs.pkl, maml_omniglot's batch.pt, which functorch_maml_omniglot reads too).
+_DATA_CALL = re.compile(r"checkout_s3_data\(\s*[\"'](?:INPUT_TARBALLS|MODEL_PKLS)[\"']\s*,\s*[\"']([^\"']+)[\"']")
 
 
 class TorchBenchError(RuntimeError):
@@ -212,7 +214,8 @@ def list_models(paths: Sequence[Path]) -> list[str]:
 
 
 def input_data(tree: Path, model: str) -> list[str]:
-    """The input tarballs a model's install.py downloads (``INPUT_TARBALLS``): what it cannot run without."""
+    """The input data a model's install.py downloads (``INPUT_TARBALLS``, ``MODEL_PKLS``): what it cannot run
+    without."""
     try:
         text = (tree / "torchbenchmark" / "models" / model / "install.py").read_text(encoding="utf-8")
     except OSError:
@@ -223,6 +226,14 @@ def input_data(tree: Path, model: str) -> list[str]:
 def data_dir(tree: Path, tarball: str) -> Path:
     """Where TorchBench unpacks an input tarball (utils/s3_utils.py, decompress_s3_data)."""
     return tree / "torchbenchmark" / "data" / ".data" / tarball.removesuffix(".tar.gz")
+
+
+def data_path(tree: Path, name: str) -> Path:
+    """Where one of ``input_data``'s names lies once downloaded (utils/s3_utils.py, checkout_s3_data): a MODEL_PKLS
+    file (``<model>/<file>``) under torchbenchmark/models/, an input tarball's unpacked directory."""
+    if "/" in name:
+        return tree / "torchbenchmark" / "models" / name
+    return data_dir(tree, name)
 
 
 def installed_pins() -> list[str]:

@@ -23,6 +23,7 @@ Model entries (data file, or a ``--models-file`` in the same format)::
     [batch_size]
     divisors = { BertForMaskedLM = 2 }  # optional: PyTorch's per-model divisors (its suite yaml)
     training = { densenet121 = 4 }      # optional: PyTorch's per-model batch sizes in training (torchbench.yaml)
+    accuracy_max = { pytorch_unet = 2 }  # optional: the most a model's accuracy check uses (torchbench.yaml)
 
 A model's default batch size is PyTorch's rule: the recorded size divided by the model's divisor, rounded down, at
 least 1 (``default_batch_size``), or its ``training`` size in training; ``--batch-size`` overrides it for every
@@ -59,12 +60,15 @@ class ModelSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
     base_dir: str = ""  # the directory of the list it came from, to resolve ``py:`` paths
     training_batch_size: int | None = None  # the default in training when the suite sets one (torchbench.yaml)
+    # the most the accuracy check may use (torchbench.yaml accuracy.max_batch_size: pytorch_unet 2, for memory)
+    accuracy_max_batch_size: int | None = None
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in ",\n\r\""):
             raise SuiteError(f"model name {self.name!r} is empty or holds a character a CSV cell cannot")
-        if self.batch_size <= 0 or (self.training_batch_size is not None and self.training_batch_size <= 0):
-            raise SuiteError(f"{self.name}: batch sizes must be > 0, got {self.batch_size}, {self.training_batch_size}")
+        sizes = (self.batch_size, self.training_batch_size, self.accuracy_max_batch_size)
+        if any(size is not None and size <= 0 for size in sizes):
+            raise SuiteError(f"{self.name}: batch sizes must be > 0, got {', '.join(map(str, sizes))}")
         kind, sep, target = self.builder.partition(":")
         if not sep or not kind or not target:
             raise SuiteError(f"{self.name}: builder {self.builder!r} is not 'kind:target'")
@@ -80,16 +84,22 @@ class ModelSpec:
     def default_batch_size(self, mode: str) -> int:
         return self.training_batch_size if mode == "training" and self.training_batch_size else self.batch_size
 
+    def accuracy_batch_size(self, wanted: int) -> int:
+        """PyTorch's torchbench.py load_model with --accuracy: the wanted size, at most the model's cap."""
+        return min(wanted, self.accuracy_max_batch_size) if self.accuracy_max_batch_size else wanted
+
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "batch_size": self.batch_size, "builder": self.builder,
                 "options": dict(self.options), "base_dir": self.base_dir,
-                "training_batch_size": self.training_batch_size}
+                "training_batch_size": self.training_batch_size,
+                "accuracy_max_batch_size": self.accuracy_max_batch_size}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ModelSpec:
         return cls(name=data["name"], batch_size=int(data["batch_size"]), builder=data["builder"],
                    options=dict(data.get("options") or {}), base_dir=data.get("base_dir", ""),
-                   training_batch_size=data.get("training_batch_size"))
+                   training_batch_size=data.get("training_batch_size"),
+                   accuracy_max_batch_size=data.get("accuracy_max_batch_size"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,20 +220,24 @@ def default_batch_size(recorded: int, divisor: int | None) -> int:
 
 @dataclass(frozen=True, slots=True)
 class BatchSizeRules:
-    """A list's ``[batch_size]`` table: ``divisors`` (model -> divisor of its batch size, huggingface/timm yaml) and
-    ``training`` (model -> its batch size in training, torchbench.yaml)."""
+    """A list's ``[batch_size]`` table: ``divisors`` (model -> divisor of its batch size, huggingface/timm yaml),
+    ``training`` (model -> its batch size in training, torchbench.yaml) and ``accuracy_max`` (model -> the most its
+    accuracy check uses, torchbench.yaml accuracy.max_batch_size)."""
 
     divisors: Mapping[str, int] = field(default_factory=dict)
     training: Mapping[str, int] = field(default_factory=dict)
+    accuracy_max: Mapping[str, int] = field(default_factory=dict)
 
 
 def load_batch_size_rules(path: Path, data: Mapping[str, Any] | None = None) -> BatchSizeRules:
     """The ``[batch_size]`` table of a list; every value a positive integer."""
     table = (_read_toml(path) if data is None else data).get("batch_size", {})
-    if not isinstance(table, dict) or set(table) - {"divisors", "training"}:
-        raise SuiteError(f"{path}: [batch_size] may only hold 'divisors' and 'training' (model = N tables)")
+    keys = ("divisors", "training", "accuracy_max")
+    if not isinstance(table, dict) or set(table) - set(keys):
+        raise SuiteError(f"{path}: [batch_size] may only hold 'divisors', 'training' and 'accuracy_max' "
+                         "(model = N tables)")
     rules: dict[str, dict[str, int]] = {}
-    for key in ("divisors", "training"):
+    for key in keys:
         values = table.get(key, {})
         if not isinstance(values, dict):
             raise SuiteError(f"{path}: [batch_size] {key} must map model names to integers")
@@ -276,7 +290,8 @@ def load_model_list(path: Path, default_builder: str) -> list[ModelSpec]:
         try:
             specs.append(ModelSpec(name=name, batch_size=default_batch_size(batch_size, rules.divisors.get(name)),
                                    builder=builder, options=options, base_dir=str(path.resolve().parent),
-                                   training_batch_size=rules.training.get(name)))
+                                   training_batch_size=rules.training.get(name),
+                                   accuracy_max_batch_size=rules.accuracy_max.get(name)))
         except SuiteError as exc:
             raise SuiteError(f"{where}: {exc}") from None
     return specs

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import urllib.error
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,9 +114,11 @@ def build_torchvision(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
 
 def build_torchbenchmark(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
     """A model of PyTorch's TorchBench, built as PyTorch's torchbench.py ``load_model`` builds it: the benchmark class
-    at the entry's batch size (TorchBench's own for ``keep_batch_size``, torchbench.yaml's dont_change_batch_size),
+    at the entry's batch size (TorchBench's own for ``keep_batch_size``, torchbench.yaml's dont_change_batch_size, and
+    for a model whose class sets ``ALLOW_CUSTOMIZE_BSIZE = False``),
     ``get_module()``, train or eval mode. A model whose install.py downloads input data that is not here stops at once,
     naming the data, before its module is imported."""
+    from runner import torchbench_install
     from runner.suites.torchbench import installed_tree, missing_data
 
     tree = installed_tree()
@@ -123,20 +126,36 @@ def build_torchbenchmark(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
         raise ModelLoadError("torchbenchmark is not importable (scripts/setup.sh installs PyTorch's TorchBench)")
     missing = missing_data(tree, spec.builder_target)
     if missing:
-        raise ModelLoadError(f"needs TorchBench input data {', '.join(missing)} (downloaded by its install.py; not in "
-                             f"{tree / 'torchbenchmark' / 'data' / '.data'}): install TorchBench from a source with "
-                             "network, or unpack the data there")
+        where = ", ".join(str(torchbench_install.data_path(tree, name)) for name in missing)
+        raise ModelLoadError(f"needs TorchBench input data {', '.join(missing)} (downloaded by its install.py; not at "
+                             f"{where}): install TorchBench from a source with network, or put the data there")
     options = dict(spec.options)
     keep_batch_size = bool(options.pop("keep_batch_size", False))
     if options:
         raise SuiteError(f"{spec.name}: unknown torchbenchmark options {sorted(options)} (expected keep_batch_size)")
     cls = _torchbenchmark_class(spec.builder_target)
-    bench = cls(test="train" if ctx.training else "eval", device=ctx.device,
-                batch_size=None if keep_batch_size else ctx.batch_size)
+    # A model that sets ALLOW_CUSTOMIZE_BSIZE = False refuses any size but its own: PyTorch passes it none.
+    fixed_size = keep_batch_size or not getattr(cls, "ALLOW_CUSTOMIZE_BSIZE", True)
+    try:
+        bench = cls(test="train" if ctx.training else "eval", device=ctx.device,
+                    batch_size=None if fixed_size else ctx.batch_size)
+    except OSError as exc:
+        if not _download_failed(exc):
+            raise
+        # TorchBench's torchvision models download pretrained weights while they are built (torch.hub), moondream
+        # its weights from the Hugging Face hub; PyTorch's CI machines have them cached.
+        raise ModelLoadError(f"downloads pretrained weights while TorchBench builds it (torch.hub or the Hugging "
+                             f"Face hub) and cannot here: {type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
     module, example_inputs = bench.get_module()
     if isinstance(example_inputs, Mapping):
         return BuiltModel(module=module, kwargs=dict(example_inputs))
     return BuiltModel(module=module, args=tuple(example_inputs))
+
+
+def _download_failed(exc: OSError) -> bool:
+    """A download that could not reach its server: urllib's (torch.hub) or the Hugging Face hub's, which transformers
+    turns into an OSError naming huggingface.co."""
+    return isinstance(exc, urllib.error.URLError) or "huggingface.co" in str(exc)
 
 
 def _torchbenchmark_class(name: str) -> Any:

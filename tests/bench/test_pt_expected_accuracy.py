@@ -4,6 +4,7 @@ format (both written here; PyTorch's own files are never part of the repository)
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,36 @@ def test_main_compares_an_earlier_run_without_running(tmp_path: Path, capsys: py
             "by SIGKILL in phase eager_validate |") in out
     assert "| ghostnet_100 | pass | fail_to_run | 0 / 0 | status fail_to_run: RuntimeError: compile failed |" in out
     assert "| not_a_perfdash_model | pass | – | 0 / – | not in perfdash's list for this suite |" in out
+
+
+def test_torchbench_models_that_cannot_run_here_are_listed_apart(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """--suite torchbench over the extended list: a model whose input data, pretrained weights or requirement this
+    machine lacks is listed with perfdash's reason and left out of the share over the models that can run here; a
+    load error of another kind stays a disagreement."""
+    expected = write(tmp_path / "e.csv", "name,accuracy,graph_breaks\n\n\n\nlennard_jones,pass,0\n\n\n\n"
+                                         "speech_transformer,pass,10\n\n\n\nalexnet,pass,0\n\n\n\n"
+                                         "basic_gnn_gcn,pass,6\n\n\n\ndcgan,pass,0\n\n\n\ntts_angular,pass,2\n")
+    results = tmp_path / "out"
+    results.mkdir()
+    write(results / "inductor_torchbench_float32_inference_cpu_accuracy.csv",
+          "dev,name,batch_size,accuracy,graph_breaks\ncpu,lennard_jones,4,pass,0\ncpu,tts_angular,4,pass,1\n"
+          "cpu,speech_transformer,0,model_fail_to_load,\ncpu,alexnet,0,model_fail_to_load,\n"
+          "cpu,basic_gnn_gcn,0,model_fail_to_load,\ncpu,dcgan,0,model_fail_to_load,\n")
+    write(results / "inductor_torchbench_float32_inference_cpu_manifest.json", json.dumps({"model_errors": {
+        "speech_transformer": "load: ModelLoadError: needs TorchBench input data speech_transformer_inputs.tar.gz "
+                              "(downloaded by its install.py; not at /x)",
+        "alexnet": "load: URLError: <urlopen error [Errno -2] Name or service not known>",
+        "basic_gnn_gcn": "load: ModelLoadError: basic_gnn_gcn needs the module 'torch_geometric', not installed here",
+        "dcgan": "load: TypeError: bad argument"}}))
+    assert main(["--suite", "torchbench", "--model-list", "extended", "--expected", str(expected),
+                 "--expected-commit", "f00", "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "Equal, over 6 expected models: status 2/6 (33%)" in out
+    assert "over the 3 that can run here: status 2/3 (67%), graph breaks 1/3 (33%), both 1/3 (33%)" in out
+    table, apart = out.split("Cannot run here")
+    assert "| dcgan | pass | model_fail_to_load | 0 / None | status model_fail_to_load: load: TypeError" in table
+    assert "| tts_angular | pass | pass | 2 / 1 | graph breaks 1 where PyTorch expects 2 |" in table
+    assert "speech_transformer" not in table and "alexnet" not in table
+    assert "| speech_transformer | pass | load: ModelLoadError: needs TorchBench input data" in apart
+    assert "| alexnet | pass | load: URLError" in apart and "| basic_gnn_gcn | pass |" in apart

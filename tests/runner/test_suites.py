@@ -128,7 +128,7 @@ def test_filter_exclude_only() -> None:
     (RunOptions(suite="timm_models", backend="tensorrt"), "--backend"),
     (RunOptions(suite="nope"), "unknown suite"),
     (RunOptions(suite="timm_models", model_list="nope"), "no model list 'nope'; available: default, extended"),
-    (RunOptions(suite="torchbench", model_list="extended"), "no model list 'extended'; available: default, gpu"),
+    (RunOptions(suite="torchbench", model_list="nope"), "no model list 'nope'; available: default, extended, gpu"),
     (RunOptions(suite="timm_models", model_list="extended", models_file=Path("x.toml")), "alternatives"),
 ])
 def test_bad_options_are_rejected_with_a_message(options: RunOptions, message: str) -> None:
@@ -242,6 +242,14 @@ def test_accuracy_is_checked_at_pytorch_accuracy_batch_sizes() -> None:
         assert (job.batch_size, job.accuracy_batch_size) == (spec.batch_size, expected)
         given = make_job(RunOptions(suite=suite_name, batch_size=3), suite, spec)
         assert (given.batch_size, given.accuracy_batch_size) == (3, 3)
+        checked_only = make_job(RunOptions(suite=suite_name, accuracy=True), suite, spec)
+        assert (checked_only.batch_size, checked_only.accuracy_batch_size) == (expected, expected)  # one build
+    suite = get_suite("torchbench")
+    unet = next(m for m in suite.models() if m.name == "pytorch_unet")  # torchbench.yaml accuracy.max_batch_size 2
+    job = make_job(RunOptions(suite="torchbench", accuracy=True), suite, unet)
+    assert (job.batch_size, job.accuracy_batch_size) == (2, 2)
+    job = make_job(RunOptions(suite="torchbench"), suite, unet)
+    assert (job.batch_size, job.accuracy_batch_size) == (unet.batch_size, 2)
 
 
 def test_a_job_carries_the_runs_settings_through_the_worker_protocol() -> None:
