@@ -94,6 +94,20 @@ class AbNoise(BaseModel):
                 parts.append((steps - np.median(steps)) / math.sqrt(2))
         return np.concatenate(parts)
 
+    def robust_cvs(self, metric: str) -> tuple[float, ...]:
+        """Each model's between-run robust CV of ``metric``, as a fraction (the simulated series' noise scales)."""
+        return tuple(r.between_run_robust_cv_pct / 100.0 for r in self.rows if r.metric == metric)
+
+    def shared_share(self, metric: str) -> float:
+        """The share of the between-run variance of ``metric``'s log values that the models share run by run (the
+        mean covariance of two models over the mean variance; the models were measured in the same runs), 0 when
+        they do not move together."""
+        logs = np.asarray([np.log(r.values) for r in self.rows if r.metric == metric])
+        cov = np.cov(logs)
+        k = len(logs)
+        shared = (cov.sum() - np.trace(cov)) / (k * (k - 1))
+        return max(0.0, float(shared / (np.trace(cov) / k)))
+
 
 def load_noise(path: Path = OUTPUT) -> AbNoise:
     return AbNoise.model_validate_json(path.read_text())

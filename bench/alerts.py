@@ -1,15 +1,22 @@
 """Alerts people act on: the whole chain from a configuration's nightly series to GitHub issues, simulated.
 
 One *configuration* is ``--series`` series (default 500: 150 models x 3-4 metrics) over ``--nights`` nights (default
-a year). Each series is a speedup-like metric (higher is better), one value a night, with one of four noise models,
-all at a 2 % scale:
+a year). Each series is a speedup-like metric (higher is better), one value a night, with one of six noise models,
+the first four at a 2 % scale, the last two at the between-run noise bench/ab_noise.py measured (``--noise-file``):
 
 - ``gauss``: Gaussian 2 % (in log space, i.e. multiplicative);
 - ``t3``: Student-t with 3 degrees of freedom, scaled so that its standard deviation is 2 % (heavy tails: a 3-sigma
   night is about four times as common as under the Gaussian);
 - ``outliers``: Gaussian 2 %, and 5 % of nights slowed by 3-6 sigma (one-sided: the direction of a regression);
 - ``common``: Gaussian 2 %, and ``SHIFTS_PER_YEAR`` environment changes: the whole configuration moves 3-10 % (either
-  way) on one night, and that night's manifest differs from the night before (a new driver, kernel, ...).
+  way) on one night, and that night's manifest differs from the night before (a new driver, kernel, ...);
+- ``t3_measured``: Student-t with 3 degrees of freedom, each series at the measured between-run noise of one of the
+  measured models in turn (its robust CV of speedup: 3.7, 1.7 and 6.3 % on the quiet machine), the t's robust CV
+  (1.4826 MAD) set to it; its standard deviation is then 5.7, 2.6 and 9.7 % (measured: 6.2, 4.6 and 8.1 %);
+- ``common_night``: common-mode noise: a factor shared by every series of the configuration (one machine) on each
+  night, times each series' own Gaussian noise, together at the measured models' robust CVs in turn, half the
+  variance shared (``COMMON_SHARE``; the measured models share none of their speedup's between-run variance and 8 %
+  of their latency's, ``AbNoise.shared_share``: a stress, not the measured case).
 
 Real regressions are planted in some series (``STEP_SHARE``: 5 % and 10 % slowdowns, one per series at most) and
 land on a random night; the torch build of every night is known, so each night has a true level per series.
@@ -48,7 +55,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -57,14 +64,18 @@ from perfbisect.state import BisectState
 from perfbisect.stats import Policy
 
 from bench.ab_noise import OUTPUT as AB_NOISE
-from bench.ab_noise import ROOT, load_noise
+from bench.ab_noise import ROOT, AbNoise, load_noise
 from service.alerts.bisections import CONFIRM_THRESHOLD_SHARE
 from service.alerts.confirmation import CONFIRM_MARGIN
 from service.detection.changepoint import DetectionConfig, detect_change_points
 from service.detection.environment import ShiftConfig, common_shift, series_move
 
 NOISE = 0.02
-NOISE_MODELS = ("gauss", "t3", "outliers", "common")
+# the measured-scale models last: a model's random stream is its index here (the rows printed before stay)
+NOISE_MODELS = ("gauss", "t3", "outliers", "common", "t3_measured", "common_night")
+MEASURED_MODELS = ("t3_measured", "common_night")
+COMMON_SHARE = 0.5  # common_night: the share of a series' between-run variance shared by the whole configuration
+T3_ROBUST_CV = 1.4826 * 0.7648923284609972  # a unit Student-t(3)'s 1.4826 MAD (its median |t| is t.ppf(0.75, 3))
 OUTLIER_RATE = 0.05
 SHIFTS_PER_YEAR = 4
 STEP_SHARE = {0.05: 0.12, 0.10: 0.06}  # share of series with one planted regression of that size
@@ -82,7 +93,9 @@ class Configuration:
     shift_nights: list[int]  # environment changes (manifest differs from the night before)
 
 
-def make_configuration(rng: np.random.Generator, series: int, nights: int, noise_model: str) -> Configuration:
+def make_configuration(rng: np.random.Generator, series: int, nights: int, noise_model: str,
+                       measured: AbNoise | None = None) -> Configuration:
+    """``measured``: the between-run noise of the measured-scale models (default the quiet machine's file)."""
     torch_level = np.ones((series, nights))
     steps: dict[int, tuple[int, float]] = {}
     draw = rng.random(series)
@@ -93,8 +106,16 @@ def make_configuration(rng: np.random.Generator, series: int, nights: int, noise
             torch_level[s, night:] *= 1.0 - size
             steps[int(s)] = (night, size)
         edge += share
+    if noise_model in MEASURED_MODELS:
+        cvs = np.asarray((measured or load_noise()).robust_cvs("speedup"))
+        scale = cvs[np.arange(series) % len(cvs)][:, None]  # each series at one measured model's noise, in turn
     if noise_model == "t3":
         noise = rng.standard_t(3, size=(series, nights)) * NOISE / math.sqrt(3.0)
+    elif noise_model == "t3_measured":
+        noise = rng.standard_t(3, size=(series, nights)) * scale / T3_ROBUST_CV
+    elif noise_model == "common_night":
+        shared = rng.normal(0.0, 1.0, size=(1, nights)) * math.sqrt(COMMON_SHARE)
+        noise = scale * (shared + rng.normal(0.0, 1.0, size=(series, nights)) * math.sqrt(1.0 - COMMON_SHARE))
     else:
         noise = rng.normal(0.0, NOISE, size=(series, nights))
     if noise_model == "outliers":
@@ -234,6 +255,7 @@ class Figures:
     shifts_one_finding: int
     issues_after_shifts: int
     false_candidates_per_month: float  # what perfdash would file without the A/B
+    worst_night_false: int  # the most false alerts one configuration raised on one night (common-mode noise clusters)
 
 
 def figures(configs: Sequence[Configuration], outcomes: Sequence[AlertTally]) -> Figures:
@@ -241,7 +263,7 @@ def figures(configs: Sequence[Configuration], outcomes: Sequence[AlertTally]) ->
     found: dict[float, list[int]] = {0.05: [], 0.10: []}
     issued: dict[float, list[int]] = {0.05: [], 0.10: []}
     false_alerts = false_issues = series_nights = months = candidates = 0.0
-    shifts = one_finding = after_shift = 0
+    shifts = one_finding = after_shift = worst_night = 0
     for config, out in zip(configs, outcomes, strict=True):
         series, nights = config.values.shape
         series_nights += series * (nights - WARMUP)
@@ -249,6 +271,7 @@ def figures(configs: Sequence[Configuration], outcomes: Sequence[AlertTally]) ->
         for _s, (_night, size) in config.steps.items():
             steps[size] += 1
         matched: set[int] = set()
+        false_nights: dict[int, int] = {}
         for alert in out.alerts:
             step = config.steps.get(alert.series)
             if step is not None and step[0] <= alert.night < step[0] + MATCH_NIGHTS:
@@ -257,6 +280,8 @@ def figures(configs: Sequence[Configuration], outcomes: Sequence[AlertTally]) ->
                     found[step[1]].append(alert.night - step[0])
             else:
                 false_alerts += 1
+                false_nights[alert.night] = false_nights.get(alert.night, 0) + 1
+        worst_night = max(worst_night, *false_nights.values(), 0)
         issued_series: set[int] = set()
         for issue in out.issues:
             level = config.torch_level[issue.series]
@@ -282,7 +307,23 @@ def figures(configs: Sequence[Configuration], outcomes: Sequence[AlertTally]) ->
         found10_3=share(found[0.10], steps[0.10], 3), false_per_1k=1000.0 * false_alerts / series_nights,
         false_issues_per_month=false_issues / months, issued5_5=share(issued[0.05], steps[0.05], 5),
         issued10_5=share(issued[0.10], steps[0.10], 5), shifts=shifts, shifts_one_finding=one_finding,
-        issues_after_shifts=after_shift, false_candidates_per_month=candidates / months)
+        issues_after_shifts=after_shift, false_candidates_per_month=candidates / months,
+        worst_night_false=worst_night)
+
+
+def series_subset(config: Configuration, out: AlertTally, keep: Sequence[int]) -> tuple[Configuration, AlertTally]:
+    """The configuration and its alerts restricted to the series ``keep`` (renumbered in that order): the figures of
+    one noise scale of a measured-scale model."""
+    index = {old: new for new, old in enumerate(keep)}
+    rows = list(keep)
+    part = Configuration(values=config.values[rows], torch_level=config.torch_level[rows],
+                         steps={index[s]: step for s, step in config.steps.items() if s in index},
+                         shift_nights=config.shift_nights)
+    tally = AlertTally(alerts=[replace(a, series=index[a.series]) for a in out.alerts if a.series in index],
+                       issues=[replace(a, series=index[a.series]) for a in out.issues if a.series in index],
+                       environment_findings=out.environment_findings, confirmations=out.confirmations,
+                       seconds=out.seconds)
+    return part, tally
 
 
 def run(series: int, nights: int, configurations: int, seed: int, noise_models: Sequence[str] = NOISE_MODELS,
@@ -297,7 +338,11 @@ def run(series: int, nights: int, configurations: int, seed: int, noise_models: 
           + f"; A/B noise: measured ({_shown(noise_file)}, {len(ab_noise)} run-to-run speedup deviations, SD "
             f"{100 * ab_cv:.2f}%, scale {ab_noise_scale:g}), range widened by {margin} night(s) each way, issue "
             f"{CONFIRM_DELAY} night after the change point")
-    header = (f"{'noise':9} {'method':24} {'5% <=3n':>8} {'5% <=5n':>8} {'10% <=3n':>8} {'false/1k':>8} | "
+    cvs = ", ".join(f"{100 * cv:.1f}%" for cv in measured.robust_cvs("speedup"))
+    print(f"measured-scale models: series noise the measured between-run robust CVs of speedup ({cvs}, in turn); "
+          f"common_night shares {100 * COMMON_SHARE:.0f}% of the variance (measured: speedup "
+          f"{100 * measured.shared_share('speedup'):.0f}%, latency {100 * measured.shared_share('abs_latency'):.0f}%)")
+    header = (f"{'noise':12} {'method':24} {'5% <=3n':>8} {'5% <=5n':>8} {'10% <=3n':>8} {'false/1k':>8} | "
               f"{'false issues/cfg-month':>22} {'5% issued <=5n':>14} {'10% issued <=5n':>15} "
               f"{'env shifts: 1 finding':>21} {'issues after shifts':>19}")
     print(header)
@@ -305,7 +350,7 @@ def run(series: int, nights: int, configurations: int, seed: int, noise_models: 
         if noise_model not in noise_models:
             continue
         rng = np.random.default_rng([seed, number])
-        configs = [make_configuration(rng, series, nights, noise_model) for _ in range(configurations)]
+        configs = [make_configuration(rng, series, nights, noise_model, measured) for _ in range(configurations)]
         rows: dict[str, list[AlertTally]] = {
             "perfdash": [], "fixed 10% vs prev. night": [], "z>=5, 100-pt lookback": []}
         for config in configs:
@@ -316,13 +361,25 @@ def run(series: int, nights: int, configurations: int, seed: int, noise_models: 
             f = figures(configs, outcomes)
             env = (f"{f.shifts_one_finding}/{f.shifts}" if name == "perfdash" else f"0/{f.shifts}") if f.shifts else "-"
             after = str(f.issues_after_shifts) if f.shifts else "-"
-            print(f"{noise_model:9} {name:24} {f.found5_3:8.1f} {f.found5_5:8.1f} {f.found10_3:8.1f} "
+            print(f"{noise_model:12} {name:24} {f.found5_3:8.1f} {f.found5_5:8.1f} {f.found10_3:8.1f} "
                   f"{f.false_per_1k:8.2f} | {f.false_issues_per_month:22.2f} {f.issued5_5:14.1f} {f.issued10_5:15.1f} "
                   f"{env:>21} {after:>19}")
             if name == "perfdash":
-                print(f"{'':9} {'  without the A/B':24} {'':35} | {f.false_candidates_per_month:22.2f}   "
+                print(f"{'':12} {'  without the A/B':24} {'':35} | {f.false_candidates_per_month:22.2f}   "
                       f"A/B re-measurements: {sum(o.confirmations for o in outcomes)}, "
-                      f"{sum(o.seconds for o in outcomes):.0f} s")
+                      f"{sum(o.seconds for o in outcomes):.0f} s; most false alerts on one night: "
+                      f"{f.worst_night_false}")
+            if name == "perfdash" and noise_model in MEASURED_MODELS:
+                cvs = measured.robust_cvs("speedup")
+                parts = []
+                for k, cv in enumerate(cvs):
+                    subsets = [series_subset(c, o, range(k, c.values.shape[0], len(cvs)))
+                               for c, o in zip(configs, outcomes, strict=True)]
+                    p = figures([c for c, _ in subsets], [o for _, o in subsets])
+                    parts.append(f"{100 * cv:.1f}%: {p.found5_3:.1f} found <=3n, {p.issued5_5:.1f} issued <=5n, "
+                                 f"{p.false_issues_per_month:.2f} false issues/month")
+                print(f"{'':12}   by series noise (5 % steps; false issues of those series a month): "
+                      + "; ".join(parts))
     return 0
 
 

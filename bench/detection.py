@@ -22,7 +22,7 @@ best recall possible at that false alert rate, so the distance to it is about wh
 
 Run from the repository root: ``.venv/bin/python -m bench.detection [--series N] [--nights N] [--seed S] [--sweep]``
 
-``--alerts`` runs the notification-level bench instead (bench/alerts.py: four noise models, environment shifts,
+``--alerts`` runs the notification-level bench instead (bench/alerts.py: six noise models, environment shifts,
 the A/B confirmation, GitHub issues per configuration and month; ``--series`` is then series per configuration,
 default 500, ``--nights`` default 365, ``--configurations`` per noise model). Its figures are at the end of this file.
 """
@@ -282,8 +282,9 @@ def main() -> int:
     parser.add_argument("--alerts", action="store_true",
                         help="the notification-level bench (bench/alerts.py) instead of the series-level one")
     parser.add_argument("--configurations", type=int, default=1, help="with --alerts: configurations per noise model")
-    parser.add_argument("--noise", action="append", choices=("gauss", "t3", "outliers", "common"),
-                        help="with --alerts: only these noise models (repeatable; default all four)")
+    parser.add_argument("--noise", action="append",
+                        choices=("gauss", "t3", "outliers", "common", "t3_measured", "common_night"),
+                        help="with --alerts: only these noise models (repeatable; default all six, bench/alerts.py)")
     parser.add_argument("--ab-noise-scale", type=float, default=1.0,
                         help="with --alerts: multiply the measured A/B noise (bench/data/ab_noise.json) by this")
     parser.add_argument("--noise-file", type=Path, default=AB_NOISE,

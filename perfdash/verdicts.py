@@ -10,7 +10,8 @@ Two kinds of word share one table (and what follows a finding has its words at t
 
 Each entry says its severity (the CSS class of the pages: ``worse``, ``better``, ``note``, ``neutral``), its label
 (one item: "new failure"), its heading (a section of the pages and of the report: "New failures"), the report's
-section (the list of ``service.detection.report.ReportContext`` it is filed in) and the model table's filter tag.
+section (the list of ``service.detection.report.ReportContext`` it is filed in) and that section's heading in the
+report (``report_heading``, printed by templates/report.md.j2), and the model table's filter tag.
 Order is the order of the tuples: the Releases view sorts and counts by it. A word that is not here is an error
 (:class:`UnknownVerdict`), never filed as a regression by default. Templates get this module as the Jinja global
 ``verdicts``; the charts get each finding's severity in their JSON.
@@ -40,17 +41,29 @@ class Verdict:
     tag: str = ""  # the model tables' filter key ("" for none)
     report_section: str = ""  # the report's list (ReportContext field) a finding of this category goes to
     hint: str = ""  # what it means, where a page explains it
+    report_title: str = ""  # the report section's title where it is not `heading` ("Fixed models")
+    report_note: str = ""  # what the report says after its section's title, in brackets ("no issue is filed")
 
     @property
     def css(self) -> str:
         """The CSS class of a cell showing it ("" for neutral: no colour)."""
         return "" if self.severity is Severity.NEUTRAL else self.severity.value
 
+    @property
+    def report_heading(self) -> str:
+        """The heading of its section in the nightly report (templates/report.md.j2)."""
+        return report_heading(self.report_title or self.heading, self.report_note)
+
+
+def report_heading(title: str, note: str = "") -> str:
+    """A section heading of the nightly report: its title, and its note in brackets."""
+    return f"{title} ({note})" if note else title
+
 
 # A model between two runs. The order is the Releases view's: status changes and regressions first.
 NEW_FAILURE = Verdict("new_failure", Severity.WORSE, "new failure", "New failures", "newfail", "new_failures")
 REGRESSION = Verdict("regression", Severity.WORSE, "regression", "Regressions", "regressed", "regressions")
-FIXED = Verdict("fixed", Severity.BETTER, "fixed", "Fixed", "fixed", "fixed")
+FIXED = Verdict("fixed", Severity.BETTER, "fixed", "Fixed", "fixed", "fixed", report_title="Fixed models")
 IMPROVEMENT = Verdict("improvement", Severity.BETTER, "improvement", "Improvements", "improved", "improvements")
 WITHIN_NOISE = Verdict("within_noise", Severity.NEUTRAL, "within noise", "Within noise", "noise",
                        hint="the 95 % confidence intervals overlap")
@@ -90,13 +103,15 @@ MODELS_DROPPED = Verdict("models_dropped", Severity.WORSE, "models dropped", "Mi
 # the machine changed, not the compiler; no A/B, no issue, counted on the "same code, different time" gauge.
 MACHINE_CHANGE = Verdict("machine_change", Severity.NOTE, "machine change", "Same code, different time",
                          report_section="machine_changes",
-                         hint="the generated code, the torch build and the machine's software are unchanged")
+                         hint="the generated code, the torch build and the machine's software are unchanged",
+                         report_note="machine changes: no issue is filed")
 
 # A series' between-run spread that jumped or turned bimodal while its median held (issue 39 item 4;
 # service.detection.spread): what the series can catch changed, not its level. Reported only: no A/B, no bisection, no
 # issue (a spread has no commit range to search).
 NOISE_CHANGE = Verdict("noise_change", Severity.NOTE, "noise change", "Noise changes", report_section="noise_changes",
-                       hint="the median held; the spread between runs grew")
+                       hint="the median held; the spread between runs grew",
+                       report_note="the median held, the spread between runs grew: no issue is filed")
 
 FINDING_CATEGORIES: tuple[Verdict, ...] = (REGRESSION, NEW_FAILURE, IMPROVEMENT, FIXED, ENVIRONMENT, MODELS_DROPPED,
                                            MACHINE_CHANGE, NOISE_CHANGE)
@@ -166,6 +181,11 @@ class ConfirmationState(StrEnum):
         """A regression in this state may have its GitHub issue (a candidate only once its A/B reproduced it)."""
         return self in (ConfirmationState.NONE, ConfirmationState.CONFIRMED)
 
+
+# The report's section of the regressions still suspected (ConfirmationState.suspected), listed apart from the
+# confirmed ones (service.detection.report: ReportContext.suspected).
+SUSPECTED_REPORT_HEADING = report_heading(
+    "Suspected", "not yet confirmed: no issue is filed before an A/B re-measurement reproduces them")
 
 _CONFIRMATION_LABELS = {
     ConfirmationState.NONE: "",

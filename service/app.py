@@ -74,8 +74,9 @@ def _lifespan(settings: Settings, post_ingest_hooks: Sequence[PostIngestHook] | 
         app.state.settings = settings
         app.state.engine = engine
         app.state.session_factory = make_session_factory(engine)
-        app.state.post_ingest_hooks = list(post_ingest_hooks if post_ingest_hooks is not None
-                                           else default_hooks(settings))
+        # and after them, the summary's noise figures of the new runs (this app's own cache: warmed off the page)
+        app.state.post_ingest_hooks = [*(post_ingest_hooks if post_ingest_hooks is not None
+                                         else default_hooks(settings)), app.state.noise_cache.after_ingest]
         # What exists now (modules, routes, schemas: a few hundred thousand objects) lives as long as the app. Left
         # in the collector's oldest generation, every full collection walks it again, and a request that builds a
         # 3-year history stalled by ~90 ms each time one ran (bench/api_latency.py: suite history p95 122 ms, 23 ms

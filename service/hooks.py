@@ -1,6 +1,7 @@
 """The post-ingest hooks the app and the CLI run after each stored run (see service.ingest.hooks.PostIngestHook).
 
-Add a hook here with one line; both `create_app()` and `perfdash ingest` use this list.
+Add a hook here with one line; both `create_app()` and `perfdash ingest` use this list (the app runs its own noise
+figures cache's `after_ingest` after them: service/app.py).
 """
 
 from __future__ import annotations

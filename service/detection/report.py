@@ -19,6 +19,7 @@ import jinja2
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
+from perfdash import verdicts
 from perfdash.axes import SummaryScope, summary_group
 from perfdash.code_change import describe
 from perfdash.metric_registry import RESULT_METRICS, SUMMARY_METRICS, ResultMetric, shown_metrics
@@ -296,6 +297,7 @@ def environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined)
     env.filters.update(cell=_cell, code=_code, raw=_raw, num=_num, value=_value, short=_short, ab=_ab,
                        code_change=lambda f: describe(f.code_change))
+    env.globals["verdicts"] = verdicts  # the finding sections' headings
     return env
 
 

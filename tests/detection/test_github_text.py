@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from markdown_it import MarkdownIt
 from pydantic import SecretStr
 
+from perfdash import verdicts
 from perfdash.bisection import BisectionResult
 from service.alerts.confirmation import record_confirmation
 from service.alerts.issues import comment_culprit, file_issue
@@ -100,7 +101,9 @@ def _regression_with_hostile_data(session, store_run, series_values, model: str,
 
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "report.md.j2"
-HEADINGS_OF_THE_TEMPLATE = set(re.findall(r"^#+ ([^{\n]*?) #+$", TEMPLATE.read_text(), re.M))
+# its own and those it takes from the vocabulary (a finding section's report_heading)
+HEADINGS_OF_THE_TEMPLATE = set(re.findall(r"^#+ ([^{\n]*?) #+$", TEMPLATE.read_text(), re.M)) | {
+    c.report_heading for c in verdicts.FINDING_CATEGORIES if c.report_section} | {verdicts.SUSPECTED_REPORT_HEADING}
 
 
 @pytest.mark.parametrize("text", HOSTILE)

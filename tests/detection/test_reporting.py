@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from datetime import date
+
 import sqlalchemy as sa
 from pydantic import SecretStr
 
+from perfdash import verdicts
 from perfdash.bisection import BisectionResult
 from service.alerts.confirmation import record_confirmation
 from service.alerts.issues import comment_culprit, file_issue, issue_finding_ids
 from service.detection.detector import detect_run
-from service.detection.report import build_report, render_report
+from service.detection.report import TEMPLATE, TEMPLATES, ReportContext, build_report, render_report
 from service.github.client import GitHubClient, GitHubConfig
 from service.github.models import GithubPost
 from service.github.publisher import publish, retry_unposted
@@ -67,6 +72,23 @@ def test_report_layout_and_numbers(session, store_run) -> None:
     assert "- timm: 1.0.31" in text and "perfdash run --suite timm_models" in text
     assert "Dashboard: http://perfdash.example/suite/" in text
     assert context.marker in text
+
+
+def test_every_report_section_is_headed_as_the_vocabulary_says() -> None:
+    # A finding category with a report section is a ReportContext list shown under its verdict's report_heading, and
+    # the template takes that heading from perfdash.verdicts (no copy of its text that a new wording would miss).
+    context = ReportContext(title="t", night=date(2026, 1, 1), scope="s", scope_key="k", machine="m", hosts=[],
+                            torch_version=None, commit=None, previous_commit=None, suite_versions={}, commands=[],
+                            jenkins_urls=[], dashboard_url=None, run_ids=[1])
+    headings = re.findall(r"^## (.*) ##$", render_report(context), re.MULTILINE)
+    lists = {f.name for f in dataclasses.fields(ReportContext)}
+    template = (TEMPLATES / TEMPLATE).read_text()
+    sectioned = [c for c in verdicts.FINDING_CATEGORIES if c.report_section]
+    expected = [c.report_heading for c in sectioned] + [verdicts.SUSPECTED_REPORT_HEADING]
+    assert all(c.report_section in lists for c in sectioned)
+    assert [h for h in expected if h not in headings] == []
+    assert [h for h in expected if h in template] == []
+    assert "## Fixed models ##" in render_report(context)  # a report title of its own (the pages say "Fixed")
 
 
 def test_report_posted_once_then_edited_when_it_changes(session, github) -> None:

@@ -93,6 +93,25 @@ def test_the_noise_endpoint_flags_the_series_that_cannot_catch_five_percent(clie
     assert client.get("/api/v1/noise", params={"suite": "huggingface"}).json() == []
 
 
+def test_the_summarys_first_load_after_an_ingest_reads_no_window(client, session, noisy_history) -> None:
+    # the upload's post-ingest hook read the new run's figures (service/app.py adds the app's cache's after_ingest)
+    cache = client.app.state.noise_cache
+    read = cache.windows_read
+    assert read >= 1
+    page = client.get("/")
+    assert page.status_code == 200
+    assert cache.windows_read == read  # the page computed no figures
+    assert "1 series too noisy to catch a 5 % change" in page.text
+    flagged = page.text.split('id="too-noisy-table"', 1)[1]
+    assert 'data-name="loud"' in flagged and 'data-name="quiet"' not in flagged
+    # what the page read from the cache is what a fresh read finds
+    fresh = client.get("/api/v1/noise", params={"cannot_catch": "true"}).json()
+    assert cache.windows_read == read
+    from service.queries.noise import latest_noise
+
+    assert [s.model_dump(mode="json") for s in latest_noise(session, cannot_catch=True)] == fresh
+
+
 def test_the_policy_figures_are_detections() -> None:
     from service.detection.changepoint import DetectionConfig
     from service.queries.noise import ALERT_P_VALUE, NOISE_WINDOW

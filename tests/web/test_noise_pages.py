@@ -9,7 +9,6 @@ nights before the end; ``stepped`` drops 20 % on its eleventh night (a change-po
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -58,18 +57,11 @@ def _write(root: Path) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def noise_pages(postgres_url: str, tmp_path_factory) -> Iterator:
-    import importlib.util
-
-    # this folder's conftest helpers (tests are not a package), loaded by path
-    spec = importlib.util.spec_from_file_location("web_conftest_helpers", Path(__file__).with_name("conftest.py"))
-    assert spec is not None and spec.loader is not None
-    helpers = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(helpers)
-    url = helpers.fresh_database(postgres_url)
+def noise_pages(postgres_url: str, tmp_path_factory, web_harness) -> Iterator:
+    url = web_harness.fresh_database(postgres_url)
     for folder in _write(tmp_path_factory.mktemp("noise-pages")):
-        helpers.detect(url, helpers.ingest_dir(url, folder))
-    server = helpers.start_server(url)
+        web_harness.detect(url, web_harness.ingest_dir(url, folder))
+    server = web_harness.start_server(url)
     yield server
     server.stop()
 
