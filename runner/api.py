@@ -214,7 +214,7 @@ def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, server: ForkSe
                              max(options.timeout_s - outcome.wall_s, 1.0), log, on_phase) if recheck else None
         spent = outcome.wall_s + (checked.wall_s if checked is not None else 0.0)
         later = _later_processes(options, job, repeats, server, env, log, on_phase, spent) \
-            if job.performance and timed_results(outcome) is not None else None
+            if len(repeats) > 1 and job.performance and timed_results(outcome) is not None else None
     finally:
         if cache_dir is not None:
             shutil.rmtree(cache_dir, ignore_errors=True)
