@@ -96,6 +96,8 @@ def _samples_json(samples: ModelSamples) -> dict[str, Any]:
     for key in ("eager_activation_peak_mem", "dynamo_activation_peak_mem"):
         if (value := getattr(samples, key)) is not None:
             out[key] = value
+    if samples.process:  # --processes K: each pair's worker, which the interval resamples by
+        out["process"] = list(samples.process)
     return out
 
 
