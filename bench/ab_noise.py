@@ -15,6 +15,11 @@ bench/detection.py read for their A/B noise instead of a constant.
 
     python -m bench.ab_noise --runs 30 --minutes 25     # measure, then analyse (leaves raw runs under --raw-dir)
     python -m bench.ab_noise --analyse-only              # analyse runs measured before
+    python -m bench.ab_noise --runs 24 --minutes 12 --run-arg=--processes --run-arg=3
+                                     # a candidate: its own raw dir and output file (ab_noise_processes_3.json)
+
+A run measured in several worker processes (``--processes K``) has its intervals from the two-stage bootstrap over its
+processes (perfdash/confidence.py), as the service computes them.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -33,9 +39,8 @@ from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel
-from scipy.stats import bootstrap
 
-from perfdash.confidence import speedup_interval
+from perfdash.confidence import latency_interval, speedup_interval
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "bench" / "data" / "ab_noise_models.toml"
@@ -69,6 +74,7 @@ class AbNoise(BaseModel):
     configuration: str
     command: str
     rows: tuple[NoiseRow, ...]
+    run_args: tuple[str, ...] = ()  # what --run-arg appended to every run's `perfdash run` (none: the default)
 
     def cv_pct(self, metric: str) -> float:
         """The median over models of the between-run CV of ``metric``, %."""
@@ -113,20 +119,45 @@ def load_noise(path: Path = OUTPUT) -> AbNoise:
     return AbNoise.model_validate_json(path.read_text())
 
 
-def run_argv(output_dir: Path) -> list[str]:
+def run_argv(output_dir: Path, run_args: Sequence[str] = ()) -> list[str]:
+    """One A/A run; ``run_args``: a candidate's extra flags (``--processes 3``), after the default ones."""
     return [sys.executable, "-m", "perfdash.cli", "run", "--suite", SUITE, "--models-file", str(MODELS),
-            "--performance", "--batch-size", "4", "--output-dir", str(output_dir), "--no-progress"]
+            "--performance", "--batch-size", "4", "--output-dir", str(output_dir), "--no-progress", *run_args]
 
 
-def measure(raw_dir: Path, runs: int, minutes: float) -> None:
-    """``runs`` runs of ``perfdash run`` one after the other (stopping early after ``minutes``)."""
+def args_slug(run_args: Sequence[str]) -> str:
+    """The extra flags as a file-name part (``--processes 3`` -> ``processes_3``); empty for none."""
+    return "_".join(part for arg in run_args for part in re.split(r"[^A-Za-z0-9.]+", arg) if part)
+
+
+def default_paths(run_args: Sequence[str]) -> tuple[Path, Path]:
+    """The raw runs' directory and the output file: a candidate's own, so it neither resumes the default's runs
+    nor overwrites the default's figures."""
+    suffix = f"_{args_slug(run_args)}" if run_args else ""
+    raw = Path(os.environ.get("TMPDIR", "/tmp")) / f"ab_noise_runs{suffix}"
+    return raw, OUTPUT.with_name(f"ab_noise{suffix}.json")
+
+
+# in the raw directory: the extra flags its runs were measured with (not run_*: that names the runs)
+RUN_ARGS_FILE = "candidate_args.json"
+
+
+def measure(raw_dir: Path, runs: int, minutes: float, run_args: Sequence[str] = ()) -> None:
+    """``runs`` runs of ``perfdash run`` one after the other (stopping early after ``minutes``); runs already in
+    ``raw_dir`` count, if they were measured with the same ``run_args``."""
     raw_dir.mkdir(parents=True, exist_ok=True)
+    recorded = raw_dir / RUN_ARGS_FILE
+    if recorded.exists() and json.loads(recorded.read_text()) != list(run_args):
+        raise SystemExit(f"{raw_dir} holds runs measured with --run-arg {json.loads(recorded.read_text())}, not "
+                         f"{list(run_args)}: use another --raw-dir")
+    recorded.write_text(json.dumps(list(run_args)))
     deadline = time.monotonic() + minutes * 60
     done = len(list(raw_dir.glob("run_*")))
     while done < runs and time.monotonic() < deadline:
         out = raw_dir / f"run_{done:03d}"
         started = time.monotonic()
-        proc = subprocess.run(run_argv(out), capture_output=True, text=True, env=os.environ.copy(), check=False)
+        proc = subprocess.run(run_argv(out, run_args), capture_output=True, text=True, env=os.environ.copy(),
+                              check=False)
         print(f"run {done}: rc={proc.returncode} {time.monotonic() - started:.0f}s", flush=True)
         if proc.returncode != 0:
             print(proc.stderr[-2000:], file=sys.stderr)
@@ -141,15 +172,6 @@ class RunValue:
     latency_ci: tuple[float, float] | None
 
 
-def _latency_interval(compiled_ms: Sequence[float]) -> tuple[float, float] | None:
-    data = np.asarray(compiled_ms, dtype=float)
-    if len(data) < 5:
-        return None
-    res = bootstrap((data,), np.median, vectorized=True, n_resamples=2000, confidence_level=0.95,
-                    method="percentile", rng=np.random.default_rng(20240611))
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
-
-
 def read_runs(raw_dir: Path) -> dict[str, list[RunValue]]:
     """Per model, the runs in the order they were measured (a run where the model failed is left out)."""
     per_model: dict[str, list[RunValue]] = {}
@@ -159,14 +181,16 @@ def read_runs(raw_dir: Path) -> dict[str, list[RunValue]]:
             continue
         for line in samples.read_text().splitlines():
             row = json.loads(line)
-            eager, compiled = row["eager_ms"], row["compiled_ms"]
+            eager, compiled, process = row["eager_ms"], row["compiled_ms"], row.get("process") or ()
             if not eager or not compiled:
                 continue
             speedup = statistics.median(eager) / statistics.median(compiled)
-            ci = speedup_interval(eager, compiled)
+            ci = speedup_interval(eager, compiled, process=process)
+            latency_ci = latency_interval(compiled, process=process)
             per_model.setdefault(row["name"], []).append(RunValue(
                 speedup=speedup, latency_ms=statistics.median(compiled),
-                speedup_ci=(ci.low, ci.high) if ci else None, latency_ci=_latency_interval(compiled)))
+                speedup_ci=(ci.low, ci.high) if ci else None,
+                latency_ci=(latency_ci.low, latency_ci.high) if latency_ci else None))
     return per_model
 
 
@@ -198,7 +222,7 @@ def noise_row(model: str, metric: str, values: Sequence[float], intervals: Seque
     )
 
 
-def analyse(raw_dir: Path, command: str) -> AbNoise:
+def analyse(raw_dir: Path, command: str, run_args: Sequence[str] = ()) -> AbNoise:
     per_model = read_runs(raw_dir)
     rows: list[NoiseRow] = []
     for model, runs in sorted(per_model.items()):
@@ -208,8 +232,9 @@ def analyse(raw_dir: Path, command: str) -> AbNoise:
         rows.append(noise_row(model, "abs_latency", [r.latency_ms for r in runs], [r.latency_ci for r in runs]))
     return AbNoise(machine="this machine's 2-core AMD CPU (AVX2 only), shared with other jobs",
                    configuration=f"perfdash run --suite {SUITE} --models-file {MODELS.relative_to(ROOT)} "
-                                 "--performance --batch-size 4 (inductor, float32, inference, cpu, default repeats)",
-                   command=command, rows=tuple(rows))
+                                 "--performance --batch-size 4 (inductor, float32, inference, cpu, default repeats)"
+                                 + (f" {' '.join(run_args)}" if run_args else ""),
+                   command=command, rows=tuple(rows), run_args=tuple(run_args))
 
 
 def print_table(noise: AbNoise) -> None:
@@ -227,13 +252,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--minutes", type=float, default=25.0, help="stop measuring after this long")
-    parser.add_argument("--raw-dir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "ab_noise_runs")
+    parser.add_argument("--run-arg", action="append", default=[], metavar="ARG",
+                        help="a flag appended to every run's `perfdash run` (repeatable, in order; write "
+                             "--run-arg=--processes --run-arg=3): a candidate measured against the default")
+    parser.add_argument("--raw-dir", type=Path,
+                        help="where the raw runs go (default: $TMPDIR/ab_noise_runs, with the --run-arg flags "
+                             "appended to the name)")
     parser.add_argument("--analyse-only", action="store_true")
-    parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument("--output", type=Path,
+                        help=f"default: {OUTPUT.relative_to(ROOT)}, with the --run-arg flags appended to the name")
     args = parser.parse_args(argv)
+    default_raw, default_output = default_paths(args.run_arg)
+    args.raw_dir = args.raw_dir or default_raw
+    args.output = args.output or default_output
     if not args.analyse_only:
-        measure(args.raw_dir, args.runs, args.minutes)
-    noise = analyse(args.raw_dir, "python -m bench.ab_noise " + " ".join(argv if argv is not None else sys.argv[1:]))
+        measure(args.raw_dir, args.runs, args.minutes, args.run_arg)
+    elif (recorded := args.raw_dir / RUN_ARGS_FILE).exists() and not args.run_arg:
+        args.run_arg = json.loads(recorded.read_text())  # analysing a candidate's runs: say which candidate
+    noise = analyse(args.raw_dir, "python -m bench.ab_noise " + " ".join(argv if argv is not None else sys.argv[1:]),
+                    args.run_arg)
     print_table(noise)
     args.output.write_text(noise.model_dump_json(indent=1) + "\n")
     print(f"wrote {args.output}")

@@ -617,8 +617,14 @@ class ModelSamples:
     code: CodeFingerprint | None = None
     kernel_times: tuple[KernelTime, ...] = ()
     code_source: str | None = None
+    # ``perfdash run --processes K`` (K > 1): the worker process (0..K-1) each pair was timed in, 0 the cold one;
+    # empty for one process. perfdash.confidence resamples by it: what differs between processes also differs between
+    # runs. Written only when set, so a one-process file reads (and hashes) as before.
+    process: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.process and (len(self.process) != len(self.eager_ms) or min(self.process) < 0):
+            raise ValueError("process must hold one non-negative worker index per pair")
         if len(self.kernel_times) > MAX_KERNEL_TIMES or len(self.code_source or "") > MAX_SOURCE_CHARS:
             raise ValueError("kernel_times and code_source are bounded")
         for label, values in (("eager_ms", self.eager_ms), ("compiled_ms", self.compiled_ms)):
@@ -650,6 +656,8 @@ class ModelSamples:
             out["kernel_times"] = [k.to_json() for k in self.kernel_times]
         if self.code_source is not None:
             out["code_source"] = self.code_source
+        if not self.process:
+            del out["process"]
         return json.dumps(out)
 
     @classmethod
@@ -663,7 +671,8 @@ class ModelSamples:
                    compiled_throughput=_optional_float(data.get("compiled_throughput")),
                    code=CodeFingerprint.from_json(data["code"]) if data.get("code") else None,
                    kernel_times=tuple(KernelTime.from_json(k) for k in data.get("kernel_times") or ()),
-                   code_source=str(data["code_source"]) if data.get("code_source") else None)
+                   code_source=str(data["code_source"]) if data.get("code_source") else None,
+                   process=tuple(int(p) for p in data.get("process") or ()))
 
 
 _GENERATED_CODE_FIELDS = ("code", "kernel_times", "code_source")

@@ -186,6 +186,10 @@ class RunConfig(BaseModel):
     repeat: Annotated[int, json_int(0, INT32_MAX)] | None = None
     # warm-up iterations per side (compile latency and peak memory are taken over them)
     warmup: Annotated[int, json_int(0, INT32_MAX)] | None = None
+    # worker processes the timed iterations were split over (``perfdash run --processes``), pooled into one result.
+    # Like repeat, not an axis of the series (perfdash.axes): it changes how noisy a result is, not what it measures
+    # (the pooled median of the same number of pairs), so runs of either count are points of one series.
+    processes: Annotated[int, json_int(1, 65536)] = 1
     total_partitions: Annotated[int, json_int(1, INT32_MAX)] = 1
     partition_id: Annotated[int, json_int(0, INT32_MAX)] = 0
     env: dict[str, str] = Field(default_factory=dict)  # settings such as TORCHINDUCTOR_FREEZING

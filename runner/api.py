@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,9 +36,9 @@ from perfdash.metrics import SuiteSummary, summarize_results
 from runner.backends import BACKEND_SPECS
 from runner.manifest import load_or_create
 from runner.options import RunOptions, validate
-from runner.outcome import ModelOutcome, interpret
+from runner.outcome import ModelOutcome, interpret, pool_processes, timed_results, with_timed_results
 from runner.process import ForkServer
-from runner.protocol import PHASE_COMPILE_SETUP, PHASES, Job, model_settings
+from runner.protocol import PHASE_COMPILE_SETUP, PHASES, Job, Performance, model_settings
 from runner.suites import ModelSpec, Suite
 from runner.suites.base import ToleranceQuery
 
@@ -153,6 +154,8 @@ def model_phases(outcome: ModelOutcome, budget_s: float) -> ModelPhases:
         seconds["fork_and_exit"] = max(timings["worker_wall"] - timings["worker_total"], 0.0)
     if "accuracy_recheck_wall" in timings:  # the accuracy check's own worker, after a diagnostic killed the first
         seconds["accuracy_recheck"] = timings["accuracy_recheck_wall"]
+    if "later_processes_wall" in timings:  # --processes K: the workers after the first, together
+        seconds["later_processes"] = timings["later_processes_wall"]
     return ModelPhases(seconds=seconds, wall_s=timings.get("worker_wall"), diagnostic_budget_s=budget_s,
                        diagnostics_cut=dict(outcome.diagnostics_cut))
 
@@ -206,17 +209,26 @@ def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, server: ForkSe
         if progress is not None:
             progress.phase(spec.name, phase)
 
+    repeats = options.process_repeats()
     try:
-        outcome = server.run(job, env, options.timeout_s, log, on_phase)
+        outcome = server.run(dataclasses.replace(job, repeat=repeats[0]), env, options.timeout_s, log, on_phase)
         salvaged = outcome.salvaged()
         # A diagnostic killed the worker before the accuracy check's compiled run: the check gets a worker of its own
         # in the time left, so no measurement is lost to a diagnostic.
         recheck = job.accuracy and salvaged is not None and salvaged.accuracy is None
         checked = server.run(dataclasses.replace(job, performance=False), env,
                              max(options.timeout_s - outcome.wall_s, 1.0), log, on_phase) if recheck else None
+        spent = outcome.wall_s + (checked.wall_s if checked is not None else 0.0)
+        later = _later_processes(options, job, repeats, server, env, log, on_phase, spent) \
+            if len(repeats) > 1 and job.performance and timed_results(outcome) is not None else None
     finally:
         if cache_dir is not None:
             shutil.rmtree(cache_dir, ignore_errors=True)
+    if later is not None:
+        first = timed_results(outcome)
+        assert first is not None
+        outcome = with_timed_results(outcome, pool_processes(first, later.measured))
+        salvaged = outcome.salvaged()
     kept = outcome.result or salvaged or outcome.partial
     interpreted = interpret(outcome, name=spec.name, batch_size=job.batch_size,
                             accuracy_batch_size=job.accuracy_batch_size, dev=options.device,
@@ -230,6 +242,48 @@ def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, server: ForkSe
         interpreted = dataclasses.replace(interpreted, status=check.status, accuracy=check.accuracy,
                                           error=check.error, timings={**interpreted.timings,
                                                                       "accuracy_recheck_wall": checked.wall_s})
+    if later is not None:
+        errors = [e for e in (interpreted.error, *later.errors) if e]
+        interpreted = dataclasses.replace(interpreted, error="\n".join(errors) if errors else None,
+                                          timings={**interpreted.timings, "later_processes_wall": later.wall_s})
     if kept is None or not kept.backend_notes:
         return interpreted
     return dataclasses.replace(interpreted, backend_notes=dict(kept.backend_notes))
+
+
+@dataclass(frozen=True, slots=True)
+class LaterProcesses:
+    """What the workers after the first of ``--processes K`` measured: each one's index and timings, why any
+    other measured nothing, and their wall time together."""
+
+    measured: tuple[tuple[int, Performance], ...]
+    errors: tuple[str, ...]
+    wall_s: float
+
+
+def _later_processes(options: RunOptions, job: Job, repeats: tuple[int, ...], server: ForkServer,
+                     env: dict[str, str], log: Path, on_phase: Callable[[str], None], spent_s: float
+                     ) -> LaterProcesses:
+    """Workers 1..K-1 of a model: performance only (the first checked accuracy), without the diagnostics (the
+    result keeps the first's), in the model's time left. Each forks from the run's server like the first and finds
+    the Inductor cache the first filled, so its compile is a cache hit. One that measures nothing is left out of the
+    pool and named in the model's error: the pool holds the pairs of the workers that measured."""
+    measured: list[tuple[int, Performance]] = []
+    errors: list[str] = []
+    wall = 0.0
+    for index, repeat in enumerate(repeats[1:], start=1):
+        left = options.timeout_s - spent_s - wall
+        if left <= 0:
+            errors.append(f"process {index} of {len(repeats)}: not started, the model's timeout was spent")
+            continue
+        outcome = server.run(dataclasses.replace(job, accuracy=False, repeat=repeat, diagnostics=False), env, left,
+                             log, on_phase)
+        wall += outcome.wall_s
+        timings = timed_results(outcome)
+        if timings is not None:
+            measured.append((index, timings))
+        else:
+            why = interpret(outcome, name=job.spec.name, batch_size=job.batch_size, dev=options.device,
+                            want_accuracy=False, want_performance=True).error
+            errors.append(f"process {index} of {len(repeats)}: {why or 'no timings'}")
+    return LaterProcesses(measured=tuple(measured), errors=tuple(errors), wall_s=wall)

@@ -72,6 +72,11 @@ def register(subparsers: Any) -> None:
                       help="warm-up iterations of eager and of compiled, each timed as one block: compile latency is "
                            "their difference and peak memory is read over them, as in PyTorch's harness (default "
                            "%(default)s, its count)")
+    meas.add_argument("--processes", type=int, default=1, metavar="K",
+                      help="measure each model's performance in K worker processes, each timing its share of "
+                           "--repeat, and pool their pairs into one result (pyperf's method: what differs between "
+                           "processes averages out); compile latency and peak memory are the first (cold) worker's "
+                           "(default %(default)s)")
     meas.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS", help="per model")
     meas.add_argument("--diagnostic-budget", type=float, default=DEFAULT_DIAGNOSTIC_BUDGET_S, metavar="SECONDS",
                       help="seconds each diagnostic after the timed loop (kernel profile, code fingerprint) may take; "
@@ -87,7 +92,8 @@ def register(subparsers: Any) -> None:
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
         **run_axis_values(args), output_dir=args.output_dir, only=args.only, filters=tuple(args.filter),
-        excludes=tuple(args.exclude), repeat=args.repeat, warmup=args.warmup, timeout_s=args.timeout,
+        excludes=tuple(args.exclude), repeat=args.repeat, warmup=args.warmup, processes=args.processes,
+        timeout_s=args.timeout,
         diagnostic_budget_s=args.diagnostic_budget,
         accuracy=args.accuracy, performance=args.performance, total_partitions=args.total_partitions,
         partition_id=args.partition_id, cold_start=args.cold_start, models_file=args.models_file,

@@ -411,7 +411,7 @@ class Timed:
 def _diagnose(timed: Timed, job: Job, phases: Phases, cut: dict[str, str]) -> Performance:
     """The kernel profile and the code fingerprint of Inductor's timed model, each in its phase (whose budget the
     parent enforces); one that raises leaves its part empty and says why in ``cut``."""
-    if timed.code is None:
+    if timed.code is None or not job.diagnostics:
         return timed.performance
     kernels: tuple[KernelTime, ...] = ()
     with phases.enter(PHASE_KERNEL_PROFILE):

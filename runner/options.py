@@ -42,6 +42,9 @@ class RunOptions(RunAxes):
     excludes: tuple[str, ...] = ()
     repeat: int = DEFAULT_REPEAT
     warmup: int = DEFAULT_WARMUP
+    # worker processes per model's performance (pyperf's method): each times its share of ``repeat``, the result pools
+    # them (process_repeats, runner.outcome.pool_processes); 1: one worker, as PyTorch's harness
+    processes: int = 1
     timeout_s: float = DEFAULT_TIMEOUT_S
     # seconds each diagnostic after the timed loop may take (kernel profile, fingerprint); an overrun is recorded
     diagnostic_budget_s: float = DEFAULT_DIAGNOSTIC_BUDGET_S
@@ -92,6 +95,12 @@ class RunOptions(RunAxes):
         env.update(self.extra_env)
         return env
 
+    def process_repeats(self) -> tuple[int, ...]:
+        """Timed iterations of each of the ``processes`` workers: ``repeat`` split as evenly as it goes (the first
+        ones take the remainder), so the result has the same number of pairs whatever the count of workers."""
+        share, extra = divmod(self.repeat, self.processes)
+        return tuple(share + (1 if index < extra else 0) for index in range(self.processes))
+
     def run_config(self) -> RunConfig:
         env = self.worker_env()
         # The suite's own lists say where their models come from; a --models-file's entries name their builders.
@@ -101,7 +110,8 @@ class RunOptions(RunAxes):
             source = None  # an unknown suite: validate() refuses it before any run
         return RunConfig(**run_axis_values(self), variant=self.variant, model_source=source,
                          cold_start=self.cold_start,
-                         repeat=self.repeat, warmup=self.warmup, total_partitions=self.total_partitions,
+                         repeat=self.repeat, warmup=self.warmup, processes=self.processes,
+                         total_partitions=self.total_partitions,
                          partition_id=self.partition_id, env=env)
 
 
@@ -148,6 +158,9 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
                                  ("warmup", options.warmup, 1)):
         if value is not None and value < minimum:
             raise OptionsError(f"--{name} must be >= {minimum}, got {value}")
+    if not 1 <= options.processes <= max(options.repeat, 1):
+        raise OptionsError(f"--processes must be in [1, --repeat ({options.repeat})]: each worker times at least one "
+                           f"iteration, got {options.processes}")
     if options.timeout_s <= 0:
         raise OptionsError(f"--timeout must be > 0 seconds, got {options.timeout_s}")
     if not 0 <= options.partition_id < options.total_partitions:

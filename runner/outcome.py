@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import signal
 import statistics
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 from perfdash.contract import STAT_COLUMNS, AccuracyRow, GraphStats, ModelSamples, PerformanceRow, throughput
 from runner.process import WorkerOutcome
@@ -21,6 +22,7 @@ from runner.protocol import (
     PHASE_MEASURE,
     PHASE_MEMORY,
     PHASE_VALIDATE,
+    Performance,
 )
 
 # Below this, a peak is a few small tensors of a toy model (or the CUDA allocator's 512-byte rounding): its ratio says
@@ -133,7 +135,8 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
                                    dynamo_activation_peak_mem=perf.dynamo_activation_peak_mem,
                                    eager_throughput=throughput(batch_size, perf.eager_ms, world_size),
                                    compiled_throughput=throughput(batch_size, perf.compiled_ms, world_size),
-                                   code=perf.code, kernel_times=perf.kernel_times, code_source=perf.code_source)
+                                   code=perf.code, kernel_times=perf.kernel_times, code_source=perf.code_source,
+                                   process=perf.process)
     # The accuracy row carries the check's own counters and compile time, as PyTorch's accuracy CSV does.
     check_stats, check_compile_s = GraphStats(), None
     if result is not None and result.accuracy_stats is not None:
@@ -146,3 +149,29 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
     return ModelOutcome(name=name, status=status, performance=perf_row, accuracy=acc_row, samples=samples,
                         error=error, timings=dict(timings or {}),
                         diagnostics_cut=dict(result.diagnostics_cut) if result is not None else {})
+
+
+def timed_results(outcome: WorkerOutcome) -> Performance | None:
+    """The timings a worker sent, as ``interpret`` reads them: its result's, else those sent before its diagnostics."""
+    kept = outcome.result if outcome.result is not None else outcome.partial
+    return kept.performance if kept is not None else None
+
+
+def pool_processes(first: Performance, later: Sequence[tuple[int, Performance]]) -> Performance:
+    """One result from the workers of ``perfdash run --processes K``: every worker's pairs in one pool, each marked
+    with its worker's index (``later``: index and timings of each worker after the first that measured), and the rest
+    (compile latency, peak memory, graph counters, generated code) from the first worker, the cold one: the headline
+    compile latency stays what a fresh process pays, the later ones compile from its warm cache."""
+    parts = [(0, first), *later]
+    return replace(first, eager_ms=tuple(v for _, p in parts for v in p.eager_ms),
+                   compiled_ms=tuple(v for _, p in parts for v in p.compiled_ms),
+                   process=tuple(index for index, p in parts for _ in p.eager_ms))
+
+
+def with_timed_results(outcome: WorkerOutcome, performance: Performance) -> WorkerOutcome:
+    """``outcome`` with its timings (where ``timed_results`` reads them) replaced by ``performance``."""
+    if outcome.result is not None and outcome.result.performance is not None:
+        return replace(outcome, result=replace(outcome.result, performance=performance))
+    if outcome.partial is None:
+        return outcome
+    return replace(outcome, partial=replace(outcome.partial, performance=performance))

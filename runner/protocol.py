@@ -23,8 +23,9 @@ from perfdash.generated_code import CodeFingerprint, KernelTime
 from runner.suites.base import ModelSpec, Tolerance
 
 # 2: peak memory measured by the timing worker (no memory job, no Job.purpose); 3: PyTorch's peak memory from the
-# warm-ups, perfdash's activation peak beside it; 4: partial results before the diagnostics, diagnostics' budgets
-PROTOCOL_VERSION = 4
+# warm-ups, perfdash's activation peak beside it; 4: partial results before the diagnostics, diagnostics' budgets;
+# 5: Job.diagnostics (the performance-only workers of --processes K skip them)
+PROTOCOL_VERSION = 5
 
 # Phases in the order the worker runs them.
 PHASE_LOAD = "load"
@@ -89,6 +90,9 @@ class Job(ModelSettings):
     performance: bool
     tolerance: Tolerance
     accuracy_batch_size: int | None = None  # the accuracy check's batch size; None: batch_size
+    # the kernel profile and code fingerprint after the timed loop (DIAGNOSTIC_PHASES); off in the later workers of
+    # ``perfdash run --processes K``, whose result keeps the first worker's
+    diagnostics: bool = True
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -126,6 +130,9 @@ class Performance:
     code: CodeFingerprint | None = None
     kernel_times: tuple[KernelTime, ...] = ()
     code_source: str | None = None
+    # the worker process of each pair when the parent pooled several (runner.outcome.pool_processes); a worker
+    # never sets it
+    process: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.eager_ms or len(self.eager_ms) != len(self.compiled_ms):
@@ -179,6 +186,7 @@ class WorkerResult:
                 **perf, "eager_ms": tuple(perf["eager_ms"]), "compiled_ms": tuple(perf["compiled_ms"]),
                 "code": CodeFingerprint.from_json(perf["code"]) if perf.get("code") else None,
                 "kernel_times": tuple(KernelTime(**k) for k in perf.get("kernel_times") or ()),
+                "process": tuple(perf.get("process") or ()),
                 "stats": GraphStats(**(perf.get("stats") or {}))}) if perf else None,
             accuracy=data.get("accuracy"),
             failure=Failure(**failure) if failure else None,

@@ -32,7 +32,7 @@ from service.queries.order import run_order
 
 # The keys of a result's samples that compaction drops: the raw timings. Everything else (the activation peaks)
 # stays.
-RAW_SAMPLE_KEYS = ("eager_ms", "compiled_ms")
+RAW_SAMPLE_KEYS = ("eager_ms", "compiled_ms", "process")  # process: each pair's worker (--processes K)
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,6 +96,8 @@ def _samples_json(samples: ModelSamples) -> dict[str, Any]:
     for key in ("eager_activation_peak_mem", "dynamo_activation_peak_mem"):
         if (value := getattr(samples, key)) is not None:
             out[key] = value
+    if samples.process:  # --processes K: each pair's worker, which the interval resamples by
+        out["process"] = list(samples.process)
     return out
 
 
@@ -111,7 +113,8 @@ def _result_row(run_id: int, series_id: int, result: ModelResult, samples: Model
                 error: str | None) -> dict[str, Any]:
     perf = result.performance
     stats = perf.stats if perf is not None else GraphStats()
-    interval = speedup_interval(samples.eager_ms, samples.compiled_ms) if samples and perf else None
+    interval = speedup_interval(samples.eager_ms, samples.compiled_ms, process=samples.process) \
+        if samples and perf else None
     # Each registry metric from where its entry says: the performance row (PyTorch's columns) or the samples file.
     sources = {Source.PERFORMANCE_CSV: perf, Source.SAMPLES: samples}
     return {

@@ -124,6 +124,8 @@ def test_filter_exclude_only() -> None:
     (RunOptions(suite="timm_models", filters=("^zzz",)), "matches"),
     (RunOptions(suite="timm_models", total_partitions=2, partition_id=2), "--partition-id"),
     (RunOptions(suite="timm_models", repeat=0), "--repeat"),
+    (RunOptions(suite="timm_models", processes=0), "--processes"),
+    (RunOptions(suite="timm_models", repeat=4, processes=5), "--processes must be in"),
     (RunOptions(suite="timm_models", timeout_s=0), "--timeout"),
     (RunOptions(suite="timm_models", backend="tensorrt"), "--backend"),
     (RunOptions(suite="nope"), "unknown suite"),

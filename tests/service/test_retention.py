@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from perfdash.cli import main
+from perfdash.confidence import speedup_interval
 from perfdash.contract import ModelSamples
 from service.models import Result, Run
 from service.retention import SamplesRetention, compact_runs, runs_to_compact
@@ -17,10 +18,12 @@ NIGHTS = ("2026-03-01", "2026-03-02", "2026-03-03", "2026-03-04")
 
 
 def _with_samples(run_files, meta) -> dict[str, bytes]:
-    """resnet18 with raw timings and activation peaks, vit with raw timings only."""
+    """resnet18 with raw timings of three worker processes (--processes 3) and activation peaks, vit with raw timings
+    only."""
     files = run_files({"resnet18": 1.4, "vit": 2.0}, manifest=meta)
     lines = [ModelSamples("resnet18", 8, (2.0, 2.2, 2.1, 2.05, 2.15), (1.4, 1.5, 1.45, 1.42, 1.48),
-                          eager_activation_peak_mem=0.024, dynamo_activation_peak_mem=0.015).to_json(),
+                          eager_activation_peak_mem=0.024, dynamo_activation_peak_mem=0.015,
+                          process=(0, 0, 1, 1, 2)).to_json(),
              ModelSamples("vit", 8, (4.0, 4.1, 4.2, 3.9, 4.05), (2.0, 2.1, 2.05, 1.95, 2.02)).to_json()]
     files[meta.config.key().stem + "_samples.jsonl"] = ("\n".join(lines) + "\n").encode()
     return files
@@ -68,6 +71,13 @@ def test_compaction_drops_the_raw_timings_and_keeps_every_statistic(session, cli
                                                       "compilation_latency", "passed")}
                     for name, r in before.items()}
     assert before["resnet18"].speedup_ci_low is not None  # the interval was computed from the samples at ingest
+    # ... resampling the worker processes of each pair, which the stored samples keep until compaction
+    assert before["resnet18"].samples["process"] == [0, 0, 1, 1, 2]
+    interval = speedup_interval(before["resnet18"].samples["eager_ms"], before["resnet18"].samples["compiled_ms"],
+                                process=before["resnet18"].samples["process"])
+    assert interval is not None
+    assert (before["resnet18"].speedup_ci_low, before["resnet18"].speedup_ci_high) == pytest.approx(
+        (interval.low, interval.high))
     assert before["vit"].samples["eager_ms"] == [4.0, 4.1, 4.2, 3.9, 4.05]
 
     assert compact_runs(session, a[:2]) == 4  # two runs x two results
