@@ -33,7 +33,8 @@ How (the shape of Chromium's Pinpoint, with a paired sequential probability rati
   same kind of number as a nightly result, so one pair's log ratio has sqrt(2) times the series' robust CV. The prior
   is pooled into the scale as ``weight`` residuals of that spread (the MAD's Gaussian efficiency times the runs it
   rests on, at most PRIOR_MAX_WEIGHT), so the first look does not start from nothing and the upper bound rests on
-  more residuals; the pairs' own residuals take over as they come. Without a prior an A/B is what it was.
+  more residuals; the pairs' own residuals take over as they come, and overrule it when they are noisier than it
+  (PRIOR_REJECT). Without a prior an A/B is what it was.
 - p-values in the record are the always-valid ones of the test: exp(-LLR) for "different" and exp(LLR) for "same",
   capped at 1 (Ville's inequality: the chance they ever fall below alpha under their hypothesis is at most alpha).
 - Statuses (accuracy words, "crash"): failure rates, Fisher's exact test at alpha / looks per look (Bonferroni over
@@ -91,6 +92,13 @@ PRIOR_MAX_WEIGHT = 20.0
 # The smallest per-run noise a prior may claim (a deliberate floor): a history of identical values (a simulator, a
 # cached figure) says nothing of the noise of two builds run side by side, and a first look may rest on the prior.
 PRIOR_MIN_CV = 0.005
+# The pairs overrule the prior: when their residuals are noisier than it at this upper quantile (chi-squared on m
+# residuals), the history was quieter than the A/B's machine and the prior is dropped (a quiet history must not make
+# a noisy agent's decisions bolder than alpha allows).
+PRIOR_REJECT = 0.90
+# An A/B with a prior looks first after this many pairs at least (3 residuals of its own, enough for the pairs to
+# overrule a prior 4x too quiet: A/A at 5 % noise with a 1.25 % prior, 1.0 % false "different"; at 2 pairs, 4.7 %).
+PRIOR_FIRST_LOOK = 4
 
 
 def is_failing(sample: Sample) -> bool:
@@ -253,14 +261,19 @@ _CLIPPED_MOMENT = _PHI_C - 2 * SCALE_CLIP * math.exp(-SCALE_CLIP**2 / 2) / math.
     + SCALE_CLIP**2 * (1 - _PHI_C)
 
 
+def _overruled(prior: NoisePrior, variance: float, m: int) -> bool:
+    """The pairs' ``m`` residuals (of ``variance``) are noisier than the prior beyond its PRIOR_REJECT quantile."""
+    return m >= 2 and variance > prior.scale**2 * float(chi2.ppf(PRIOR_REJECT, m)) / m
+
+
 def noise_scale(res: Sequence[float], prior: NoisePrior | None = None) -> float | None:
     """An upper 90 % confidence bound of the spread of one log ratio, from residuals (and a prior); None with fewer
     than two residuals and no prior.
 
     Robust from 10 residuals on: the median absolute residual sets a clip at 2.5 of its scales, and the root mean
     square of the clipped residuals (made consistent for Gaussian noise) is the estimate. A prior's variance is
-    pooled with theirs as ``prior.weight`` more residuals. The estimate is inflated by sqrt(m / chi2_m(0.10)), m the
-    residuals it rests on (the prior's weight included)."""
+    pooled with theirs as ``prior.weight`` more residuals, unless they overrule it (PRIOR_REJECT). The estimate is
+    inflated by sqrt(m / chi2_m(0.10)), m the residuals it rests on (the prior's weight included)."""
     m = len(res)
     if m < 2 and prior is None:
         return None
@@ -274,7 +287,7 @@ def noise_scale(res: Sequence[float], prior: NoisePrior | None = None) -> float 
         clip = SCALE_CLIP * rough
         variance = sum(min(r * r, clip * clip) for r in res) / m / _CLIPPED_MOMENT
     weight = float(m)
-    if prior is not None:
+    if prior is not None and not _overruled(prior, variance, m):
         variance = (m * variance + prior.weight * prior.scale**2) / (m + prior.weight)
         weight += prior.weight
     return math.sqrt(variance) * math.sqrt(weight / float(chi2.ppf(SCALE_QUANTILE, weight)))

@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from perfdash.ab import PASS_WORDS, AbPolicy, NoisePrior, is_failing, pairs_to_decide
+from perfdash.ab import PASS_WORDS, PRIOR_FIRST_LOOK, AbPolicy, NoisePrior, is_failing, pairs_to_decide
 from perfdash.bisection import Direction, Sample
 from perfdash.contract import KNOWN_STATUSES
 from perfdash.metric_registry import Better
@@ -55,7 +55,7 @@ class Policy:
 
     ``series_cv`` / ``series_runs``: the series' own between-run noise (robust CV, relative) and the runs it rests
     on, as the service's request carries it. Every A/B then pools it as a prior (perfdash.ab.NoisePrior), and the
-    confirmation's first look is the pairs that noise needs to decide (``pairs_to_decide``), 2 to ``repeats``.
+    confirmation's first look is the pairs that noise needs to decide (``pairs_to_decide``), 4 to ``repeats``.
     Without it (None), every A/B is as before."""
 
     direction: Direction = Better.LOWER
@@ -97,8 +97,8 @@ class Policy:
             start = min(self.repeats, 2)
         elif prior is not None:
             # The noise is known before the first pair: look first where that noise could decide, never after more
-            # pairs than without it, never on one pair (a pair carries no residual of its own).
-            start = min(self.repeats, max(2, pairs_to_decide(prior.scale, boundary, self.alpha)))
+            # pairs than without it, never before the pairs can overrule the prior (PRIOR_FIRST_LOOK).
+            start = min(self.repeats, max(PRIOR_FIRST_LOOK, pairs_to_decide(prior.scale, boundary, self.alpha)))
         else:
             start = self.repeats
         return AbPolicy(direction=self.direction, boundary_pct=boundary, alpha=self.alpha, start=start,
