@@ -96,9 +96,10 @@ PRIOR_MIN_CV = 0.005
 # residuals), the history was quieter than the A/B's machine and the prior is dropped (a quiet history must not make
 # a noisy agent's decisions bolder than alpha allows).
 PRIOR_REJECT = 0.90
-# An A/B with a prior looks first after this many pairs at least (3 residuals of its own, enough for the pairs to
-# overrule a prior 4x too quiet: A/A at 5 % noise with a 1.25 % prior, 1.0 % false "different"; at 2 pairs, 4.7 %).
-PRIOR_FIRST_LOOK = 4
+# An A/B with a prior looks first after this many pairs at least: 4 residuals of its own, enough for the pairs to
+# overrule a prior 4x too quiet (A/A at 5 % noise with a 1.25 % prior: 0.6 % false "different" over 1,000 A/Bs; 1.0-1.2
+# % from 4 pairs, 4.7 % from 2; tests/contract/test_ab.py).
+PRIOR_FIRST_LOOK = 5
 
 
 def is_failing(sample: Sample) -> bool:

@@ -55,7 +55,7 @@ class Policy:
 
     ``series_cv`` / ``series_runs``: the series' own between-run noise (robust CV, relative) and the runs it rests
     on, as the service's request carries it. Every A/B then pools it as a prior (perfdash.ab.NoisePrior), and the
-    confirmation's first look is the pairs that noise needs to decide (``pairs_to_decide``), 4 to ``repeats``.
+    confirmation's first look is the pairs that noise needs to decide (``pairs_to_decide``), 5 to ``repeats``.
     Without it (None), every A/B is as before."""
 
     direction: Direction = Better.LOWER
