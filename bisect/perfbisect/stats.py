@@ -54,8 +54,9 @@ class Policy:
     first look is 2 pairs at most: they pool the noise the confirmation measured), at most ``max_pairs``.
 
     ``series_cv`` / ``series_runs``: the series' own between-run noise (robust CV, relative) and the runs it rests
-    on, as the service's request carries it. Every A/B then pools it as a prior (perfdash.ab.NoisePrior), and the
-    confirmation's first look is the pairs that noise needs to decide (``pairs_to_decide``), 5 to ``repeats``.
+    on, as the service's request carries it. The confirmation (the first A/B, which pools no earlier one) then
+    pools it as a prior (perfdash.ab.NoisePrior), and its first look is the pairs that noise needs to decide
+    (``pairs_to_decide``), 5 to ``repeats``.
     Without it (None), every A/B is as before."""
 
     direction: Direction = Better.LOWER
@@ -92,7 +93,11 @@ class Policy:
         ``exact``: the boundary is exactly the other level (a step: good's level or bad's), not a least change."""
         boundary = max(self.threshold_pct if boundary_pct is None else boundary_pct, MIN_BOUNDARY_PCT)
         # (A 0 % threshold, "any change", still needs a boundary for "same": the smallest one a timing can resolve.)
-        prior = self.prior
+        # The series' history stands in for the machine's noise only until the bisection has measured some: an A/B
+        # that pools earlier A/Bs' residuals (a step, the verification) has them, from this machine, of this kind
+        # (with the prior in every A/B, 20 % regressions at the measured noise lost 3-5 points of right culprits:
+        # a heavy-tailed noise's robust CV is below the clipped scale the A/B uses; bench/README.md, issue 39).
+        prior = None if pooled else self.prior
         if pooled:
             start = min(self.repeats, 2)
         elif prior is not None:
