@@ -29,7 +29,8 @@ How (the shape of Chromium's Pinpoint, with a paired sequential probability rati
   time; with the estimated one, tests/contract/test_ab.py and bench/ab_false_rate.py measure it (<= 1 % on A/A
   data).
 - A prior (``AbPolicy.prior``, ``NoisePrior``): the series' own between-run noise from its nightly history
-  (service/queries/noise.py), sent with the service's request. Each A/B sample is one full ``perfdash run``, the
+  (service/queries/noise.py), sent with the service's request (perfbisect gives it to the confirmation, the A/B that
+  has no earlier one to pool). Each A/B sample is one full ``perfdash run``, the
   same kind of number as a nightly result, so one pair's log ratio has sqrt(2) times the series' robust CV. The prior
   is pooled into the scale as ``weight`` residuals of that spread (the MAD's Gaussian efficiency times the runs it
   rests on, at most PRIOR_MAX_WEIGHT), so the first look does not start from nothing and the upper bound rests on
