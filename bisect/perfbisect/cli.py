@@ -48,8 +48,8 @@ def register(subparsers: Any) -> None:
                      help="pairs of an A/B before it answers 'unknown' (160)")
     how.add_argument("--series-noise", type=float, metavar="PCT",
                      help="the series' own between-run noise, %% (robust CV of its nightly results; a service "
-                          "request carries it): pooled into every A/B's noise scale and sizing the confirmation's "
-                          "first look (default: none, every A/B learns the noise from its own pairs)")
+                          "request carries it): pooled into the confirmation's noise scale and sizing its first look "
+                          "(default: none, the confirmation learns the noise from its own pairs)")
     how.add_argument("--series-noise-runs", type=int, default=30, metavar="N",
                      help="the nightly runs --series-noise rests on (30): how much weight it gets")
     run = p.add_argument_group("running")

@@ -138,7 +138,7 @@ def test_a_confirm_request_measures_good_and_bad_only(service, perf_history, tmp
 @pytest.mark.parametrize("noise", [None, {"series_noise_cv": 0.02, "series_noise_runs": 40}])
 def test_a_request_with_its_series_noise_pools_it_and_one_without_is_as_before(service, perf_history, tmp_path,
                                                                               capsys, noise):
-    """Issue 39 item 2: the series' noise the request carries is every A/B's prior (a pair: sqrt(2) x 2 %, weight
+    """Issue 39 item 2: the series' noise the request carries is the confirmation's prior (a pair: sqrt(2) x 2 %, weight
     0.368 x 40 runs) and the confirmation looks first at 5 pairs; a request without it (an older service's too)
     looks first at Policy.repeats (6) with no prior."""
     service.request = _request(perf_history.shas[0], perf_history.shas[-1], purpose="confirm", **(noise or {}))
