@@ -74,7 +74,7 @@ def test_candidate_confirmed_files_the_issue_and_requests_a_bisection(app_client
 
 def test_requests_carry_their_series_own_noise(app_client, auth, run_files, series_values) -> None:
     """Issue 39 item 2: the confirm request and the bisection of a series with a history carry its between-run
-    noise (the finding's: the runs before the change), which perfbisect pools into its A/Bs; a request by hand
+    noise (the finding's: the runs before the change), the prior of perfbisect's confirmation; a request by hand
     carries the series' noise now; a metric without a noise estimate carries none."""
     from perfdash.noise import robust_cv
 
