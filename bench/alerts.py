@@ -48,11 +48,19 @@ The baselines (fixed 10 % against the previous night; z >= 5 over a 100-night lo
 regression-direction alert, as their users do; an issue of theirs is false by the same rule.
 
 Run from the repository root: ``python -m bench.detection --alerts [--series N] [--nights N] [--configurations N]``.
+
+``python -m bench.alerts --series-noise [--series N] [--nights N] [--noise MODEL ...]`` (issue 39 item 2): each
+confirm request also carries its series' own noise as the service sends it (the robust CV of the series' newest
+``NOISE_WINDOW`` nights before the change point, service.queries.noise), which perfbisect pools into its A/B
+(perfdash.ab.NoisePrior). Here the nightly noise (2 %) is quieter than the measured A/B noise, the case where the
+A/B's own pairs must overrule the prior.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -65,10 +73,12 @@ from perfbisect.stats import Policy
 
 from bench.ab_noise import OUTPUT as AB_NOISE
 from bench.ab_noise import ROOT, AbNoise, load_noise
+from perfdash.noise import MIN_RUNS, robust_cv
 from service.alerts.bisections import CONFIRM_THRESHOLD_SHARE
 from service.alerts.confirmation import CONFIRM_MARGIN
 from service.detection.changepoint import DetectionConfig, detect_change_points
 from service.detection.environment import ShiftConfig, common_shift, series_move
+from service.queries.noise import NOISE_WINDOW
 
 NOISE = 0.02
 # the measured-scale models last: a model's random stream is its index here (the rows printed before stay)
@@ -179,8 +189,17 @@ def confirm_candidate(rng: np.random.Generator, good_level: float, bad_level: fl
     return bool(bisector.confirm("good", "bad").reproduced)
 
 
+def with_series_noise(policy: Policy, before: np.ndarray) -> Policy:
+    """``policy`` with the noise a confirm request carries: the robust CV of the series' nights before the change
+    point (the newest NOISE_WINDOW), none with fewer than perfdash.noise.MIN_RUNS."""
+    window = before[-NOISE_WINDOW:]
+    if len(window) < MIN_RUNS:
+        return policy
+    return replace(policy, series_cv=robust_cv(window.tolist()), series_runs=len(window))
+
+
 def perfdash(config: Configuration, rng: np.random.Generator, ab_noise: np.ndarray,
-             margin: int = CONFIRM_MARGIN) -> AlertTally:
+             margin: int = CONFIRM_MARGIN, series_noise: bool = False) -> AlertTally:
     started = time.perf_counter()
     out = AlertTally()
     detection = DetectionConfig(min_effect=0.05)
@@ -207,7 +226,8 @@ def perfdash(config: Configuration, rng: np.random.Generator, ab_noise: np.ndarr
                     out.confirmations += 1
                     level = config.torch_level[s]
                     good, bad = max(0, cp.index - 1 - margin), min(cp.index + margin, night)
-                    if confirm_candidate(rng, level[good], level[bad], policy, ab_noise):
+                    own = with_series_noise(policy, values[: cp.index]) if series_noise else policy
+                    if confirm_candidate(rng, level[good], level[bad], own, ab_noise):
                         out.issues.append(alert)
     out.seconds = time.perf_counter() - started
     return out
@@ -327,7 +347,8 @@ def series_subset(config: Configuration, out: AlertTally, keep: Sequence[int]) -
 
 
 def run(series: int, nights: int, configurations: int, seed: int, noise_models: Sequence[str] = NOISE_MODELS,
-        margin: int = CONFIRM_MARGIN, ab_noise_scale: float = 1.0, noise_file: Path = AB_NOISE) -> int:
+        margin: int = CONFIRM_MARGIN, ab_noise_scale: float = 1.0, noise_file: Path = AB_NOISE,
+        series_noise: bool = False) -> int:
     measured = load_noise(noise_file)
     ab_noise = measured.residuals("speedup") * ab_noise_scale
     ab_cv = float(np.std(ab_noise, ddof=1))
@@ -337,7 +358,8 @@ def run(series: int, nights: int, configurations: int, seed: int, noise_models: 
           + ", ".join(f"{100 * share:.0f}% of series a {100 * size:.0f}% step" for size, share in STEP_SHARE.items())
           + f"; A/B noise: measured ({_shown(noise_file)}, {len(ab_noise)} run-to-run speedup deviations, SD "
             f"{100 * ab_cv:.2f}%, scale {ab_noise_scale:g}), range widened by {margin} night(s) each way, issue "
-            f"{CONFIRM_DELAY} night after the change point")
+            f"{CONFIRM_DELAY} night after the change point"
+          + ("; confirm requests carry their series' own noise" if series_noise else ""))
     cvs = ", ".join(f"{100 * cv:.1f}%" for cv in measured.robust_cvs("speedup"))
     print(f"measured-scale models: series noise the measured between-run robust CVs of speedup ({cvs}, in turn); "
           f"common_night shares {100 * COMMON_SHARE:.0f}% of the variance (measured: speedup "
@@ -354,7 +376,7 @@ def run(series: int, nights: int, configurations: int, seed: int, noise_models: 
         rows: dict[str, list[AlertTally]] = {
             "perfdash": [], "fixed 10% vs prev. night": [], "z>=5, 100-pt lookback": []}
         for config in configs:
-            rows["perfdash"].append(perfdash(config, rng, ab_noise, margin))
+            rows["perfdash"].append(perfdash(config, rng, ab_noise, margin, series_noise))
             rows["fixed 10% vs prev. night"].append(baseline(config, fixed_rule))
             rows["z>=5, 100-pt lookback"].append(baseline(config, z_rule))
         for name, outcomes in rows.items():
@@ -386,3 +408,22 @@ def run(series: int, nights: int, configurations: int, seed: int, noise_models: 
 def _shown(path: Path) -> str:
     """A noise file as printed: relative to the repository when it is in it."""
     return str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The notification-level bench alone (bench.detection --alerts runs it too), with ``--series-noise``."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--series", type=int, default=500)
+    parser.add_argument("--nights", type=int, default=365)
+    parser.add_argument("--configurations", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=20261122)  # bench.detection's
+    parser.add_argument("--noise", action="append", choices=NOISE_MODELS, help="only these noise models")
+    parser.add_argument("--series-noise", action="store_true",
+                        help="confirm requests carry their series' own noise (perfbisect's A/B prior)")
+    args = parser.parse_args(argv)
+    return run(args.series, args.nights, args.configurations, args.seed, args.noise or NOISE_MODELS,
+               series_noise=args.series_noise)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -22,7 +22,14 @@ the range of exactly those and the culprit (``culprit_range``; no bisection can 
 "not_reproduced". "wrong": a name (or range) that is not the culprit's. Everything else (not confirmed, not
 reproduced, inconclusive) names nobody. Measurements: every run of the measure command, median over the row.
 
+``--series-noise history`` (issue 39): each bisection gets its series' own noise as the service's request carries
+it, the robust CV of ``HISTORY_RUNS`` nightly results of the good commit drawn from the same noise model (their own
+random stream, so the histories and the measurements are those of ``none``); perfbisect pools it into every A/B's
+scale and sizes the confirmation's first look by it. "confirmed": the share of histories whose confirmation
+reproduced the regression.
+
     python -m bench.bisect_accuracy [--histories 200] [--seed 5] [--sizes 16 64 256] [--threshold 5]
+        [--series-noise none|history]
 
 Figures in bench/README.md ("Bisection").
 """
@@ -35,7 +42,7 @@ import random
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfbisect.procedure import Bisector
@@ -48,12 +55,14 @@ from rich.table import Table
 from bench.ab_noise import OUTPUT as AB_NOISE
 from bench.ab_noise import load_noise
 from perfdash.bisection import StepDecision
+from perfdash.noise import robust_cv
 from perfdash.verdicts import BisectionVerdictName
 
 BROKEN_SHARE = 0.10
 OUTLIER_SHARE = 0.01
 OUTLIER_SIZE = 0.30
 NOISE_MODELS = ("2%", "5%", "measured")
+HISTORY_RUNS = 30  # nightly results a series' noise estimate rests on (--series-noise history)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +131,7 @@ class Trial:
     steps: int
     measurements: int
     spent: tuple[int, int, int] = (0, 0, 0)  # measurements of the confirmation, the steps, the verification
+    confirmed: bool = False  # the confirmation reproduced a regression
 
 
 def run_perfbisect(history: History, rng: random.Random, policy: Policy) -> Trial:
@@ -135,7 +145,15 @@ def run_perfbisect(history: History, rng: random.Random, policy: Policy) -> Tria
         right = named and right_answer(history, outcome.culprit, outcome.candidates)
         correct, wrong = right, named and not right
     spent = tuple(bisector.spent.get(purpose, 0) for purpose in ("confirm", "step", "verify"))
-    return Trial(correct, wrong, len(outcome.steps), bisector.measurements, spent)  # type: ignore[arg-type]
+    confirmed = outcome.confirmation is not None and outcome.confirmation.reproduced
+    return Trial(correct, wrong, len(outcome.steps), bisector.measurements, spent,  # type: ignore[arg-type]
+                 confirmed)
+
+
+def with_series_noise(policy: Policy, noise: Noise, rng: random.Random) -> Policy:
+    """``policy`` with the series' noise the service would send: the robust CV of HISTORY_RUNS nightly results."""
+    nightly = [100.0 * noise.factor(rng) for _ in range(HISTORY_RUNS)]
+    return replace(policy, series_cv=robust_cv(nightly), series_runs=HISTORY_RUNS)
 
 
 def right_answer(history: History, culprit: str | None, candidates: tuple[str, ...]) -> bool:
@@ -180,15 +198,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--noise-file", type=Path, default=AB_NOISE,
                         help="the \"measured\" noise model's file (bench/ab_noise.py's output; default the quiet "
                              "machine's bench/data/ab_noise.json, bench/data/ab_noise_busy.json the loaded one's)")
+    parser.add_argument("--series-noise", choices=("none", "history"), default="none",
+                        help="history: each bisection knows its series' own noise (from HISTORY_RUNS nightly "
+                             "results), as the service's requests carry it; none: as a request without it")
     args = parser.parse_args(argv)
 
     policy = Policy(direction="lower", threshold_pct=args.threshold, repeats=args.repeats,
                     max_pairs=args.max_pairs)
     table = Table(title=f"perfbisect vs single-sample fixed-10% rule ({args.histories} histories per row, threshold "
                         f"{args.threshold}%, sequential paired A/B from {policy.repeats} pairs to {policy.cap}, "
-                        f"{BROKEN_SHARE:.0%} broken builds; measured noise: {args.noise_file.name})")
+                        f"{BROKEN_SHARE:.0%} broken builds; measured noise: {args.noise_file.name}; series noise: "
+                        f"{args.series_noise})")
     for column in ("N", "noise", "regression", "correct", "wrong", "no name", "steps", "median meas.",
-                   "conf./steps/verif.", "fixed-10% correct", "wrong ", "meas."):
+                   "conf./steps/verif.", "confirmed", "fixed-10% correct", "wrong ", "meas."):
         table.add_column(column, justify="right")
     started = time.perf_counter()
     for n in args.sizes:
@@ -196,10 +218,12 @@ def main(argv: list[str] | None = None) -> int:
             noise = noise_model(name, args.noise_file)
             for regression in (0.0, 0.05, 0.20):
                 rng = random.Random(f"{args.seed}-{n}-{name}-{regression}")
+                prior_rng = random.Random(f"{args.seed}-{n}-{name}-{regression}-series")
                 ours, fixed = [], []
                 for _ in range(args.histories):
                     history = make_history(rng, n, regression, noise)
-                    ours.append(run_perfbisect(history, rng, policy))
+                    own = with_series_noise(policy, noise, prior_rng) if args.series_noise == "history" else policy
+                    ours.append(run_perfbisect(history, rng, own))
                     fixed.append(run_fixed_rule(history, rng))
                 bisected = [t for t in ours if t.steps]
                 share = len(ours)
@@ -210,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{statistics.mean(t.steps for t in bisected):.2f}" if bisected else "-",
                     f"{statistics.median(t.measurements for t in ours):.0f}",
                     "/".join(f"{statistics.mean(t.spent[i] for t in ours):.0f}" for i in range(3)),
+                    f"{sum(t.confirmed for t in ours) / share:.1%}",
                     f"{sum(t.correct for t in fixed) / share:.1%}", f"{sum(t.wrong for t in fixed) / share:.1%}",
                     f"{statistics.median(t.measurements for t in fixed):.0f}",
                 )

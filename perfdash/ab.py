@@ -28,6 +28,14 @@ How (the shape of Chromium's Pinpoint, with a paired sequential probability rati
   to be precise. With a known scale, Wald's bound makes a false "different" at most alpha at any stopping
   time; with the estimated one, tests/contract/test_ab.py and bench/ab_false_rate.py measure it (<= 1 % on A/A
   data).
+- A prior (``AbPolicy.prior``, ``NoisePrior``): the series' own between-run noise from its nightly history
+  (service/queries/noise.py), sent with the service's request (perfbisect gives it to the confirmation, the A/B that
+  has no earlier one to pool). Each A/B sample is one full ``perfdash run``, the
+  same kind of number as a nightly result, so one pair's log ratio has sqrt(2) times the series' robust CV. The prior
+  is pooled into the scale as ``weight`` residuals of that spread (the MAD's Gaussian efficiency times the runs it
+  rests on, at most PRIOR_MAX_WEIGHT), so the first look does not start from nothing and the upper bound rests on
+  more residuals; the pairs' own residuals take over as they come, and overrule it when they are noisier than it
+  (PRIOR_REJECT). Without a prior an A/B is what it was.
 - p-values in the record are the always-valid ones of the test: exp(-LLR) for "different" and exp(LLR) for "same",
   capped at 1 (Ville's inequality: the chance they ever fall below alpha under their hypothesis is at most alpha).
 - Statuses (accuracy words, "crash"): failure rates, Fisher's exact test at alpha / looks per look (Bonferroni over
@@ -76,10 +84,46 @@ SCALE_QUANTILE = 0.10
 # Residuals beyond this many robust scales are clipped before the scale is computed (outliers do not inflate it).
 SCALE_CLIP = 2.5
 ROBUST_MIN = 10  # residuals needed before clipping (fewer: the plain root mean square)
+# A series' noise estimate as a prior: a robust CV (1.4826 MAD) of n runs is worth about 0.37 n standard deviations'
+# residuals for Gaussian data (the MAD's asymptotic efficiency, 36.8 %); capped, so the nightly history (another
+# night, another load) never outweighs what the A/B itself measures for long: 20 residuals are the confirmation's
+# own after about 21 pairs.
+MAD_EFFICIENCY = 0.368
+PRIOR_MAX_WEIGHT = 20.0
+# The smallest per-run noise a prior may claim (a deliberate floor): a history of identical values (a simulator, a
+# cached figure) says nothing of the noise of two builds run side by side, and a first look may rest on the prior.
+PRIOR_MIN_CV = 0.005
+# The pairs overrule the prior: when their residuals are noisier than it at this upper quantile (chi-squared on m
+# residuals), the history was quieter than the A/B's machine and the prior is dropped (a quiet history must not make
+# a noisy agent's decisions bolder than alpha allows).
+PRIOR_REJECT = 0.90
+# An A/B with a prior looks first after this many pairs at least: 4 residuals of its own, enough for the pairs to
+# overrule a prior 4x too quiet (A/A at 5 % noise with a 1.25 % prior: 0.6 % false "different" over 1,000 A/Bs; 1.0-1.2
+# % from 4 pairs, 4.7 % from 2; tests/contract/test_ab.py).
+PRIOR_FIRST_LOOK = 5
 
 
 def is_failing(sample: Sample) -> bool:
     return isinstance(sample, str) and sample.lower() not in PASS_WORDS
+
+
+@dataclass(frozen=True, slots=True)
+class NoisePrior:
+    """What the series' history says of one A/B pair's noise: the spread of one pair's log ratio (``scale``) and
+    how many residuals it counts as (``weight``)."""
+
+    scale: float
+    weight: float
+
+    def __post_init__(self) -> None:
+        if not (self.scale > 0 and math.isfinite(self.scale)) or not self.weight > 0:
+            raise ValueError(f"impossible noise prior: {self}")
+
+    @classmethod
+    def of_series(cls, robust_cv: float, runs: int) -> NoisePrior:
+        """From a series' between-run robust CV (relative, perfdash.noise) over ``runs`` runs: a pair is two runs."""
+        return cls(scale=math.sqrt(2) * max(robust_cv, PRIOR_MIN_CV),
+                   weight=min(PRIOR_MAX_WEIGHT, MAD_EFFICIENCY * runs))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +141,7 @@ class AbPolicy:
     # noise is "different" too (a test of the boundary alone barely tells two levels apart that are both far from
     # the data: a 14-fold slowdown in 40 % noise against a 10 % boundary gained 0.2 per pair).
     exact: bool = False
+    prior: NoisePrior | None = None  # the series' own noise, pooled into the scale (see the module doc)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "direction", Better(self.direction))
@@ -136,6 +181,15 @@ class AbPolicy:
         return self.alpha / self.rounds
 
 
+def pairs_to_decide(scale: float, boundary_pct: float, alpha: float) -> int:
+    """About the pairs an A/B needs at a known ``scale`` (one pair's log-ratio spread) to decide at ``alpha``: Wald's
+    bound log(1 / alpha) over one pair's expected evidence between no change and the boundary, (level / scale)^2 / 2
+    for Gaussian pairs (a lower figure for the clipped Student-t: the first look is where to start looking, not a
+    promise)."""
+    level = math.log1p(boundary_pct / 100.0)
+    return max(1, math.ceil(2 * math.log(1 / alpha) * (scale / level) ** 2))
+
+
 class AbRound(BaseModel):
     """One look at the pairs so far."""
 
@@ -168,6 +222,8 @@ class AbRecord(BaseModel):
     alpha_per_look: float  # the status test's level per look
     llr_bound: float = 0.0  # log(1 / alpha): the log likelihood ratio that decides
     pooled_residuals: int = 0  # residuals of earlier A/Bs the scale was pooled with
+    prior_scale_pct: float | None = None  # the series' noise a pair (NoisePrior.scale), %, when the A/B had one
+    prior_weight: float | None = None  # the residuals that prior counted as
     carried_pairs: int = 0  # pairs of an earlier A/B of the same two sides this one continues (its first pairs)
     cap: int  # pairs at most
     capped: bool = False  # ended at the cap, still unknown
@@ -207,24 +263,36 @@ _CLIPPED_MOMENT = _PHI_C - 2 * SCALE_CLIP * math.exp(-SCALE_CLIP**2 / 2) / math.
     + SCALE_CLIP**2 * (1 - _PHI_C)
 
 
-def noise_scale(res: Sequence[float]) -> float | None:
-    """An upper 90 % confidence bound of the spread of one log ratio, from residuals; None with fewer than two.
+def _overruled(prior: NoisePrior, variance: float, m: int) -> bool:
+    """The pairs' ``m`` residuals (of ``variance``) are noisier than the prior beyond its PRIOR_REJECT quantile."""
+    return m >= 2 and variance > prior.scale**2 * float(chi2.ppf(PRIOR_REJECT, m)) / m
+
+
+def noise_scale(res: Sequence[float], prior: NoisePrior | None = None) -> float | None:
+    """An upper 90 % confidence bound of the spread of one log ratio, from residuals (and a prior); None with fewer
+    than two residuals and no prior.
 
     Robust from 10 residuals on: the median absolute residual sets a clip at 2.5 of its scales, and the root mean
-    square of the clipped residuals (made consistent for Gaussian noise) is the estimate; it is inflated by
-    sqrt(m / chi2_m(0.10))."""
+    square of the clipped residuals (made consistent for Gaussian noise) is the estimate. A prior's variance is
+    pooled with theirs as ``prior.weight`` more residuals, unless they overrule it (PRIOR_REJECT). The estimate is
+    inflated by sqrt(m / chi2_m(0.10)), m the residuals it rests on (the prior's weight included)."""
     m = len(res)
-    if m < 2:
+    if m < 2 and prior is None:
         return None
-    rough = 1.4826 * statistics.median(abs(r) for r in res)
-    if m < ROBUST_MIN or rough == 0.0:
+    if m == 0:
+        variance = 0.0
+    elif m < ROBUST_MIN or (rough := 1.4826 * statistics.median(abs(r) for r in res)) == 0.0:
         # Too few for a median to set a clip (one small residual would clip the rest): the plain root mean square,
         # which an outlier can only make larger (slower, never bolder).
-        estimate = math.sqrt(sum(r * r for r in res) / m)
+        variance = sum(r * r for r in res) / m
     else:
         clip = SCALE_CLIP * rough
-        estimate = math.sqrt(sum(min(r * r, clip * clip) for r in res) / m / _CLIPPED_MOMENT)
-    return estimate * math.sqrt(m / float(chi2.ppf(SCALE_QUANTILE, m)))
+        variance = sum(min(r * r, clip * clip) for r in res) / m / _CLIPPED_MOMENT
+    weight = float(m)
+    if prior is not None and not _overruled(prior, variance, m):
+        variance = (m * variance + prior.weight * prior.scale**2) / (m + prior.weight)
+        weight += prior.weight
+    return math.sqrt(variance) * math.sqrt(weight / float(chi2.ppf(SCALE_QUANTILE, weight)))
 
 
 def _t_llr(d: Sequence[float], level: float, scale: float) -> float:
@@ -270,7 +338,7 @@ def decide(a: Sequence[Sample], b: Sequence[Sample], policy: AbPolicy, final: bo
     d = _log_ratios([float(x) for x in a], [float(y) for y in b], policy.direction)
     change = math.expm1(statistics.median(d)) * 100.0
     pooled = [*noise, *residuals(a, b, policy.direction)]
-    scale = noise_scale(pooled)
+    scale = noise_scale(pooled, policy.prior)
     pairs = len(d)
     why = "at the cap" if final else "measuring more"
     if scale is None:
@@ -357,7 +425,9 @@ def run_ab(measure: Measure, policy: AbPolicy, rng: random.Random, *, purpose: s
     first = len(samples["A"])
     record = AbRecord(purpose=purpose, a=a, b=b, answer="unknown", boundary_pct=policy.boundary_pct,
                       line_pct=policy.line_pct, alpha=policy.alpha, alpha_per_look=policy.alpha_per_look,
-                      llr_bound=policy.llr_bound, pooled_residuals=len(noise), cap=policy.cap, carried_pairs=first)
+                      llr_bound=policy.llr_bound, pooled_residuals=len(noise), cap=policy.cap, carried_pairs=first,
+                      prior_scale_pct=policy.prior.scale * 100.0 if policy.prior else None,
+                      prior_weight=policy.prior.weight if policy.prior else None)
     pending: list[tuple[AbSide, AbSide]] = []  # balanced two at a time: every even count is half A-first
     looks = policy.schedule
     if first and first >= policy.start:  # the carried pairs are already past the first look: look at them now

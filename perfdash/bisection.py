@@ -176,3 +176,8 @@ class BisectionOut(BaseModel):
     threshold_pct: float
     created_at: datetime
     result: BisectionResult | None
+    # the series' own between-run noise, which the bisect tool pools into every A/B's scale (perfdash.ab.NoisePrior);
+    # null where the series has no estimate (too few runs, a metric without one): the A/Bs learn the noise alone
+    series_noise_cv: float | None = Field(None, ge=0, description="the series' between-run noise of the metric "
+                                          "(robust CV, relative: 0.03 = 3 %) before the change; null: no estimate")
+    series_noise_runs: int | None = Field(None, ge=1, description="the runs series_noise_cv rests on")

@@ -368,6 +368,10 @@ class BisectionRequest(Base):
     good_commit: Mapped[str] = mapped_column(sa.String(64))
     bad_commit: Mapped[str] = mapped_column(sa.String(64))
     threshold_pct: Mapped[float]
+    # the series' own between-run noise of the metric (robust CV, relative) and the runs it rests on, sent to the
+    # bisect tool as its A/Bs' noise prior (perfdash.ab.NoisePrior); null: no estimate (migration 0015)
+    series_noise_cv: Mapped[float | None]
+    series_noise_runs: Mapped[int | None]
     result: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
     created_at: Mapped[datetime] = mapped_column(server_default=sa.func.now())
     updated_at: Mapped[datetime | None]

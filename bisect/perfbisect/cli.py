@@ -46,6 +46,12 @@ def register(subparsers: Any) -> None:
                      help="bound on a false 'different' (and 'same') of each A/B over all its looks (0.01)")
     how.add_argument("--max-pairs", type=int, default=160, metavar="N",
                      help="pairs of an A/B before it answers 'unknown' (160)")
+    how.add_argument("--series-noise", type=float, metavar="PCT",
+                     help="the series' own between-run noise, %% (robust CV of its nightly results; a service "
+                          "request carries it): pooled into the confirmation's noise scale and sizing its first look "
+                          "(default: none, the confirmation learns the noise from its own pairs)")
+    how.add_argument("--series-noise-runs", type=int, default=30, metavar="N",
+                     help="the nightly runs --series-noise rests on (30): how much weight it gets")
     run = p.add_argument_group("running")
     run.add_argument("--json", type=Path, metavar="FILE", help="write the full result as JSON")
     run.add_argument("--cache-dir", type=Path, metavar="DIR",
@@ -154,6 +160,8 @@ def _handle_request(args: argparse.Namespace, console: Any) -> int:
         target = request.target
         args.good, args.bad = request.good_commit, request.bad_commit
         args.metric_direction, args.threshold = request.direction, request.threshold_pct
+        if request.series_noise_cv is not None:
+            args.series_noise, args.series_noise_runs = request.series_noise_cv * 100, request.series_noise_runs
         if not args.measure:  # a --measure CMD given by hand replaces perfdash run (e.g. a quicker reproducer)
             vars(args).update(run_axis_values(target), model=target.model, metric=target.metric)
         # A confirm request is a candidate's A/B re-measurement: the confirm step alone, no search.
@@ -211,9 +219,14 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
     pytorch_mode = args.suite is not None or args.model is not None
     direction = args.metric_direction or (better_of(args.metric) if pytorch_mode else Better.LOWER)
     policy = Policy(direction=direction, threshold_pct=5.0 if args.threshold is None else args.threshold,
-                    alpha=args.alpha, repeats=args.repeats, max_pairs=args.max_pairs)
+                    alpha=args.alpha, repeats=args.repeats, max_pairs=args.max_pairs,
+                    series_cv=None if args.series_noise is None else args.series_noise / 100,
+                    series_runs=args.series_noise_runs if args.series_noise is not None else 0)
+    policy_identity = asdict(policy)
+    if policy.series_cv is None:  # a state saved before requests carried the series' noise resumes as it was
+        del policy_identity["series_cv"], policy_identity["series_runs"]
     identity: dict[str, Any] = {"repo": str(repo), "good": good, "bad": bad, "build": args.build,
-                                "measure": args.measure, "policy": asdict(policy)}
+                                "measure": args.measure, "policy": policy_identity}
     oracle: CommandOracle
     preferred: frozenset[str] = frozenset()
     if pytorch_mode:

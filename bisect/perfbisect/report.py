@@ -83,7 +83,8 @@ class BisectReport:
             measurements=self.measurements,
             policy={"direction": self.policy.direction, "threshold_pct": self.policy.threshold_pct,
                     "alpha": self.policy.alpha, "repeats": self.policy.repeats, "max_pairs": self.policy.max_pairs,
-                    "cap": self.policy.cap},
+                    "cap": self.policy.cap, "series_noise_pct": None if self.policy.series_cv is None
+                    else self.policy.series_cv * 100, "series_noise_runs": self.policy.series_runs},
         )
         return data
 

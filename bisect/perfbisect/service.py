@@ -35,6 +35,8 @@ class BisectionJob:
     direction: Direction
     threshold_pct: float
     raw: dict[str, Any]
+    series_noise_cv: float | None = None  # the series' own between-run noise (robust CV), when the service has one
+    series_noise_runs: int = 0
 
     @classmethod
     def from_json(cls, data: dict[str, Any], models_file: Path | None = None) -> BisectionJob:
@@ -50,9 +52,12 @@ class BisectionJob:
                 disable_cudagraphs=variant_disables_cudagraphs(str(data.get("variant") or "")),
                 models_file=models_file)
             direction = Better(data["direction"]) if data.get("direction") else better_of(metric)
+            noise = data.get("series_noise_cv")  # an older service sends none: the A/Bs learn the noise alone
             return cls(id=int(data["id"]), status=str(data.get("status", "pending")),
                        good_commit=str(data["good_commit"]), bad_commit=str(data["bad_commit"]), target=target,
-                       direction=direction, threshold_pct=float(data.get("threshold_pct") or 5.0), raw=data)
+                       direction=direction, threshold_pct=float(data.get("threshold_pct") or 5.0), raw=data,
+                       series_noise_cv=None if noise is None else float(noise),
+                       series_noise_runs=int(data.get("series_noise_runs") or 0) if noise is not None else 0)
         except (KeyError, TypeError, ValueError) as exc:
             raise ServiceError(f"malformed bisection request: {exc!r}") from None
 

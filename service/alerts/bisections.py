@@ -17,9 +17,10 @@ from perfdash.bisection import (
     BisectionPurpose,
     BisectionResult,
 )
-from perfdash.metric_registry import BISECT_METRICS, better_of, min_effect_of
+from perfdash.metric_registry import BISECT_METRICS, NOISE_METRICS, better_of, min_effect_of
 from perfdash.verdicts import FindingKind
-from service.models import BisectionRequest, Configuration, Finding, Run
+from service.models import BisectionRequest, Configuration, Finding, Run, Series
+from service.queries.noise import finding_noise, series_figures
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Bisection requests (the contract's models live in perfdash.bisection; the bisect tool imports the same ones)
@@ -78,6 +79,7 @@ def request_bisection(session: Session, body: BisectionIn,
             good_commit=finding.good_commit, bad_commit=finding.bad_commit,
             threshold_pct=body.threshold_pct if body.threshold_pct is not None else _threshold(finding.metric,
                                                                                                purpose))
+        noise = _finding_series_noise(session, finding)
     else:
         fields = BisectionFields.model_validate(body.model_dump(exclude={"finding_id"}))
         data = fields.model_dump(mode="json", exclude=set(REQUEST_AXES))  # the direction as its string
@@ -86,10 +88,39 @@ def request_bisection(session: Session, body: BisectionIn,
             data["threshold_pct"] = _threshold(fields.metric)
         row = BisectionRequest(status="pending", purpose=purpose, configuration_id=_configuration_of(session, fields),
                                **data)
+        noise = _series_noise(session, row)
+    if noise is not None:
+        row.series_noise_cv, row.series_noise_runs = noise
     session.add(row)
     session.flush()
     session.refresh(row)
     return row, True
+
+
+# The series' own between-run noise a request carries to the bisect tool (issue 39 item 2): the A/Bs pool it into
+# their scale (perfdash.ab.NoisePrior) instead of starting from nothing. The figures are service.queries.noise's, the
+# ones the pages show; frozen into the request when it is made, so a retried or resumed bisection sees the same.
+
+def _finding_series_noise(session: Session, finding: Finding) -> tuple[float, int] | None:
+    """(robust CV, runs) of the finding's metric over its series' runs before the change; None without an estimate."""
+    found = finding_noise(session, [finding]).get(finding.id)
+    if found is None or found.noise.robust_cv is None:
+        return None
+    return found.noise.robust_cv, found.noise.runs
+
+
+def _series_noise(session: Session, row: BisectionRequest) -> tuple[float, int] | None:
+    """(robust CV, runs) of the metric of the series a request without a finding names, as of now; None without an
+    estimate, or when its model has several batch sizes and the request names none (whose noise would it be?)."""
+    if row.metric not in {m.name for m in NOISE_METRICS}:
+        return None
+    query = sa.select(Series.id).where(Series.configuration_id == row.configuration_id, Series.name == row.model)
+    if row.batch_size is not None:
+        query = query.where(Series.batch_size == row.batch_size)
+    ids = session.scalars(query.limit(2)).all()
+    figures = series_figures(session, ids[0], row.configuration_id) if len(ids) == 1 else None
+    estimate = figures.estimates.get(row.metric) if figures is not None else None
+    return None if estimate is None else (estimate.robust_cv, estimate.runs)
 
 
 def _configuration_of(session: Session, fields: BisectionFields) -> int:

@@ -9,8 +9,10 @@ Lifecycle of a finding's ``confirmation``:
   interleaved in a random balanced order, with repeats: the confirm step of perfbisect (``Bisector.confirm``, the
   sequential paired A/B of perfdash/ab.py: from 6 pairs to at most 160, "different" when the pairs' likelihood
   ratio favours "worse by the request's threshold" over "no change" by 1 / alpha; the threshold is 0.6 of the
-  metric's minimum effect, bisections.CONFIRM_THRESHOLD_SHARE; at most 1 % false "different" per A/B). The job posts
-  the verdict back over HTTP.
+  metric's minimum effect, bisections.CONFIRM_THRESHOLD_SHARE; at most 1 % false "different" per A/B). The request
+  carries the series' own between-run noise (bisections.py, from service.queries.noise: the runs before the change),
+  which the A/B pools into its noise scale and sizes its first look by (perfdash.ab.NoisePrior; 5 pairs or more
+  with it). The job posts the verdict back over HTTP.
 - ``confirmed`` — reproduced: the finding is a regression, its issue is filed and a bisection is requested.
 - ``not_reproduced`` — closed with the A/B figures; it stays quiet (no issue, out of the report's open lists).
 - ``error`` — the re-measurement could not be made (no commit range, the job failed): it stays in the suspected list
@@ -33,6 +35,8 @@ within-run noise (bench/harness.py: speedup CV 0.58-0.76 %; ten runs a side put 
 near 0.4 %). Bound: 50 false candidates x 0.01 = 0.5 false issues per configuration-month in the worst noise model;
 measured (bench/detection.py --alerts, four noise models, 45 configuration-months): no false issue at all, where the
 same candidates unconfirmed would have been 7-50 a month and the baselines file 1-235.
+(The A/B's noise is not the within-run figure above: each of its samples is a full run, so its scale is the pairs'
+own, pooled with the series' between-run noise the request carries; bench/README.md, "Issue 39 item 2".)
 """
 
 from __future__ import annotations

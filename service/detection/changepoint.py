@@ -99,7 +99,9 @@ class DetectionConfig:
     # points, and every p-value threshold is multiplied by noisy_factor.
     noisy_above: float = 0.6
     noisy_factor: float = 0.1
-    noise_floor: float = 0.002  # relative; a perfectly flat history (simulators, cached values) is not infinitely tight
+    # relative; a deliberate floor under each series' own noise estimate (series_noise), not a global noise figure:
+    # a perfectly flat history (simulators, cached values) is not infinitely tight
+    noise_floor: float = 0.002
     max_candidates: int = 3  # local maxima of the E-divisive statistic tried per segment
     newest_splits: int = 4  # splits with 2..newest_splits points after them are always tried too
     # A split with n points after it has been tested on earlier nights already; every night tries it again, so its

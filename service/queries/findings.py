@@ -122,7 +122,8 @@ def bisection_out(row: BisectionRequest) -> BisectionOut:
         id=row.id, status=row.status, purpose=row.purpose, finding_id=row.finding_id,
         configuration_id=row.configuration_id, model=row.model, batch_size=row.batch_size, metric=row.metric,
         direction=Better(row.direction), good_commit=row.good_commit, bad_commit=row.bad_commit,
-        threshold_pct=row.threshold_pct, created_at=row.created_at,
+        threshold_pct=row.threshold_pct, created_at=row.created_at, series_noise_cv=row.series_noise_cv,
+        series_noise_runs=row.series_noise_runs,
         result=BisectionResult.model_validate(row.result) if row.result is not None else None, **axes)
 
 

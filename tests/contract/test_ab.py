@@ -8,8 +8,9 @@ import random
 import numpy as np
 import pytest
 
-from perfdash.ab import AbPolicy, balanced_order, decide, run_ab
+from perfdash.ab import PRIOR_FIRST_LOOK, AbPolicy, NoisePrior, balanced_order, decide, noise_scale, run_ab
 from perfdash.metric_registry import Better
+from perfdash.noise import robust_cv
 
 
 def _simulated(rng: random.Random, a_level: float, b_level: float, draw) -> callable:  # type: ignore[valid-type]
@@ -67,6 +68,58 @@ def test_low_noise_decides_on_few_pairs_and_pooled_noise_on_fewer():
                     noise=pooled_noise) for level in (100.0, 105.0) for _ in range(100)]
     assert float(np.median([len(r.samples_a) for r in steps])) < alone_pairs
     assert steps[0].pooled_residuals == 30 and steps[0].rounds[0].residuals == 31
+
+
+def _series_prior(rng: random.Random, cv: float, runs: int = 30) -> NoisePrior:
+    """The prior a service request carries: the robust CV of ``runs`` nightly results of that noise."""
+    return NoisePrior.of_series(robust_cv([100.0 * math.exp(rng.gauss(0.0, cv)) for _ in range(runs)]), runs)
+
+
+@pytest.mark.parametrize(("name", "true_cv", "prior_cv"), [
+    ("gauss 5%, the series' own estimate", 0.05, None),
+    ("gauss 5%, a history 4x quieter than the A/B", 0.05, 0.0125),
+])
+def test_a_noise_prior_keeps_the_false_different_rate_at_most_one_percent(name, true_cv, prior_cv):
+    """The series' noise as a prior (first look at PRIOR_FIRST_LOOK pairs, as perfbisect's confirmation): A/A stays
+    at <= 1 % "different" when the prior is the series' own estimate, and when the history is 4x quieter than the
+    pairs (they overrule it: without that rule, 5.5 % from 2 pairs)."""
+    rng = random.Random(f"aa-prior-{name}")
+    answers = []
+    for _ in range(1000):
+        prior = _series_prior(rng, true_cv) if prior_cv is None else NoisePrior.of_series(prior_cv, 30)
+        policy = AbPolicy(boundary_pct=5.0, start=PRIOR_FIRST_LOOK, prior=prior)
+        answers.append(run_ab(_simulated(rng, 100.0, 100.0, _gauss(true_cv)), policy, rng, purpose="aa", a="x",
+                              b="x").answer)
+    assert answers.count("different") / len(answers) <= 0.01, (name, answers.count("different"))
+
+
+def test_a_noise_prior_is_pooled_with_the_pairs_and_overruled_by_noisier_ones():
+    prior = NoisePrior.of_series(0.02, 30)
+    assert prior.scale == pytest.approx(0.02 * math.sqrt(2)) and prior.weight == pytest.approx(0.368 * 30)
+    assert NoisePrior.of_series(0.02, 1000).weight == 20.0  # capped: the pairs take over
+    assert NoisePrior.of_series(0.0, 30).scale == pytest.approx(0.005 * math.sqrt(2))  # a flat history: the floor
+    # before any pair: the prior alone; without one, nothing to go on
+    assert noise_scale([], prior) is not None and noise_scale([]) is None and noise_scale([0.01]) is None
+    quiet = [0.028, -0.028, 0.028, -0.028]  # the prior's own spread: the bound comes down with the prior
+    assert noise_scale(quiet, prior) < noise_scale(quiet)
+    loud = [0.2, -0.2, 0.2, -0.2]  # ten times it: the pairs overrule the prior, the scale is theirs alone
+    assert noise_scale(loud, prior) == noise_scale(loud)
+
+
+def test_a_noise_prior_decides_a_clear_case_on_fewer_pairs():
+    """A 10 % slowdown in 2 % noise, boundary 5 %: with the series' noise known, the A/B looks at PRIOR_FIRST_LOOK
+    pairs and decides there; without it, its first look is at 6 and its scale rests on its own few residuals."""
+    rng = random.Random(12)
+    pairs = {}
+    for known in (False, True):
+        records = [run_ab(_simulated(rng, 100.0, 110.0, _gauss(0.02)),
+                          AbPolicy(boundary_pct=5.0, start=PRIOR_FIRST_LOOK if known else 6,
+                                   prior=_series_prior(rng, 0.02) if known else None),
+                          rng, purpose="confirm", a="g", b="b") for _ in range(100)]
+        assert all(r.answer == "different" for r in records)
+        assert all((r.prior_scale_pct is not None) == known for r in records)
+        pairs[known] = float(np.median([len(r.samples_a) for r in records]))
+    assert pairs[True] < pairs[False], pairs
 
 
 def test_one_outlier_cannot_decide_and_a_huge_change_decides_at_once():

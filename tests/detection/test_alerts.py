@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 
 from service.detection.detector import detect_run
@@ -69,6 +70,32 @@ def test_candidate_confirmed_files_the_issue_and_requests_a_bisection(app_client
     assert (bisection["good_commit"], bisection["bad_commit"]) == (confirm["good_commit"], confirm["bad_commit"])
     assert bisection["threshold_pct"] == confirm["threshold_pct"] == 3.0
     assert "confirmed by A/B re-measurement" in app_client.get(f"/model/{speedup['series_id']}").text
+
+
+def test_requests_carry_their_series_own_noise(app_client, auth, run_files, series_values) -> None:
+    """Issue 39 item 2: the confirm request and the bisection of a series with a history carry its between-run
+    noise (the finding's: the runs before the change), the prior of perfbisect's confirmation; a request by hand
+    carries the series' noise now; a metric without a noise estimate carries none."""
+    from perfdash.noise import robust_cv
+
+    speedup, confirm = _candidate(app_client, auth, run_files, series_values)
+    noise = speedup["noise"]
+    assert noise["runs"] == 20 and noise["robust_cv"] > 0  # the 20 nights before the change
+    assert (confirm["series_noise_cv"], confirm["series_noise_runs"]) == (noise["robust_cv"], noise["runs"])
+    done = app_client.post(f"/api/v1/bisections/{confirm['id']}/result", json=_result("confirmed", 1.2), headers=auth)
+    assert done.status_code == 200, done.text
+    (bisection,) = app_client.get("/api/v1/bisections?status=pending").json()
+    assert (bisection["series_noise_cv"], bisection["series_noise_runs"]) == (noise["robust_cv"], noise["runs"])
+
+    by_hand = {"suite": "timm_models", "model": "vit_small", "backend": "inductor", "device": "cpu",
+               "good_commit": "c0001" + "0" * 36, "bad_commit": "c0021" + "0" * 36}
+    made = app_client.post("/api/v1/bisections", json={**by_hand, "metric": "speedup"}, headers=auth)
+    assert made.status_code == 201, made.text
+    assert made.json()["series_noise_runs"] == 22
+    assert made.json()["series_noise_cv"] == pytest.approx(robust_cv(series_values(2, 22, level=2.0)), rel=1e-3)
+    status_only = app_client.post("/api/v1/bisections", json={**by_hand, "metric": "accuracy"}, headers=auth)
+    assert status_only.status_code == 201, status_only.text
+    assert (status_only.json()["series_noise_cv"], status_only.json()["series_noise_runs"]) == (None, None)
 
 
 def test_candidate_not_reproduced_stays_quiet(app_client, auth, run_files, series_values, github, session) -> None:

@@ -135,6 +135,29 @@ def test_a_confirm_request_measures_good_and_bad_only(service, perf_history, tmp
     assert (body["change_pct"] > 5.0) == (verdict == "confirmed") and body["p_value"] is not None
 
 
+@pytest.mark.parametrize("noise", [None, {"series_noise_cv": 0.02, "series_noise_runs": 40}])
+def test_a_request_with_its_series_noise_pools_it_and_one_without_is_as_before(service, perf_history, tmp_path,
+                                                                              capsys, noise):
+    """Issue 39 item 2: the series' noise the request carries is the confirmation's prior (a pair: sqrt(2) x 2 %, weight
+    0.368 x 40 runs) and the confirmation looks first at 5 pairs; a request without it (an older service's too)
+    looks first at Policy.repeats (6) with no prior."""
+    service.request = _request(perf_history.shas[0], perf_history.shas[-1], purpose="confirm", **(noise or {}))
+    code = main(["bisect", "--request-id", "7", "--url", service.url, "--token", "s3cret", "--repo",
+                 str(perf_history.repo), "--build", "sh build.sh", "--measure", "sh measure.sh",
+                 "--cache-dir", str(tmp_path / "cache")])
+    assert code == 0, capsys.readouterr().err
+    (_, _, _, body), = [r for r in service.received if r[0] == "POST"]
+    confirmation = body["confirmation"]
+    assert body["verdict"] == "confirmed"
+    if noise is None:
+        assert confirmation["prior_scale_pct"] is None and confirmation["prior_weight"] is None
+        assert confirmation["rounds"][0]["pairs"] == 6
+    else:
+        assert confirmation["prior_scale_pct"] == pytest.approx(2.0 * 2 ** 0.5)
+        assert confirmation["prior_weight"] == pytest.approx(0.368 * 40)
+        assert confirmation["rounds"][0]["pairs"] == 5
+
+
 def test_a_failing_bisection_posts_an_error_verdict(service, perf_history, tmp_path, capsys):
     service.request = _request(perf_history.shas[-1], perf_history.shas[0])  # "good" is not before "bad"
     code = main(["bisect", "--request-id", "7", "--url", service.url, "--token", "s3cret", "--repo",
