@@ -180,9 +180,9 @@ def make_job(options: RunOptions, suite: Suite, spec: ModelSpec) -> Job:
     # An accuracy-only run builds the model once, at the check's batch size, as PyTorch's --accuracy does (its
     # common.py sets args.batch_size): never also at the timed size (tts_angular 1024) only to be dropped.
     timed_batch_size = options.batch_size or spec.default_batch_size(options.mode)
-    only_checked = options.run_accuracy and not options.run_performance and accuracy_batch_size is not None
-    return Job(**model_settings(options), suite=suite.name, spec=spec,
-               batch_size=accuracy_batch_size if only_checked else timed_batch_size,
+    only_checked = options.run_accuracy and not options.run_performance
+    batch_size = accuracy_batch_size if only_checked and accuracy_batch_size is not None else timed_batch_size
+    return Job(**model_settings(options), suite=suite.name, spec=spec, batch_size=batch_size,
                accuracy=options.run_accuracy, performance=options.run_performance, tolerance=tolerance,
                accuracy_batch_size=accuracy_batch_size)
 
