@@ -392,10 +392,9 @@ def report(args: argparse.Namespace, models: list[Model], results: list[RunResul
             "Medians over the rounds; ✓/✗: within the issue's target (speedup, abs_latency ±5 %; compilation "
             "latency, compression ratio ±10 %). Peak memory is in each side's own unit (PyTorch's CPU value is "
             "psutil memory_percent × total / 1e9, i.e. 100 × GB of RSS).", ""]
-    sampled = [f"{suite} seed {args.seed}: {', '.join(names)}" for suite, names in args.sampled.items()]
-    if sampled:
-        head += ["Sampled from PyTorch's lists (bench.pt_lists; tuned models and PyTorch's skips left out): "
-                 + "; ".join(sampled) + ".", ""]
+    if args.sampled:
+        head += ["Sampled from PyTorch's lists (bench.pt_lists; tuned models, PyTorch's skips and what cannot run "
+                 "here left out):", "", *(f"- {line}" for line in draw_lines(args)), ""]
     shares = ["Share of cells within target (medians over the rounds, one cell per model; a model one side did not "
               "measure counts as a miss):", "", *shares_table(target_shares(models, results)), ""]
     return "\n".join(head + shares + summary_table(models, results, first_use) + ["", "Every round:", ""]
@@ -447,35 +446,63 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def unrunnable_here(suite: str, listed: list[ListedModel]) -> set[str]:
-    """The listed TorchBench models whose install.py downloads input data this machine's TorchBench tree lacks: they
-    run on neither side here (perfdash records model_fail_to_load naming the data), so a sample never draws them."""
+def unrunnable_here(suite: str, listed: list[ListedModel]) -> dict[str, str]:
+    """The listed TorchBench models that cannot be built on this machine, each with why: input data their install.py
+    downloads that this machine's TorchBench tree lacks, or pretrained weights their build downloads
+    (runner.torchbench_weights; this machine has no network and no hub cache). They fail on both sides here (perfdash
+    records model_fail_to_load naming the data or the download), so a sample never draws them."""
     if suite != "torchbench":
-        return set()
+        return {}
     from runner.suites.torchbench import installed_tree, missing_data
+    from runner.torchbench_weights import pretrained_weights
 
     tree = installed_tree()
-    return {m.name for m in listed if tree is not None and missing_data(tree, m.name)}
+    if tree is None:
+        return {}
+    why: dict[str, str] = {}
+    for m in listed:
+        if missing := missing_data(tree, m.name):
+            why[m.name] = f"input data {', '.join(missing)} not in the TorchBench tree"
+        elif weights := pretrained_weights(tree, m.name):
+            why[m.name] = f"downloads pretrained weights when built: {weights}"
+    return why
 
 
 def sampled_models(args: argparse.Namespace) -> list[Model]:
     """The models of ``--sample-suite``: ``--sample`` of each suite's PyTorch list drawn with ``--seed``, never the
-    tuned ones, at ``--batch-size`` or the suite's SAMPLE_BATCH. Records the draw in ``args.sampled``."""
+    tuned ones nor the ones that cannot run here, at ``--batch-size`` or the suite's SAMPLE_BATCH. Records the draw in
+    ``args.sampled`` and what it left out as unrunnable, with why, in ``args.left_out``."""
     if args.sample < MIN_SAMPLE:
         raise ListError(f"--sample {args.sample}: at least {MIN_SAMPLE} models a suite (issue 32)")
+    args.sampled, args.left_out = {}, {}
     models = []
     for suite in dict.fromkeys(args.sample_suite):
         tuned = {label.partition(":")[2] for label in TUNED if label.startswith(f"{suite}:")}
+        left_out = unrunnable_here(suite, read_list(args.pytorch_dir, suite, args.device))
         names = sample_suite(args.pytorch_dir, suite, args.sample, args.seed, args.device,
-                             exclude=tuned | unrunnable_here(suite, read_list(args.pytorch_dir, suite, args.device)))
+                             exclude=tuned | set(left_out))
         args.sampled[suite] = names
+        args.left_out[suite] = left_out
         models += [Model(suite, name, args.batch_size or SAMPLE_BATCH[suite]) for name in names]
     return models
 
 
+def draw_lines(args: argparse.Namespace) -> list[str]:
+    """The seeded draw of each sampled suite, with what it left out as unrunnable here and why."""
+    lines = []
+    for suite, names in args.sampled.items():
+        short = f" (only {len(names)} of the {args.sample} asked: no more can run here)" if len(names) < args.sample \
+            else ""
+        lines.append(f"{suite} seed {args.seed}, {len(names)} models{short}: {', '.join(names)}.")
+        if left_out := args.left_out.get(suite):
+            lines.append(f"{suite}: left out as unrunnable here ({len(left_out)}): "
+                         + "; ".join(f"{name} ({why})" for name, why in sorted(left_out.items())) + ".")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    args.sampled = {}
+    args.sampled, args.left_out = {}, {}
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     if not (args.pytorch_dir / "common.py").is_file():
@@ -496,6 +523,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                  for spec in args.models]
     except (argparse.ArgumentTypeError, ListError) as exc:
         raise SystemExit(str(exc)) from None
+    for line in draw_lines(args):
+        print(line, file=sys.stderr)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="pt-parity-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"runs write under {work}", file=sys.stderr)

@@ -19,6 +19,7 @@ from bench.pt_lists import (
     skipped,
 )
 from bench.pt_parity import Model, RunResult, target_shares, within_target
+from runner.suites.torchbench import installed_tree
 
 TIMM = [f"timm_model_{i:02d}" for i in range(22)] + ["lcnet_050", "mobilenetv2_100"]
 HF = [f"HfModel{i:02d}ForMaskedLM" for i in range(20)] + ["DistilBertForMaskedLM", "GPTJForCausalLM"]
@@ -164,3 +165,22 @@ def test_perfdash_side_finds_a_model_in_its_lists(tmp_path: Path) -> None:
     assert cmd[cmd.index("--model-list") + 1] == "extended" and cmd[cmd.index("--only") + 1] == extended
     cmd = pt_parity.perfdash_command(args, Model("timm_models", "resnet18", 8), "performance", tmp_path / "c")
     assert "--models-file" in cmd and (tmp_path / "c" / "models.toml").is_file()
+
+
+def test_the_draw_says_what_it_left_out_and_when_it_is_short(tmp_path: Path) -> None:
+    args = pt_parity.build_parser().parse_args(["--pytorch-dir", str(tmp_path), "--seed", "4"])
+    args.sampled = {"torchbench": ["dcgan", "tts_angular"], "timm_models": [f"m{i}" for i in range(15)]}
+    args.left_out = {"torchbench": {"alexnet": "downloads pretrained weights when built: TorchVisionModel (...)"}}
+    lines = pt_parity.draw_lines(args)
+    assert lines[0] == ("torchbench seed 4, 2 models (only 2 of the 15 asked: no more can run here): dcgan, "
+                        "tts_angular.")
+    assert lines[1].startswith("torchbench: left out as unrunnable here (1): alexnet (downloads pretrained weights")
+    assert lines[2].startswith("timm_models seed 4, 15 models: m0, ") and len(lines) == 3
+
+
+@pytest.mark.skipif(installed_tree() is None, reason="no TorchBench installed")
+def test_unrunnable_here_holds_the_torchvision_models() -> None:
+    listed = [ListedModel(n, 4) for n in ("alexnet", "resnet50", "dcgan", "BERT_pytorch")]
+    why = pt_parity.unrunnable_here("torchbench", listed)
+    assert set(why) == {"alexnet", "resnet50"} and "pretrained weights" in why["alexnet"]
+    assert pt_parity.unrunnable_here("timm_models", listed) == {}
