@@ -33,9 +33,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bench.machine_calibration import (
+    MOVE_TOLERANCE,
+    Calibration,
+    CalibrationError,
+    CellAccount,
+    SideRun,
+    account,
+    calibrate,
+)
 from bench.pt_lists import LIST_FILES, MIN_SAMPLE, ListedModel, ListError, read_list, sample_suite
 from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR
 
@@ -95,6 +104,10 @@ class RunResult:
     load_before: float = 0.0
     load_after: float = 0.0
     error: str = ""
+    # The machine calibration right before and after a performance run (bench.machine_calibration); None when not
+    # measured (accuracy runs) or when it failed.
+    calibration_before: Calibration | None = None
+    calibration_after: Calibration | None = None
 
 
 def parse_model(spec: str, batch_size: int | None) -> Model:
@@ -238,6 +251,16 @@ def first_use_cost(args: argparse.Namespace, work: Path) -> tuple[float, float] 
         return None
 
 
+def calibrate_machine(args: argparse.Namespace, work: Path) -> Calibration | None:
+    """The calibration workload under the sides' niceness, launcher and environment; None (said on stderr) when it
+    fails: the runs go on without it."""
+    try:
+        return calibrate(["nice", "-n", str(args.nice), *launcher(args)], common_env(args, work / "calibration"))
+    except CalibrationError as exc:
+        print(f"machine calibration: {exc}", file=sys.stderr)
+        return None
+
+
 def number(row: dict[str, str], key: str) -> float | None:
     if key == "eager_latency":  # not a CSV column: the eager median, ms (abs_latency is the compiled one)
         speedup, compiled = number(row, "speedup"), number(row, "abs_latency")
@@ -288,7 +311,7 @@ def summary_table(models: list[Model], results: list[RunResult], first_use: list
                 adj = med["pytorch"] - fu
                 lines.append(f"| | | compilation_latency − Inductor import ({fu:.2f} s) | {fmt(adj)} | "
                              f"{fmt(med['perfdash'])} | {ratio_cell(med['perfdash'], adj, metric)} |")
-        statuses = {s: (acc[s].row.get("accuracy") or acc[s].error or "–") if acc[s] else "not run" for s in SIDES}
+        statuses = {s: (r.row.get("accuracy") or r.error or "–") if (r := acc[s]) else "not run" for s in SIDES}
         same = ("–" if not any(acc.values()) else
                 "equal ✓" if statuses["pytorch"] == statuses["perfdash"] else "differ ✗")
         lines.append(f"| | | accuracy | {statuses['pytorch']} | {statuses['perfdash']} | {same} |")
@@ -359,14 +382,49 @@ def shares_table(shares: list[Share]) -> list[str]:
     return lines
 
 
+def cell_account(model: Model, results: list[RunResult]) -> CellAccount:
+    """The abs_latency account of one model's cell from its performance runs."""
+    def runs(side: str) -> list[SideRun]:
+        return [SideRun(number(r.row, "abs_latency"), r.calibration_before, r.calibration_after) for r in results
+                if r.model == model.label and r.side == side and r.kind == "performance"]
+
+    return account(runs("pytorch"), runs("perfdash"))
+
+
+def account_table(models: list[Model], results: list[RunResult]) -> list[str]:
+    """Per cell, abs_latency's ratio beside how far the machine moved between the two sides, the ratio in units of
+    the machine's speed, and the largest move within one side run; then the counts over the cells."""
+    lines = ["| model | abs_latency perfdash / PyTorch | machine perfdash / PyTorch | machine moved | "
+             "abs_latency ÷ machine | largest move within a side |", "|---|---|---|---|---|---|"]
+    raw_within = corrected_within = moved = measured = 0
+    for model in models:
+        acc = cell_account(model, results)
+        raw_within += bool(within_target("abs_latency", acc.latency_ratio, 1.0))
+        corrected_within += bool(within_target("abs_latency", acc.corrected_ratio, 1.0))
+        measured += acc.moved is not None
+        moved += bool(acc.moved)
+        verdict = {None: "–", True: "moved ✗", False: "steady ✓"}[acc.moved]
+        drift = "–" if acc.largest_drift is None else f"{acc.largest_drift:.1%}"
+        lines.append(f"| {model.label} | {ratio_cell(acc.latency_ratio, 1.0, 'abs_latency')} | "
+                     f"{fmt(acc.machine_ratio)} | {verdict} | {ratio_cell(acc.corrected_ratio, 1.0, 'abs_latency')} "
+                     f"| {drift} |")
+    lines += ["", f"abs_latency within ±{TARGETS['abs_latency']:.0%}: {raw_within} / {len(models)} cells; the machine "
+              f"moved more than ±{MOVE_TOLERANCE:.0%} between the two sides in {moved} of the {measured} cells "
+              f"calibrated; abs_latency ÷ machine within ±{TARGETS['abs_latency']:.0%}: {corrected_within} / "
+              f"{len(models)} cells."]
+    return lines
+
+
 def rounds_table(results: list[RunResult]) -> list[str]:
     lines = ["| round | side | model | speedup | abs_latency ms | compile s | compression | eager_peak_mem | "
-             "dynamo_peak_mem | wall s | load before → after |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "dynamo_peak_mem | machine ms before → after | wall s | load before → after |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         if r.kind != "performance":
             continue
         cells = " | ".join(fmt(number(r.row, m)) for m in METRICS)
-        lines.append(f"| {r.round} | {r.side} | {r.model} | {cells} | {r.wall_s:.0f} | "
+        machine = " → ".join(fmt(c.figure_ms if c else None, 1) for c in (r.calibration_before, r.calibration_after))
+        lines.append(f"| {r.round} | {r.side} | {r.model} | {cells} | {machine} | {r.wall_s:.0f} | "
                      f"{r.load_before:.2f} → {r.load_after:.2f} |")
     return lines
 
@@ -397,8 +455,13 @@ def report(args: argparse.Namespace, models: list[Model], results: list[RunResul
                  "here left out):", "", *(f"- {line}" for line in draw_lines(args)), ""]
     shares = ["Share of cells within target (medians over the rounds, one cell per model; a model one side did not "
               "measure counts as a miss):", "", *shares_table(target_shares(models, results)), ""]
-    return "\n".join(head + shares + summary_table(models, results, first_use) + ["", "Every round:", ""]
-                     + rounds_table(results)) + "\n"
+    machine = ["The machine between the two sides (abs_latency's account): a fixed calibration workload "
+               "(bench.machine_calibration) timed right before and after each side's run; machine = perfdash's "
+               "figure / PyTorch's, medians over the rounds (above 1: the machine was slower while perfdash ran); "
+               "abs_latency ÷ machine = the ratio with each run's latency divided by its own calibration figure; "
+               f"moved: more than ±{MOVE_TOLERANCE:.0%}.", "", *account_table(models, results), ""]
+    return "\n".join(head + shares + machine + summary_table(models, results, first_use)
+                     + ["", "Every round:", ""] + rounds_table(results)) + "\n"
 
 
 def env_setting(text: str) -> tuple[str, str]:
@@ -540,15 +603,23 @@ def main(argv: list[str] | None = None) -> int:
             order = SIDES if (rnd + i) % 2 else tuple(reversed(SIDES))  # swap who goes first each round
             kinds = ["performance"] + (["accuracy"] if rnd == 1 and not args.no_accuracy else [])
             for kind in kinds:
+                # Before the first side, between the two (the first's after, the second's before), after the second.
+                calibration = calibrate_machine(args, work) if kind == "performance" else None
                 for side in order:
                     res = run_one(args, side, model, kind, rnd, work)
+                    if kind == "performance":
+                        res.calibration_before = calibration
+                        res.calibration_after = calibration = calibrate_machine(args, work)
                     results.append(res)
                     loads += [res.load_before, res.load_after]
-                    raw.write(json.dumps(res.__dict__) + "\n")
+                    raw.write(json.dumps(asdict(res)) + "\n")
                     raw.flush()
                     shown = res.row.get("speedup") or res.row.get("accuracy") or res.error
+                    machine = " → ".join(fmt(c.figure_ms if c else None, 1)
+                                         for c in (res.calibration_before, res.calibration_after))
                     print(f"round {rnd} {side:8} {kind:11} {model.label}: {shown} ({res.wall_s:.0f} s, load "
-                          f"{res.load_after:.2f})", file=sys.stderr)
+                          f"{res.load_after:.2f}{f', machine {machine} ms' if kind == 'performance' else ''})",
+                          file=sys.stderr)
     text = report(args, models, results, first_use, loads)
     print(text)
     if args.out:
