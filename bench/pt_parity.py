@@ -6,16 +6,21 @@ freezing and allocator environment, the order of the two swapped every round; ea
 (cold compile on both sides). Once per model it runs both accuracy checks. It prints, per model, the medians over the
 rounds of speedup, abs_latency, compilation_latency, peak memory and compression ratio of each side with the ratio
 perfdash / PyTorch, both accuracy statuses, every round's raw values, the one-time cost of Inductor's first use in a
-fresh process (which PyTorch's compiled warm-up pays and perfdash's fork server pays before forking) and the machine's
-load (os.getloadavg) around every run. Run it as a module from the repository root:
+fresh process (which PyTorch's compiled warm-up pays and perfdash's fork server pays before forking), the machine's
+load (os.getloadavg) around every run, and abs_latency's account: a fixed calibration workload timed before and after
+each side's performance run (bench.machine_calibration), recorded beside the side in results.jsonl, and per cell how
+far the machine moved between the two sides next to the abs_latency ratio and that ratio corrected by it. Run it as a
+module from the repository root:
 
     python -m bench.pt_parity --pytorch-dir DIR [--models timm_models:lcnet_050 ...] [--rounds 2] [--batch-size N]
     python -m bench.pt_parity --pytorch-dir DIR --sample-suite timm_models --sample-suite huggingface --sample 15 \
         --seed S
 
 With ``--sample-suite`` the models are a seeded sample of PyTorch's current list of that suite, read from DIR
-(bench.pt_lists: never the models already tuned on, never one PyTorch skips on the device), at the suite's sample
-batch size, and the report adds the share of cells within the issue's targets per metric.
+(bench.pt_lists: never the models already tuned on, never one PyTorch skips on the device, never a TorchBench model
+that cannot be built here: missing input data, downloaded pretrained weights), at the suite's sample batch size; the
+draw and what it left out (with why) are printed, and the report adds the share of cells within the issue's targets
+per metric.
 
 DIR is a checkout of PyTorch's benchmarks/dynamo (never part of this repository); bench/README.md says how to get
 one and what this compares.
