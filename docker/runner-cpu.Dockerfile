@@ -57,7 +57,8 @@ RUN python -m pip install -r /tmp/requirements.txt
 # PERFDASH_TORCHBENCH_SOURCE: unset, GitHub (with the listed models' input data); or a git archive of that commit by
 # URL, for builders without GitHub. In /opt/torchbench (not under /cache, which the cells mount over), importable
 # through a .pth; the requirements of the models of PyTorch's CPU list are added under pins of everything
-# installed above (the torch under test, perfdash's transformers and timm), replacing none of it.
+# installed above (the torch under test, perfdash's transformers and timm), replacing none of it but the
+# setuptools torch brought (below 81, as PyTorch's CI has it: ENVIRONMENT_REQUIREMENTS there says why).
 ARG PERFDASH_TORCHBENCH_SOURCE
 COPY runner/torchbench_install.py runner/suites/data/torchbench.toml /usr/local/lib/perfdash-torchbench/
 RUN python /usr/local/lib/perfdash-torchbench/torchbench_install.py --dest /opt/torchbench \

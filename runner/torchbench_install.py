@@ -15,7 +15,9 @@ and fetches nothing. The environment gets a ``.pth`` file pointing at the tree, 
 
 Then each model of the given lists runs its own ``install.py`` as TorchBench's installer runs it (cwd the model's
 directory, the tree on PYTHONPATH), under pip constraints that pin every distribution already installed: the torch
-under test, perfdash's transformers and timm are never replaced, a model's requirement only adds. TorchBench's root
+under test, perfdash's transformers and timm are never replaced, a model's requirement only adds. Before them the
+environment gets what TorchBench's models need of it as PyTorch's CI has it (``ENVIRONMENT_REQUIREMENTS``), which the
+constraints then hold. TorchBench's root
 ``requirements.txt`` is not installed (it pins a transformers and timm of its own). A model whose ``install.py``
 downloads input data (``INPUT_TARBALLS``) gets it only beside a git remote (an agent with network); from an archive
 (file or URL) or a local checkout only its requirements are installed, and the runner reports the missing data
@@ -61,6 +63,12 @@ _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 # downloaded, utils/s3_utils.py's imports (boto3 alone takes pip minutes to resolve against the pins).
 INSTALLER_MODULES = frozenset({"patch"})
 DATA_INSTALLER_MODULES = frozenset({"boto3", "pyyaml", "requests"})
+# What the models need of the environment itself, installed before them and held by the constraints in place of the
+# installed version: a setuptools below 81, which still ships pkg_resources. fastNLP 0.6.0 (fastNLP_Bert, in PyTorch's
+# CPU list) imports it on import; setuptools 81 removed it. PyTorch's CI images, where its expected-accuracy files are
+# made, pin setuptools==78.1.1 (pytorch/pytorch .ci/docker/requirements-ci.txt); torch needs >=77.0.3. The one
+# replacement the installer makes, so a change of this line is an environment change (the stamp carries it).
+ENVIRONMENT_REQUIREMENTS = ("setuptools<81",)
 # What a model's requirements bring that no benchmark imports and that harms every process where it is importable:
 # wandb (pytorch_unet's requirements, for its training script). timm imports it whenever it is installed, which costs
 # 0.8 s per import of timm on these 2 cores and patches the write() of whatever sys.stdout and sys.stderr are at that
@@ -236,21 +244,38 @@ def data_path(tree: Path, name: str) -> Path:
     return data_dir(tree, name)
 
 
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement_name(line: str) -> str:
+    """The distribution a requirement line names, canonical (``setuptools<81`` -> ``setuptools``)."""
+    return _canonical(re.split(r"[<>=!~\[; ]", line.strip(), maxsplit=1)[0])
+
+
 def installed_pins() -> list[str]:
     """``name==version`` of every distribution of this environment: what a model's requirement may not replace."""
     pins = {}
     for dist in metadata.distributions():
         name = dist.metadata["Name"]
         if name:
-            pins[re.sub(r"[-_.]+", "-", name).lower()] = f"{name}=={dist.version}"
+            pins[_canonical(name)] = f"{name}=={dist.version}"
     return [pins[key] for key in sorted(pins)]
+
+
+def constraints() -> list[str]:
+    """The installed pins, ENVIRONMENT_REQUIREMENTS in place of the pins of what they name."""
+    required = {requirement_name(line): line for line in ENVIRONMENT_REQUIREMENTS}
+    pins = [pin for pin in installed_pins() if requirement_name(pin) not in required]
+    return pins + list(required.values())
 
 
 @contextlib.contextmanager
 def constraints_file() -> Iterator[Path]:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="torchbench-constraints-", delete=False) as out:
-        out.write("# what this environment holds: TorchBench's model requirements may add, never replace\n")
-        out.write("\n".join(installed_pins()) + "\n")
+        out.write("# what this environment holds (ENVIRONMENT_REQUIREMENTS aside): TorchBench's model requirements may "
+                  "add, never replace\n")
+        out.write("\n".join(constraints()) + "\n")
     try:
         yield Path(out.name)
     finally:
@@ -291,7 +316,7 @@ def installer_requirements(tree: Path, with_data: bool) -> list[str]:
     DATA_INSTALLER_MODULES when they download the input data)."""
     wanted = INSTALLER_MODULES | (DATA_INSTALLER_MODULES if with_data else frozenset())
     lines = (tree / "requirements.txt").read_text(encoding="utf-8").splitlines()
-    return [line.strip() for line in lines if re.split(r"[<>=!~\[; ]", line.strip(), maxsplit=1)[0].lower() in wanted]
+    return [line.strip() for line in lines if requirement_name(line) in wanted]
 
 
 def install_models(tree: Path, models: Sequence[str], with_data: bool, environ: Mapping[str, str]) -> dict[str, str]:
@@ -332,7 +357,8 @@ def _installed(name: str) -> bool:
 
 
 def _stamp(models: Sequence[str], with_data: bool) -> dict[str, object]:
-    return {"commit": COMMIT, "models": list(models), "data": with_data, "environment": installed_pins()}
+    return {"commit": COMMIT, "models": list(models), "data": with_data,
+            "requirements": list(ENVIRONMENT_REQUIREMENTS), "environment": installed_pins()}
 
 
 def _read_stamp(path: Path) -> dict[str, object] | None:

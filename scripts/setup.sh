@@ -23,5 +23,6 @@ extras="runner,service"
 [ "$profile" = test ] && extras="runner,service,dev,backends"
 "$venv/bin/pip" install --quiet -e "$here[$extras]"
 # PyTorch's TorchBench for the torchbench suite, last: its models' requirements are added under pins of everything
-# installed above (the torch under test included), never replacing any of it.
+# installed above (the torch under test included), never replacing any of it but setuptools (below 81, as PyTorch's
+# CI has it; runner/torchbench_install.py's ENVIRONMENT_REQUIREMENTS says why).
 "$here/scripts/install-torchbench.sh" "$venv"

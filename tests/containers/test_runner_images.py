@@ -81,6 +81,9 @@ def test_runner_cpu_image_runs_the_nightly_cell_on_the_torch_it_was_built_for(po
                    "huggingface", "--only", "BertForMaskedLM", check=False)
     assert wrong.returncode == 2 and "asked for torch 2.14.1" in wrong.stderr and "2.13.0+cu130" in wrong.stderr
 
+    # fastNLP_Bert (PyTorch's CPU list) imports in the image: its TorchBench install held setuptools below 81, so
+    # fastNLP's pkg_resources is there (runner/torchbench_install.py, ENVIRONMENT_REQUIREMENTS)
+    podman("run", "--rm", CPU_IMAGE, "python", "-W", "ignore", "-c", "import fastNLP")
     _a_torchbench_cell(podman, run_pipeline, service_container, token_file, tmp_path)
 
 

@@ -103,3 +103,38 @@ def test_the_environment_setup_made_has_no_package_the_installer_removes() -> No
     imported = subprocess.run([sys.executable, "-c", "import sys, timm; print(sorted(set(sys.modules) & {'wandb'}))"],
                               capture_output=True, text=True, check=True).stdout.strip()
     assert imported == "[]"
+
+
+def test_the_environment_requirements_replace_the_pins_of_what_they_name() -> None:
+    """setuptools is pinned below 81 (pkg_resources, fastNLP_Bert), not at the version installed; the rest as is."""
+    from importlib import metadata
+
+    held = tbi.constraints()
+    assert f"torch=={metadata.version('torch')}" in held
+    assert "setuptools<81" in tbi.ENVIRONMENT_REQUIREMENTS and "setuptools<81" in held
+    assert [line for line in held if tbi.requirement_name(line) == "setuptools"] == ["setuptools<81"]
+    assert tbi.requirement_name("Foo_Bar.baz[extra]>=1; python_version>'3'") == "foo-bar-baz"
+
+
+def test_the_environment_setup_made_meets_what_torchbench_models_need_of_it() -> None:
+    """After setup, the environment holds ENVIRONMENT_REQUIREMENTS (pkg_resources imports: fastNLP_Bert loads), and
+    no installed distribution's own requirement on what they name is broken by them (torch needs setuptools>=77.0.3)."""
+    import subprocess
+    import sys
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    if not (Path(sys.prefix) / tbi.STAMP_NAME).is_file():
+        pytest.skip("setup did not install TorchBench's models into this environment")
+    names = {tbi.requirement_name(line): Requirement(line) for line in tbi.ENVIRONMENT_REQUIREMENTS}
+    for name, wanted in names.items():
+        assert wanted.specifier.contains(metadata.version(name), prereleases=True), (name, metadata.version(name))
+    for dist in metadata.distributions():
+        for text in dist.requires or ():
+            requirement = Requirement(text)
+            if tbi.requirement_name(requirement.name) in names and (
+                    requirement.marker is None or requirement.marker.evaluate({"extra": ""})):
+                version = metadata.version(requirement.name)
+                assert requirement.specifier.contains(version, prereleases=True), (dist.metadata["Name"], text)
+    subprocess.run([sys.executable, "-W", "ignore", "-c", "import pkg_resources"], check=True)
