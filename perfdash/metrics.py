@@ -10,6 +10,9 @@ CSV's models and looks each one up in the accuracy CSV):
 - any other status but ``pass``/``pass_due_to_skip`` counts with speedup 0;
 - a model with an accuracy row but no performance row is not in the total (runner.py iterates the performance CSV);
 - without any accuracy file, perfdash counts the speedups as they are (runner.py cannot run without one);
+- without any performance row (an accuracy-only run, PyTorch's ``--accuracy``), the passrate is the accuracy
+  passrate, as PyTorch's dashboard shows for its accuracy CSVs: models whose status passes over the models that ran;
+  the speed, compile and memory figures are absent, not zero, and no model is warned about as "failed to run";
 - a model written twice in one file: perfdash keeps the last row and says so at ingest (see
   perfdash.duplicates); runner.py has no rule (its lookup multiplies the rows), so there is nothing to mirror.
 
@@ -172,8 +175,18 @@ def counted_results(results: Sequence[ModelResult]) -> list[ModelResult]:
     return [r for r in results if r.accuracy not in NEVER_RAN_STATUSES]
 
 
+def accuracy_only(results: Sequence[ModelResult]) -> bool:
+    """Results of a run that measured no performance at all (see the module docstring)."""
+    return bool(results) and all(r.performance is None for r in results)
+
+
 def summarize_results(results: Sequence[ModelResult]) -> SuiteSummary:
-    return summarize([GatedResult.from_result(r) for r in counted_results(results)])
+    counted = counted_results(results)
+    if accuracy_only(results):
+        return SuiteSummary(passed=sum(accuracy_gate(r.accuracy) for r in counted), total=len(counted),
+                            geomean_speedup=None, geomean_speedup_unclipped=None, mean_compile_time_s=None,
+                            mean_compression_ratio=None)
+    return summarize([GatedResult.from_result(r) for r in counted])
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,9 +202,12 @@ def model_warnings(results: Sequence[ModelResult]) -> list[ModelWarning]:
     ratio_limit = COMPRESSION_RATIO.warn_below
     assert speedup_limit is not None and compile_limit is not None and ratio_limit is not None
     out: list[ModelWarning] = []
+    performance_measured = not accuracy_only(results)
     for r in results:
         if not accuracy_gate(r.accuracy):
             out.append(ModelWarning(r.name, f"accuracy {r.accuracy}"))
+            continue
+        if not performance_measured:
             continue
         perf = r.performance
         if perf is None or perf.speedup == 0:

@@ -72,3 +72,20 @@ def test_printed_throughput_beside_the_speedup(tmp_path: Path) -> None:
     console = Console(width=240, record=True)
     console.print(render(RunConfig(suite="timm_models", backend="inductor"), summarize_results(results), results))
     assert "samples/s" not in console.export_text()
+
+
+def test_an_accuracy_only_run_counts_accuracy_passes_and_warns_only_of_failures(tmp_path: Path) -> None:
+    config = RunConfig(suite="torchbench", backend="inductor")
+    paths = RunPaths.for_config(tmp_path, config)
+    for name, status in (("a", "pass"), ("b", "pass"), ("c", "fail_accuracy"), ("d", "model_fail_to_load")):
+        append_row(paths.accuracy, AccuracyRow("cpu", name, 4, status))
+    results = read_results(paths)
+    summary = summarize_results(results)
+    # d never ran (left out of the total, as runner.py does); a and b passed of a, b and c
+    assert summary.passrate_text == "67%, 2/3"
+    assert summary.geomean_speedup is None and summary.mean_compile_time_s is None
+    console = Console(width=200, record=True)
+    console.print(render(config, summary, results))
+    text = console.export_text()
+    assert "67%, 2/3" in text
+    assert "failed to run" not in text and "c: accuracy fail_accuracy" in text
