@@ -42,14 +42,14 @@ WAYS: dict[str, Callable[[psutil.Process], None]] = {
 
 
 def _worker_started(run: psutil.Process) -> list[psutil.Process]:
-    """The run's processes once a model's worker is running (a process whose parent is also the run's: the fork
-    server's child), else nothing."""
+    """The run's processes once a model's worker is running (the fork server's child that leads a session of its
+    own, as runner.worker.run_forked makes it: not a tool the server runs while importing, such as ldconfig)."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         assert run.is_running() and run.status() != psutil.STATUS_ZOMBIE, "the run ended before its model started"
         processes = run.children(recursive=True)
         pids = {p.pid for p in processes}
-        if any(_parent(p) in pids for p in processes):
+        if any(_parent(p) in pids and _leads_session(p) for p in processes):
             return processes
         time.sleep(0.2)
     raise AssertionError(f"no worker within {START_TIMEOUT_S} s")
@@ -60,6 +60,13 @@ def _parent(process: psutil.Process) -> int | None:
         return process.ppid()
     except psutil.NoSuchProcess:
         return None
+
+
+def _leads_session(process: psutil.Process) -> bool:
+    try:
+        return os.getsid(process.pid) == process.pid
+    except ProcessLookupError:
+        return False
 
 
 def _sessions(processes: list[psutil.Process]) -> set[int]:
