@@ -91,13 +91,20 @@ def _alive_in(sessions: set[int]) -> list[str]:
     return out
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("way", list(WAYS))
 def test_no_process_of_a_run_outlives_it(way: str, tmp_path: Path) -> None:
     perfdash = Path(sys.executable).with_name("perfdash")
     command = [str(perfdash), "run", "--suite", "huggingface", "--models-file", str(STATUSES), "--only", "hangs",
                "--timeout", "600", "--no-progress", "--output-dir", str(tmp_path / "out")]
-    # its own process group and session, as a shell gives a foreground job
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    # its own process group and session, as a shell gives a foreground job, and Ctrl-C's default action: a test
+    # run started where SIGINT is ignored (a background job of a script, a CI step) would pass that on, and the
+    # run, as any Python program, would keep ignoring it
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=_default_sigint)
     run = psutil.Process(proc.pid)
     sessions: set[int] = set()
     try:
