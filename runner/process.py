@@ -223,10 +223,14 @@ class ForkServer:
     def __enter__(self) -> ForkServer:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:  # interrupted (Ctrl-C, SIGTERM) or failed: the run ends now, with nothing of it left behind
+            self.kill()
 
     def close(self) -> None:
+        """Let the server finish (it exits when its stdin closes), killing it if it takes longer than 10 s."""
         proc, self._proc = self._proc, None
         if proc is None:
             return
@@ -239,6 +243,19 @@ class ForkServer:
         _kill_group(proc)
         proc.wait()
 
+    def kill(self, worker: int | None = None) -> None:
+        """End the server and its worker now, without waiting for the job in progress: what an interrupted run
+        does. ``worker``: the running worker's pid where the caller knows it; else the one in a "forked" message
+        not read yet. A worker killed before its ``setsid`` is still in the server's group; one that has left it
+        is killed as well, or dies with the server (runner.lifeline)."""
+        proc, self._proc = self._proc, None
+        workers = [worker] if worker is not None else _forked_pids(self._lines)
+        for pid in workers:
+            _kill_pid_group(pid)
+        if proc is not None:
+            _kill_group(proc)
+            proc.wait()
+
     def _start(self) -> bool:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
@@ -248,12 +265,17 @@ class ForkServer:
                                     stdout=subprocess.PIPE, stderr=log,
                                     env={**process_env(self.env), NVML_CHECK: "1", PARENT_PID_ENV: str(os.getpid())},
                                     start_new_session=True)
-        lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
         try:
-            ready = json.loads(lines.get(timeout=self.start_timeout_s) or "null")
-        except (queue.Empty, ValueError):
-            ready = None
+            lines: queue.Queue[str | None] = queue.Queue()
+            threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+            try:
+                ready = json.loads(lines.get(timeout=self.start_timeout_s) or "null")
+            except (queue.Empty, ValueError):
+                ready = None
+        except BaseException:  # interrupted while the server imports: it is not self._proc yet, so end it here
+            _kill_group(proc)
+            proc.wait()
+            raise
         self.start_seconds += time.perf_counter() - start
         if not isinstance(ready, dict) or ready.get("event") != "ready":
             _kill_group(proc)
@@ -338,9 +360,9 @@ class ForkServer:
                 else:
                     _handle_line(line, on_phase, sink)
         except BaseException:  # interrupted (Ctrl-C, SIGTERM from Jenkins): leave no orphaned worker behind
-            if pid is not None:
-                _kill_pid_group(pid)
-            self.close()
+            # Kill, not close(): the server is busy relaying this job and would read its closed stdin only after
+            # the worker ends (never, for a hung one), so close() would wait its 10 s for nothing.
+            self.kill(pid)
             raise
         wall = time.perf_counter() - start
         if returncode is None and (timed_out or over_budget):
@@ -364,6 +386,19 @@ def _server_event(line: str) -> tuple[str, int] | None:
     except (ValueError, KeyError, TypeError, AttributeError):
         pass
     return None
+
+
+def _forked_pids(lines: queue.Queue[str | None]) -> list[int]:
+    """The workers named in "forked" messages still waiting in ``lines`` (taken out: the server is being killed)."""
+    pids: list[int] = []
+    while True:
+        try:
+            line = lines.get_nowait()
+        except queue.Empty:
+            return pids
+        event = _server_event(line) if line is not None else None
+        if event is not None and event[0] == "forked":
+            pids.append(event[1])
 
 
 def _pump(stream, lines: queue.Queue[str | None]) -> None:

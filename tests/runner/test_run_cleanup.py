@@ -42,14 +42,14 @@ WAYS: dict[str, Callable[[psutil.Process], None]] = {
 
 
 def _worker_started(run: psutil.Process) -> list[psutil.Process]:
-    """The run's processes once a model's worker is running (a process whose parent is also the run's: the fork
-    server's child), else nothing."""
+    """The run's processes once a model's worker is running (the fork server's child that leads a session of its
+    own, as runner.worker.run_forked makes it: not a tool the server runs while importing, such as ldconfig)."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         assert run.is_running() and run.status() != psutil.STATUS_ZOMBIE, "the run ended before its model started"
         processes = run.children(recursive=True)
         pids = {p.pid for p in processes}
-        if any(_parent(p) in pids for p in processes):
+        if any(_parent(p) in pids and _leads_session(p) for p in processes):
             return processes
         time.sleep(0.2)
     raise AssertionError(f"no worker within {START_TIMEOUT_S} s")
@@ -60,6 +60,13 @@ def _parent(process: psutil.Process) -> int | None:
         return process.ppid()
     except psutil.NoSuchProcess:
         return None
+
+
+def _leads_session(process: psutil.Process) -> bool:
+    try:
+        return os.getsid(process.pid) == process.pid
+    except ProcessLookupError:
+        return False
 
 
 def _sessions(processes: list[psutil.Process]) -> set[int]:
@@ -84,13 +91,20 @@ def _alive_in(sessions: set[int]) -> list[str]:
     return out
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("way", list(WAYS))
 def test_no_process_of_a_run_outlives_it(way: str, tmp_path: Path) -> None:
     perfdash = Path(sys.executable).with_name("perfdash")
     command = [str(perfdash), "run", "--suite", "huggingface", "--models-file", str(STATUSES), "--only", "hangs",
                "--timeout", "600", "--no-progress", "--output-dir", str(tmp_path / "out")]
-    # its own process group and session, as a shell gives a foreground job
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    # its own process group and session, as a shell gives a foreground job, and Ctrl-C's default action: a test
+    # run started where SIGINT is ignored (a background job of a script, a CI step) would pass that on, and the
+    # run, as any Python program, would keep ignoring it
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=_default_sigint)
     run = psutil.Process(proc.pid)
     sessions: set[int] = set()
     try:
