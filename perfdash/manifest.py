@@ -255,9 +255,10 @@ class ModelPhases(BaseModel):
     kernel_profile and fingerprint, compiled_run; the worker's own imports before them, ``import``, and what its
     clock cannot see, ``fork_and_exit``; ``compile_setup`` is the part of ``compile`` that set Inductor up, see
     COMPILE_LATENCY_DEFINITION; ``accuracy_recheck``: the accuracy check's own worker, after a diagnostic killed the
-    first), the worker's wall time as the run saw it, and what happened to a diagnostic that did not finish: its phase
-    -> why (over its budget, raised, killed). A diagnostic never costs the timed results: they are kept whatever it
-    did."""
+    first; ``later_processes``: the wall time of the workers after the first of ``perfdash run --processes K``,
+    together, and ``later_`` and a phase's name, theirs per phase, summed), the worker's wall time as the run saw it,
+    and what happened to a diagnostic that did not finish: its phase -> why (over its budget, raised, killed). A
+    diagnostic never costs the timed results: they are kept whatever it did."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 

@@ -145,17 +145,30 @@ def run_suite(options: RunOptions, progress: Progress | None = None) -> RunRepor
                      samples=tuple(s for s in read_samples(paths.samples) if s.name in selected))
 
 
-def model_phases(outcome: ModelOutcome, budget_s: float) -> ModelPhases:
-    """The manifest's account of one model's wall time: its worker's imports, each phase, and what the worker's
-    clock did not see (its fork or start and its exit: the parent's wall time less the worker's total)."""
-    timings = outcome.timings
+# A later worker's phases, in the model's timings and the manifest's model_phases: "later_" and the phase's name.
+LATER_PREFIX = "later_"
+
+
+def worker_seconds(timings: dict[str, float]) -> dict[str, float]:
+    """One worker's account of its wall time: its imports, each phase, and what its clock did not see (its fork or
+    start and its exit: the parent's wall time, ``worker_wall``, less the worker's total)."""
     seconds = {name: timings[name] for name in ("import", *PHASES, PHASE_COMPILE_SETUP) if name in timings}
     if "worker_wall" in timings and "worker_total" in timings:
         seconds["fork_and_exit"] = max(timings["worker_wall"] - timings["worker_total"], 0.0)
+    return seconds
+
+
+def model_phases(outcome: ModelOutcome, budget_s: float) -> ModelPhases:
+    """The manifest's account of one model's wall time: its (first) worker's (``worker_seconds``), and the other
+    workers' it took: the accuracy check's own, the later ones of ``--processes K`` (together, and per phase)."""
+    timings = outcome.timings
+    seconds = worker_seconds(timings)
     if "accuracy_recheck_wall" in timings:  # the accuracy check's own worker, after a diagnostic killed the first
         seconds["accuracy_recheck"] = timings["accuracy_recheck_wall"]
     if "later_processes_wall" in timings:  # --processes K: the workers after the first, together
         seconds["later_processes"] = timings["later_processes_wall"]
+        seconds.update({name: value for name, value in timings.items()
+                        if name.startswith(LATER_PREFIX) and name != "later_processes_wall"})
     return ModelPhases(seconds=seconds, wall_s=timings.get("worker_wall"), diagnostic_budget_s=budget_s,
                        diagnostics_cut=dict(outcome.diagnostics_cut))
 
@@ -245,7 +258,9 @@ def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, server: ForkSe
     if later is not None:
         errors = [e for e in (interpreted.error, *later.errors) if e]
         interpreted = dataclasses.replace(interpreted, error="\n".join(errors) if errors else None,
-                                          timings={**interpreted.timings, "later_processes_wall": later.wall_s})
+                                          timings={**interpreted.timings, "later_processes_wall": later.wall_s,
+                                                   **{LATER_PREFIX + name: value
+                                                      for name, value in later.seconds.items()}})
     if kept is None or not kept.backend_notes:
         return interpreted
     return dataclasses.replace(interpreted, backend_notes=dict(kept.backend_notes))
@@ -254,31 +269,41 @@ def run_model(options: RunOptions, suite: Suite, spec: ModelSpec, server: ForkSe
 @dataclass(frozen=True, slots=True)
 class LaterProcesses:
     """What the workers after the first of ``--processes K`` measured: each one's index and timings, why any
-    other measured nothing, and their wall time together."""
+    other measured nothing, and their wall time together, and per phase (``worker_seconds``, summed)."""
 
     measured: tuple[tuple[int, Performance], ...]
     errors: tuple[str, ...]
     wall_s: float
+    seconds: dict[str, float]
 
 
 def _later_processes(options: RunOptions, job: Job, repeats: tuple[int, ...], server: ForkServer,
                      env: dict[str, str], log: Path, on_phase: Callable[[str], None], spent_s: float
                      ) -> LaterProcesses:
     """Workers 1..K-1 of a model: performance only (the first checked accuracy), without the diagnostics (the
-    result keeps the first's), in the model's time left. Each forks from the run's server like the first and finds
-    the Inductor cache the first filled, so its compile is a cache hit. One that measures nothing is left out of the
-    pool and named in the model's error: the pool holds the pairs of the workers that measured."""
+    result keeps the first's) and without starting Inductor's compile-worker pool ahead (their compile latency is
+    not reported: Job.warm_compile_pool), in the model's time left. Each forks from the run's server like the first
+    and compiles again: it finds the Inductor cache the first filled (with ``--cold-start`` the model's own, ``env``),
+    but where the cache bypasses the graphs (CPU inference: freezing) only the kernels' built libraries are reused,
+    and Dynamo, AOTAutograd, freezing and Inductor's lowering run as in the first (its log's "compile caches" line).
+    One that measures nothing is left out of the pool and named in the model's error: the pool holds the pairs of
+    the workers that measured."""
     measured: list[tuple[int, Performance]] = []
     errors: list[str] = []
     wall = 0.0
+    seconds: dict[str, float] = {}
     for index, repeat in enumerate(repeats[1:], start=1):
         left = options.timeout_s - spent_s - wall
         if left <= 0:
             errors.append(f"process {index} of {len(repeats)}: not started, the model's timeout was spent")
             continue
-        outcome = server.run(dataclasses.replace(job, accuracy=False, repeat=repeat, diagnostics=False), env, left,
-                             log, on_phase)
+        outcome = server.run(dataclasses.replace(job, accuracy=False, repeat=repeat, diagnostics=False,
+                                                 warm_compile_pool=False), env, left, log, on_phase)
         wall += outcome.wall_s
+        kept = outcome.result if outcome.result is not None else outcome.partial
+        phases = worker_seconds({**(kept.timings if kept is not None else {}), "worker_wall": outcome.wall_s})
+        for name, value in phases.items():
+            seconds[name] = seconds.get(name, 0.0) + value
         timings = timed_results(outcome)
         if timings is not None:
             measured.append((index, timings))
@@ -286,4 +311,4 @@ def _later_processes(options: RunOptions, job: Job, repeats: tuple[int, ...], se
             why = interpret(outcome, name=job.spec.name, batch_size=job.batch_size, dev=options.device,
                             want_accuracy=False, want_performance=True).error
             errors.append(f"process {index} of {len(repeats)}: {why or 'no timings'}")
-    return LaterProcesses(measured=tuple(measured), errors=tuple(errors), wall_s=wall)
+    return LaterProcesses(measured=tuple(measured), errors=tuple(errors), wall_s=wall, seconds=seconds)

@@ -429,6 +429,19 @@ def _diagnose(timed: Timed, job: Job, phases: Phases, cut: dict[str, str]) -> Pe
     return replace(timed.performance, code=fingerprinted, kernel_times=kernels, code_source=packed)
 
 
+def print_cache_lookups() -> None:
+    """Into the model's log: how the compiled warm-up's graphs fared in Inductor's caches (FX graph, AOTAutograd:
+    hits, misses, bypasses). A later worker of ``perfdash run --processes K`` recompiles in full where they bypass:
+    on CPU inference, whose freezing AOTAutograd's cache refuses and whose prepacked (mkldnn) weights the FX graph
+    cache cannot key (torch 2.14)."""
+    from torch._dynamo.utils import counters
+
+    lookups = {**{k: v for k, v in counters["inductor"].items() if k.startswith("fxgraph_cache_")},
+               **{k: v for k, v in counters["aot_autograd"].items() if k.startswith("autograd_cache_")}}
+    print("compile caches: " + (" ".join(f"{k}={v}" for k, v in sorted(lookups.items())) or "no lookups"),
+          flush=True)
+
+
 def start_compile_pool() -> None:
     """Start Inductor's compile-worker pool where Inductor would use one, as torch._dynamo's ``inductor`` backend
     does on its first call (``maybe_warm_pool``; PyTorch's harness compiles through that backend; ``torch.compile``
@@ -465,12 +478,14 @@ def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) ->
 
         def first_compile_setup() -> None:
             captured.append(compiling.enter_context(capture(job.device)) if inductor else Captured())
-            if inductor:
+            if inductor and job.warm_compile_pool:
                 start_compile_pool()
 
         compiled_warm = warmup(compiled_step, job.warmup, job.device, setup=first_compile_setup)
         phases.record(PHASE_COMPILE_SETUP, compiled_warm.setup_seconds)
         stats = graph_stats() if _dynamo_graph(job) else {}
+    if inductor:
+        print_cache_lookups()
     code = captured[0]
     eager_step = make_step(model, base, job)
     with phases.enter(PHASE_MEMORY):  # both steps are warm: neither compilation nor first-call caches count

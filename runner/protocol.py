@@ -24,8 +24,8 @@ from runner.suites.base import ModelSpec, Tolerance
 
 # 2: peak memory measured by the timing worker (no memory job, no Job.purpose); 3: PyTorch's peak memory from the
 # warm-ups, perfdash's activation peak beside it; 4: partial results before the diagnostics, diagnostics' budgets;
-# 5: Job.diagnostics (the performance-only workers of --processes K skip them)
-PROTOCOL_VERSION = 5
+# 5: Job.diagnostics (the performance-only workers of --processes K skip them); 6: Job.warm_compile_pool
+PROTOCOL_VERSION = 6
 
 # Phases in the order the worker runs them.
 PHASE_LOAD = "load"
@@ -93,6 +93,13 @@ class Job(ModelSettings):
     # the kernel profile and code fingerprint after the timed loop (DIAGNOSTIC_PHASES); off in the later workers of
     # ``perfdash run --processes K``, whose result keeps the first worker's
     diagnostics: bool = True
+    # start Inductor's compile-worker pool inside the compiled warm-up, as a fresh process of PyTorch's harness does
+    # (runner.execute.start_compile_pool): compile latency pays it. Off in the later workers of ``perfdash run
+    # --processes K``, whose compile latency no result reports: Inductor then starts the pool itself where it uses
+    # one (CUDA inputs: compile_fx wakes it as it begins), and on CPU it never does (C++ kernels build in threads,
+    # their libraries cached on disk by source), so such a worker neither waits for the pool's start nor shares the
+    # cores with the pool's processes importing torch.
+    warm_compile_pool: bool = True
 
     def to_json(self) -> str:
         data = asdict(self)

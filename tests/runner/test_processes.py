@@ -12,9 +12,11 @@ from perfdash.contract import ModelSamples, read_accuracy_csv, read_performance_
 from perfdash.generated_code import CodeFingerprint
 from perfdash.manifest import Manifest
 from runner.api import RunReport, run_suite
+from runner.execute import run_job
 from runner.options import RunOptions
 from runner.outcome import pool_processes
-from runner.protocol import Performance
+from runner.protocol import Job, Performance
+from runner.suites.base import ModelSpec, Tolerance
 
 DATA = Path(__file__).parent / "data"
 # Long enough for a worker to import torch and compile a tiny model cold on a busy 2-core machine.
@@ -49,6 +51,44 @@ def test_three_processes_give_one_row_from_their_pooled_pairs(three: RunReport) 
     assert manifest.config.processes == 3 and manifest.config.repeat == 7
     assert manifest.model_errors == {}
     assert manifest.model_phases["tiny_mlp"].seconds["later_processes"] > 0
+
+
+def test_the_later_workers_say_what_they_spent_per_phase(three: RunReport) -> None:
+    seconds = Manifest.read(three.paths.manifest).model_phases["tiny_mlp"].seconds
+    # the two later workers' phases, summed, beside the first worker's own
+    for phase in ("import", "load", "eager_warmup", "compile", "memory", "measure", "fork_and_exit"):
+        assert seconds[f"later_{phase}"] >= 0
+    assert seconds["later_compile"] > 0 and seconds["later_measure"] > 0
+    # they checked no accuracy and ran no diagnostics
+    skipped = {"later_fp64_reference", "later_compiled_run", "later_kernel_profile", "later_fingerprint"}
+    assert not skipped & set(seconds)
+    whole = ("later_processes", "later_compile_setup")  # their wall, and a part of their compile
+    parts = sum(v for k, v in seconds.items() if k.startswith("later_") and k not in whole)
+    assert seconds["later_compile"] < parts <= seconds["later_processes"] * 1.001  # parts of their wall, no more
+
+
+def _compile_job(warm_compile_pool: bool) -> Job:
+    spec = ModelSpec(name="tiny_mlp", batch_size=4, builder="py:models.py:tiny_mlp", base_dir=str(DATA.parent))
+    return Job(suite="torchbench", spec=spec, batch_size=4, device="cpu", dtype="float32", mode="inference",
+               backend="inductor", compile_mode="default", dynamic_shapes=False, threads=None, repeat=1, warmup=1,
+               accuracy=False, performance=True, tolerance=Tolerance(1e-3), diagnostics=False,
+               warm_compile_pool=warm_compile_pool)
+
+
+def test_only_a_worker_whose_compile_latency_counts_starts_the_compile_pool() -> None:
+    """The later workers of --processes K compile without starting Inductor's compile-worker pool ahead, as the
+    first does for its compile latency: on CPU Inductor builds its C++ kernels without the pool, which only took
+    their cores (the pool's processes import torch) and its start's time."""
+    from torch._inductor import async_compile
+
+    async_compile.shutdown_compile_workers()  # whatever an earlier test in this process started
+    try:
+        assert run_job(_compile_job(warm_compile_pool=False), lambda phase: None).performance is not None
+        assert not async_compile._pool_set
+        assert run_job(_compile_job(warm_compile_pool=True), lambda phase: None).performance is not None
+        assert async_compile._pool_set  # the first worker's start, as PyTorch's harness pays it
+    finally:
+        async_compile.shutdown_compile_workers()
 
 
 def test_one_process_is_as_before(tmp_path: Path) -> None:
