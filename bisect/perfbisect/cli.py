@@ -38,7 +38,8 @@ def register(subparsers: Any) -> None:
     what.add_argument("--measure", metavar="CMD", help="shell command printing the value last (or pass/fail)")
     how = p.add_argument_group("statistics")
     how.add_argument("--repeats", type=int, default=6, metavar="N",
-                     help="pairs at the confirmation's first look (6; steps and the verification look after 2)")
+                     help="pairs at the confirmation's first look at most (6; fewer, down to 5, when the series' noise "
+                          "is known; steps and the verification look after 2)")
     how.add_argument("--metric-direction", choices=[b.value for b in Better],
                      help="which way is better (default: lower; in PyTorch mode from the metric)")
     how.add_argument("--threshold", type=float, metavar="PCT", help="smallest regression to bisect, %% (default 5)")
