@@ -6,9 +6,10 @@ worse by the regression size; 10 % of the other commits do not build. Every meas
 times a noise factor, from one of three noise models: ``2%`` and ``5%`` (Gaussian, that CV, and with probability 1 %
 an outlier 30 % slower: a busy machine), and ``measured``: the between-run deviations this machine showed in
 bench/ab_noise.py's A/A runs of the harness (``--noise-file``: bench/data/ab_noise.json, measured on a quiet machine,
-or bench/data/ab_noise_busy.json, under load; the compiled latency's log deviations from
-each model's median, pooled over its models, drawn at random). "null" histories have no regression: the right answer
-is "not reproduced".
+or bench/data/ab_noise_busy.json, under load, or one of ``perfdash run --processes 3``; the compiled latency's
+consecutive-run log deviations, each model's median removed, pooled over its models, drawn at random;
+``--measured-metric speedup``: the speedup's). "null" histories have no regression: the right answer is "not
+reproduced".
 
 perfbisect runs as the CLI does (perfbisect.procedure.Bisector; every comparison the sequential paired A/B of
 perfdash/ab.py: a paired SPRT from 6 pairs (steps 2) to at most 160, alpha 0.01 per A/B; each step against the
@@ -29,7 +30,7 @@ scale and sizes the confirmation's first look by it. "confirmed": the share of h
 reproduced the regression.
 
     python -m bench.bisect_accuracy [--histories 200] [--seed 5] [--sizes 16 64 256] [--threshold 5]
-        [--series-noise none|history]
+        [--series-noise none|history] [--noise-file FILE] [--measured-metric abs_latency|speedup]
 
 Figures in bench/README.md ("Bisection").
 """
@@ -80,9 +81,11 @@ class Noise:
         return value * (1 + OUTLIER_SIZE) if rng.random() < OUTLIER_SHARE else value
 
 
-def noise_model(name: str, noise_file: Path = AB_NOISE) -> Noise:
+def noise_model(name: str, noise_file: Path = AB_NOISE, metric: str = "abs_latency") -> Noise:
+    """``metric``: whose between-run deviations the ``measured`` model draws (the simulated history is a latency
+    either way: lower is better; the deviations are symmetric in log space, so a speedup's serve as well)."""
     if name == "measured":
-        return Noise(name, residuals=tuple(float(r) for r in load_noise(noise_file).residuals("abs_latency")))
+        return Noise(name, residuals=tuple(float(r) for r in load_noise(noise_file).residuals(metric)))
     return Noise(name, cv=float(name.rstrip("%")) / 100)
 
 
@@ -198,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--noise-file", type=Path, default=AB_NOISE,
                         help="the \"measured\" noise model's file (bench/ab_noise.py's output; default the quiet "
                              "machine's bench/data/ab_noise.json, bench/data/ab_noise_busy.json the loaded one's)")
+    parser.add_argument("--measured-metric", choices=("abs_latency", "speedup"), default="abs_latency",
+                        help="whose between-run deviations the \"measured\" model draws: the compiled latency's "
+                             "(default) or the speedup's (what the nightly's speedup findings are bisected on)")
     parser.add_argument("--series-noise", choices=("none", "history"), default="none",
                         help="history: each bisection knows its series' own noise (from HISTORY_RUNS nightly "
                              "results), as the service's requests carry it; none: as a request without it")
@@ -207,15 +213,15 @@ def main(argv: list[str] | None = None) -> int:
                     max_pairs=args.max_pairs)
     table = Table(title=f"perfbisect vs single-sample fixed-10% rule ({args.histories} histories per row, threshold "
                         f"{args.threshold}%, sequential paired A/B from {policy.repeats} pairs to {policy.cap}, "
-                        f"{BROKEN_SHARE:.0%} broken builds; measured noise: {args.noise_file.name}; series noise: "
-                        f"{args.series_noise})")
+                        f"{BROKEN_SHARE:.0%} broken builds; measured noise: {args.noise_file.name}, "
+                        f"{args.measured_metric}; series noise: {args.series_noise})")
     for column in ("N", "noise", "regression", "correct", "wrong", "no name", "steps", "median meas.",
                    "conf./steps/verif.", "confirmed", "fixed-10% correct", "wrong ", "meas."):
         table.add_column(column, justify="right")
     started = time.perf_counter()
     for n in args.sizes:
         for name in args.noise:
-            noise = noise_model(name, args.noise_file)
+            noise = noise_model(name, args.noise_file, args.measured_metric)
             for regression in (0.0, 0.05, 0.20):
                 rng = random.Random(f"{args.seed}-{n}-{name}-{regression}")
                 prior_rng = random.Random(f"{args.seed}-{n}-{name}-{regression}-series")

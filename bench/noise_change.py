@@ -102,9 +102,14 @@ def replay(values: np.ndarray, shifts: set[int], detection: DetectionConfig) -> 
 
 def run(series: int, nights: int, seed: int, noise_models: tuple[str, ...]) -> None:
     detection = DetectionConfig(min_effect=0.05)
-    print(f"{series} series x {nights} nights per noise model ({NOISE:.0%} noise scale; bench/alerts.py's planted "
-          f"5 %/10 % steps and environment shifts); {PLANTED_SHARE:.0%} of the series per planted spread change, "
-          f"landing after night {WARMUP + 30}; found = within {MATCH_NIGHTS} nights / at all, d = median delay")
+    print(f"noise-change findings: a series' between-run spread that changes while its median holds; {series} series "
+          f"x {nights} nights per noise model ({NOISE:.0%} noise scale; bench/alerts.py's planted 5 %/10 % steps and "
+          f"environment shifts); {PLANTED_SHARE:.0%} of the series per planted spread change (median held), landing "
+          f"after night {WARMUP + 30}")
+    print(f"false/1k: noise findings per 1,000 series-nights where no spread change was planted (near step/shift: of "
+          f"them, within {MATCH_NIGHTS} nights after a level step or shift); per planted kind: % found within "
+          f"{MATCH_NIGHTS} nights / at all, d = median delay (nights); extra: findings after the first on a planted "
+          f"series")
     header = f"{'noise':9} {'false/1k':>8} {'near step/shift':>15} |" + "".join(f" {k:>19}" for k in PLANTED)
     print(header + "  extra  seconds")
     for model in noise_models:
@@ -149,7 +154,7 @@ def run(series: int, nights: int, seed: int, noise_models: tuple[str, ...]) -> N
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])  # the first paragraph, whole
     parser.add_argument("--series", type=int, default=300, help="series per noise model (default 300)")
     parser.add_argument("--nights", type=int, default=200, help="nights per series (default 200)")
     parser.add_argument("--seed", type=int, default=20261128)

@@ -74,6 +74,10 @@ def register(subparsers: Any) -> None:
     pt.add_argument("--dynamic-shapes", action="store_true")
     pt.add_argument("--disable-cudagraphs", action="store_true", help="the inductor_no_cudagraphs series")
     pt.add_argument("--run-repeat", type=int, metavar="N", help="perfdash run --repeat (timed iterations)")
+    pt.add_argument("--processes", type=int, metavar="K",
+                    help="perfdash run --processes of every measurement (confirmation, steps, verification): K "
+                         "worker processes per result (default: not passed, i.e. 1; 3 lowers the between-run noise "
+                         "of the speedup by about a third at about 2.1x the time of a run, bench/README.md)")
     pt.add_argument("--models-file", type=Path, metavar="PATH", help="perfdash run --models-file")
     pt.add_argument("--install", choices=("auto", "nightly", "source"), default="auto",
                     help="how torch is installed at each commit (auto: nightly wheel, else source build)")
@@ -234,9 +238,12 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
         if not args.suite or not args.model:
             raise ValueError("PyTorch mode needs both --suite and --model")
         target = TorchTarget(**run_axis_values(args), model=args.model, metric=args.metric, repeat=args.run_repeat,
+                             processes=args.processes,
                              models_file=args.models_file.resolve() if args.models_file else None)
-        identity.update(target={k: str(v) for k, v in asdict(target).items()}, install=args.install,
-                        install_cmd=args.install_cmd)
+        target_identity = {k: str(v) for k, v in asdict(target).items()}
+        if target.processes in (None, 1):  # one process is the default: a state saved before --processes resumes
+            del target_identity["processes"]
+        identity.update(target=target_identity, install=args.install, install_cmd=args.install_cmd)
         uses_nightlies = args.install in ("auto", "nightly") and not args.install_cmd and not args.build
         nightlies = nightly_commits(repo, args.nightly_ref) if uses_nightlies else {}
         preferred = frozenset(sha for sha in commits if sha in nightlies)
@@ -264,7 +271,7 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
                       f"{state_path}; rerun the same command with --resume to continue")
         raise
     report = build_report(outcome, lambda sha: commit_info(repo, sha), good, bad, policy, len(commits),
-                          _jenkins_url())
+                          _jenkins_url(), processes=args.processes if pytorch_mode else None)
     report.print(console)
     if args.json:
         report.write_json(args.json)

@@ -45,12 +45,17 @@ class TorchTarget(RunAxes):
     model: str
     metric: str = "speedup"
     repeat: int | None = None
+    # perfdash run --processes: worker processes per result (issue 39: 3 cut the between-run noise of the speedup
+    # from 4.45 to 2.74 %, bench/README.md); None: the flag is not passed (perfdash run's default, one)
+    processes: int | None = None
     models_file: Path | None = None
     timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.metric not in BISECT_METRICS:
             raise ValueError(f"metric {self.metric!r} is not one of {', '.join(BISECT_METRICS)}")
+        if self.processes is not None and self.processes < 1:
+            raise ValueError(f"processes must be >= 1, got {self.processes}")
 
     def key(self) -> RunKey:
         # The runner's own options name the result files: one definition of the variant naming, not two.
@@ -64,8 +69,8 @@ class TorchTarget(RunAxes):
         args = [*run_flags(run_axis_values(self)), "--only", self.model,
                 "--accuracy" if self.metric == "accuracy" else "--performance", "--output-dir", str(output_dir),
                 "--no-progress"]
-        for flag, value in (("--repeat", self.repeat), ("--models-file", self.models_file),
-                            ("--timeout", self.timeout_s)):
+        for flag, value in (("--repeat", self.repeat), ("--processes", self.processes),
+                            ("--models-file", self.models_file), ("--timeout", self.timeout_s)):
             if value is not None:
                 args += [flag, str(value)]
         return args

@@ -49,6 +49,7 @@ class BisectReport:
     subjects: dict[str, str] = field(default_factory=dict)  # sha -> subject of every commit probed
     confirmation: AbRecord | None = None
     verification: AbRecord | None = None
+    processes: int | None = None  # perfdash run --processes of every measurement (PyTorch mode; None: not passed)
 
     def to_service(self) -> dict[str, Any]:
         """The body of ``POST /api/v1/bisections/{id}/result`` (the agreed contract, nothing more)."""
@@ -80,7 +81,7 @@ class BisectReport:
         data.update(
             good=self.good.to_json(), bad=self.bad.to_json(),
             change_pct=self.change_pct, p_value=self.p_value, commits_in_range=self.commits_in_range,
-            measurements=self.measurements,
+            measurements=self.measurements, processes=self.processes,
             policy={"direction": self.policy.direction, "threshold_pct": self.policy.threshold_pct,
                     "alpha": self.policy.alpha, "repeats": self.policy.repeats, "max_pairs": self.policy.max_pairs,
                     "cap": self.policy.cap, "series_noise_pct": None if self.policy.series_cv is None
@@ -120,7 +121,8 @@ def _samples(samples: tuple[Sample, ...]) -> str:
 
 
 def build_report(outcome: BisectConclusion, commit: Callable[[str], Commit], good: str, bad: str, policy: Policy,
-                 commits_in_range: int, jenkins_build_url: str | None = None) -> BisectReport:
+                 commits_in_range: int, jenkins_build_url: str | None = None,
+                 processes: int | None = None) -> BisectReport:
     confirmation = outcome.confirmation
     culprit = commit(outcome.culprit) if outcome.culprit else None
     skipped = sum(s.decision == "skip" for s in outcome.steps)
@@ -142,4 +144,5 @@ def build_report(outcome: BisectConclusion, commit: Callable[[str], Commit], goo
         measurements=outcome.measurements, summary="; ".join(parts), jenkins_build_url=jenkins_build_url,
         subjects={s.sha: commit(s.sha).subject for s in outcome.steps},
         confirmation=confirmation.record if confirmation else None, verification=outcome.verification,
+        processes=processes,
     )

@@ -7,6 +7,7 @@ import itertools
 import json
 import re
 import shlex
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -62,6 +63,7 @@ def test_run_args_follow_perfdash_run_flags(tmp_path):
     pairs = dict(itertools.pairwise(args))
     assert pairs["--suite"] == "timm_models" and pairs["--only"] == "resnet18"
     assert pairs["--compile-mode"] == "max-autotune" and pairs["--threads"] == "1" and pairs["--repeat"] == "10"
+    assert "--processes" not in args  # not asked for: perfdash run's default (one process), as before
     assert "--performance" in args and "--accuracy" not in args and "--dynamic-shapes" in args
     assert "--accuracy" in TorchTarget(suite="timm_models", model="m", metric="accuracy").run_args(tmp_path)
     # The runner's own parser accepts every flag.
@@ -69,6 +71,10 @@ def test_run_args_follow_perfdash_run_flags(tmp_path):
 
     parsed = build_parser().parse_args(["run", *args])
     assert parsed.only == "resnet18" and parsed.batch_size == 4
+    several = build_parser().parse_args(["run", *replace(target, processes=3).run_args(tmp_path)])
+    assert several.processes == 3
+    with pytest.raises(ValueError, match="processes"):
+        TorchTarget(suite="timm_models", model="m", processes=0)
     assert target.key().filename("performance") == \
         "inductor_max_autotune_dynamic_timm_models_float32_inference_cpu_performance.csv"
 
@@ -169,7 +175,7 @@ def test_pytorch_mode_bisects_with_install_cmd_and_the_real_perfdash_run(synth, 
     out = tmp_path / "result.json"
     code = main(["bisect", "--repo", str(history.repo), "--good", history.shas[0], "--bad", history.shas[-1],
                  "--suite", "timm_models", "--model", "tiny_patched", "--metric", "accuracy", "--backend", "eager",
-                 "--models-file", str(models / "models.toml"), "--repeats", "1",
+                 "--models-file", str(models / "models.toml"), "--repeats", "1", "--processes", "2",
                  "--install-cmd", 'cp tinypatch.py "$PERFBISECT_SITE/"',
                  "--cache-dir", str(tmp_path / "cache"), "--json", str(out)])
     stderr = capsys.readouterr().err
@@ -179,7 +185,12 @@ def test_pytorch_mode_bisects_with_install_cmd_and_the_real_perfdash_run(synth, 
     assert result["culprit"]["sha"] == history.shas[2]
     assert result["good_samples"] == ["pass"] and result["bad_samples"] == ["fail_accuracy"]
     # Each commit measured with its own install: perfdash run wrote its CSVs under the commit's cache dir.
-    assert list((tmp_path / "cache" / history.shas[2] / "runs" / "0").glob("eager_timm_models_*_accuracy.csv"))
+    run_dir = tmp_path / "cache" / history.shas[2] / "runs" / "0"
+    assert list(run_dir.glob("eager_timm_models_*_accuracy.csv"))
+    # --processes reached every perfdash run the bisection started, and the report says so.
+    assert result["processes"] == 2
+    manifests = list((tmp_path / "cache").glob("*/runs/*/manifest*.json"))
+    assert manifests and all(json.loads(m.read_text())["config"]["processes"] == 2 for m in manifests), manifests
 
 
 def test_nightly_branch_maps_commits_to_wheel_dates_and_only_those_try_a_wheel(synth, tmp_path):
