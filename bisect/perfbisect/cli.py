@@ -76,8 +76,9 @@ def register(subparsers: Any) -> None:
     pt.add_argument("--run-repeat", type=int, metavar="N", help="perfdash run --repeat (timed iterations)")
     pt.add_argument("--processes", type=int, metavar="K",
                     help="perfdash run --processes of every measurement (confirmation, steps, verification): K "
-                         "worker processes per result (default: not passed, i.e. 1; 3 lowers the between-run noise "
-                         "of the speedup by about a third at about 2.1x the time of a run, bench/README.md)")
+                         "worker processes per result (default: not passed, i.e. 1). K=3 costs about 2.1x a run: "
+                         "worth it for abs_latency (its A/B variance 4x lower), not for the speedup (1.5x lower; "
+                         "bench/README.md)")
     pt.add_argument("--models-file", type=Path, metavar="PATH", help="perfdash run --models-file")
     pt.add_argument("--install", choices=("auto", "nightly", "source"), default="auto",
                     help="how torch is installed at each commit (auto: nightly wheel, else source build)")

@@ -189,7 +189,7 @@ def test_pytorch_mode_bisects_with_install_cmd_and_the_real_perfdash_run(synth, 
     assert list(run_dir.glob("eager_timm_models_*_accuracy.csv"))
     # --processes reached every perfdash run the bisection started, and the report says so.
     assert result["processes"] == 2
-    manifests = list((tmp_path / "cache").glob("*/runs/*/manifest*.json"))
+    manifests = list((tmp_path / "cache").glob("*/runs/*/*_manifest.json"))
     assert manifests and all(json.loads(m.read_text())["config"]["processes"] == 2 for m in manifests), manifests
 
 
