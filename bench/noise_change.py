@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.alerts import NOISE, NOISE_MODELS, WARMUP, make_configuration
+from bench.alerts import MEASURED_MODELS, NOISE, NOISE_MODELS, WARMUP, make_configuration
 from service.detection.changepoint import DetectionConfig, detect_change_points
 from service.detection.spread import HISTORY, NEWEST_RUNS, level_start, newest_spread_change
 
@@ -102,8 +102,11 @@ def replay(values: np.ndarray, shifts: set[int], detection: DetectionConfig) -> 
 
 def run(series: int, nights: int, seed: int, noise_models: tuple[str, ...]) -> None:
     detection = DetectionConfig(min_effect=0.05)
+    measured = sorted(set(noise_models) & set(MEASURED_MODELS))
+    scale = f"{NOISE:.0%} noise scale" + (f", {' and '.join(measured)} at bench/data/ab_noise.json's measured robust "
+                                          f"CVs" if measured else "")
     print(f"noise-change findings: a series' between-run spread that changes while its median holds; {series} series "
-          f"x {nights} nights per noise model ({NOISE:.0%} noise scale; bench/alerts.py's planted 5 %/10 % steps and "
+          f"x {nights} nights per noise model ({scale}; bench/alerts.py's planted 5 %/10 % steps and "
           f"environment shifts); {PLANTED_SHARE:.0%} of the series per planted spread change (median held), landing "
           f"after night {WARMUP + 30}")
     print(f"false/1k: noise findings per 1,000 series-nights where no spread change was planted (near step/shift: of "
