@@ -254,6 +254,15 @@ def test_bisect_pipeline_runs_the_request_on_its_agent(run_pipeline, extract_com
     assert _flag(args, "--url") == record["params"]["SERVICE_URL"]
     assert _flag(args, "--token-file") == "/workspace@tmp/secretFiles/1/token"
     assert "--token" not in args
+    assert _flag(args, "--processes") == record["params"]["PROCESSES"] == "1"  # one process per result by default
+
+
+def test_bisect_pipeline_passes_its_processes_to_every_measurement(run_pipeline, extract_commands) -> None:
+    record = run_pipeline(BISECT, {"REQUEST_ID": "7", "PROCESSES": "3"},
+                          {"api/v1/bisections/": _bisection("cpu", 56)})
+    (line,) = [line for script in record["sh"] for line in script.splitlines() if "perfdash bisect" in line]
+    (args,) = extract_commands(line)
+    assert _flag(args, "--processes") == "3"
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
