@@ -515,13 +515,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def unrunnable_here(suite: str, listed: list[ListedModel]) -> dict[str, str]:
-    """The listed TorchBench models that cannot be built on this machine, each with why: input data their install.py
-    downloads that this machine's TorchBench tree lacks, or pretrained weights their build downloads
-    (runner.torchbench_weights; this machine has no network and no hub cache). They fail on both sides here (perfdash
-    records model_fail_to_load naming the data or the download), so a sample never draws them."""
+    """The listed TorchBench models that cannot be built on this machine, each with why: not in the installed
+    TorchBench at all, input data their install.py downloads that this machine's TorchBench tree lacks, or pretrained
+    weights their build downloads (runner.torchbench_weights; this machine has no network and no hub cache). They
+    fail on both sides here (perfdash records model_fail_to_load naming the data or the download), so a sample never
+    draws them."""
     if suite != "torchbench":
         return {}
     from runner.suites.torchbench import installed_tree, missing_data
+    from runner.torchbench_install import COMMIT, has_model
     from runner.torchbench_weights import pretrained_weights
 
     tree = installed_tree()
@@ -529,7 +531,9 @@ def unrunnable_here(suite: str, listed: list[ListedModel]) -> dict[str, str]:
         return {}
     why: dict[str, str] = {}
     for m in listed:
-        if missing := missing_data(tree, m.name):
+        if not has_model(tree, m.name):
+            why[m.name] = f"not in TorchBench {COMMIT[:8]} (PyTorch's list still names it)"
+        elif missing := missing_data(tree, m.name):
             why[m.name] = f"input data {', '.join(missing)} not in the TorchBench tree"
         elif weights := pretrained_weights(tree, m.name):
             why[m.name] = f"downloads pretrained weights when built: {weights}"

@@ -289,6 +289,12 @@ def install_pth(tree: Path) -> Path:
     return pth
 
 
+def has_model(tree: Path, model: str) -> bool:
+    """Whether this TorchBench tree holds the model, where PyTorch's torchbench.py looks for it (models/, then
+    canary_models/): PyTorch's lists can name a model its TorchBench no longer holds."""
+    return any((tree / "torchbenchmark" / kind / model).is_dir() for kind in ("models", "canary_models"))
+
+
 def install_model(tree: Path, model: str, env: Mapping[str, str], with_data: bool) -> str | None:
     """Run the model's own install.py (requirements, patches, data) as TorchBench does; without data, only its
     requirements.txt when its install.py would download input data. Returns why it failed, None when it did not."""
