@@ -14,6 +14,17 @@ export PERFDASH_CACHE_DIR
 export TORCHINDUCTOR_CACHE_DIR ?= $(PERFDASH_CACHE_DIR)/inductor
 export TMPDIR := $(PERFDASH_CACHE_DIR)/tmp
 
+# `make test` runs pytest on PYTEST_WORKERS pytest-xdist workers, the tests grouped by tests/conftest.py (a file, or a
+# folder whose session fixtures build images or compile, runs on one worker, in collection order: tests/runner last);
+# PYTEST_WORKERS=1 runs them all in one process.
+# Default 1 until the grouping is seen to take effect on the workers (docs/testing.md).
+PYTEST_WORKERS ?= 1
+ifeq ($(PYTEST_WORKERS),1)
+PYTEST_PARALLEL := -p no:xdist
+else
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+endif
+
 .PHONY: help setup run test lint clean
 
 help:
@@ -42,7 +53,7 @@ test: $(TEST_STAMP)
 	@mkdir -p "$(TMPDIR)" "$(TORCHINDUCTOR_CACHE_DIR)"
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .

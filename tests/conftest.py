@@ -13,6 +13,11 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
+# `make test` runs on pytest-xdist workers with --dist loadgroup: the tests of one group run on one worker, in order.
+# A file is a group (its module fixtures are paid once); these folders are one group each: tests/containers builds the
+# podman images in session fixtures and serves wheels on a fixed port, tests/hf_vision's session fixture is a real
+# compile run that two workers would each pay.
+ONE_GROUP_FOLDERS = ("containers", "hf_vision")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 
@@ -24,6 +29,17 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.update({"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
                        "GIT_AUTHOR_NAME": "perfdash tests", "GIT_AUTHOR_EMAIL": "tests@perfdash.invalid",
                        "GIT_COMMITTER_NAME": "perfdash tests", "GIT_COMMITTER_EMAIL": "tests@perfdash.invalid"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks into the node ids
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        if not item.path.is_relative_to(tests):
+            continue
+        path = item.path.relative_to(tests)
+        group = path.parts[0] if path.parts[0] in ONE_GROUP_FOLDERS else path.as_posix()
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _load(name: str, path: Path):
