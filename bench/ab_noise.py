@@ -41,6 +41,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from perfdash.confidence import latency_interval, speedup_interval
+from runner.lifeline import dies_with_this_process
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "bench" / "data" / "ab_noise_models.toml"
@@ -157,7 +158,7 @@ def measure(raw_dir: Path, runs: int, minutes: float, run_args: Sequence[str] = 
         out = raw_dir / f"run_{done:03d}"
         started = time.monotonic()
         proc = subprocess.run(run_argv(out, run_args), capture_output=True, text=True, env=os.environ.copy(),
-                              check=False)
+                              check=False, preexec_fn=dies_with_this_process())  # killed with the bench
         print(f"run {done}: rc={proc.returncode} {time.monotonic() - started:.0f}s", flush=True)
         if proc.returncode != 0:
             print(proc.stderr[-2000:], file=sys.stderr)

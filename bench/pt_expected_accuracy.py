@@ -40,6 +40,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.lifeline import dies_with_this_process
+
 REPO = Path(__file__).resolve().parents[1]
 SUITES = ("timm_models", "huggingface", "torchbench")
 # What a failing model's log line starts with when it carries the exception (the worker prints tracebacks).
@@ -208,7 +210,9 @@ def run_perfdash(args: argparse.Namespace, names: list[str], out_dir: Path) -> N
     with (out_dir.parent / "perfdash.log").open("w") as log:
         log.write(" ".join(cmd) + "\n")
         log.flush()
-        subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+        # dies with this bench, killed or not (runner.lifeline): a left-over run would skew the next measurement
+        subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, check=False,
+                       preexec_fn=dies_with_this_process())
 
 
 def build_parser() -> argparse.ArgumentParser:

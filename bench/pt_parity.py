@@ -52,6 +52,7 @@ from bench.machine_calibration import (
 )
 from bench.pt_lists import LIST_FILES, MIN_SAMPLE, ListedModel, ListError, read_list, sample_suite
 from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR
+from runner.lifeline import dies_with_this_process
 
 REPO = Path(__file__).resolve().parents[1]
 # Issue 18's five models at the batch sizes of the recorded "before" table (small enough for a 2-core machine).
@@ -227,9 +228,11 @@ def run_one(args: argparse.Namespace, side: str, model: Model, kind: str, rnd: i
         log.write(" ".join(cmd) + "\n")
         log.flush()
         try:
+            # The side dies with this bench even when the bench is killed outright (its timeout kills the side
+            # itself): PyTorch's harness arms nothing of its own, and `nice` execs it.
             proc = subprocess.run(["nice", "-n", str(args.nice), *launcher(args), *cmd], cwd=run_dir, env=env,
-                                  stdout=log,
-                                  stderr=subprocess.STDOUT, timeout=args.timeout)
+                                  stdout=log, stderr=subprocess.STDOUT, timeout=args.timeout,
+                                  preexec_fn=dies_with_this_process())
             if proc.returncode:
                 result.error = f"exit {proc.returncode} (log: {run_dir / 'log.txt'})"
         except subprocess.TimeoutExpired:
@@ -248,6 +251,7 @@ def first_use_cost(args: argparse.Namespace, work: Path) -> tuple[float, float] 
     """(Inductor import seconds, first-use seconds) in a fresh process with an empty Inductor cache."""
     cache = Path(tempfile.mkdtemp(prefix="first-use-", dir=work))
     proc = subprocess.run(["nice", "-n", str(args.nice), sys.executable, "-c", FIRST_USE_PROBE],
+                          preexec_fn=dies_with_this_process(),
                           env=common_env(args, cache), capture_output=True, text=True, timeout=600)
     try:
         imported, first = proc.stdout.strip().splitlines()[-1].split()

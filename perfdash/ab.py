@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import random
 import statistics
 from collections.abc import Callable, Sequence
@@ -62,7 +63,8 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
-from scipy.stats import chi2, fisher_exact
+from scipy.special import gammaincinv
+from scipy.stats import fisher_exact
 
 from perfdash.contract import PASSING_STATUSES
 from perfdash.metric_registry import Better
@@ -243,18 +245,38 @@ def balanced_order(pairs: int, rng: random.Random) -> list[tuple[AbSide, AbSide]
     return orders
 
 
+# The per-sample loops below map builtins rather than run generator expressions: a bisection's A/B looks at every
+# pair again at each look, and these loops were most of a look's time (the same operations in the same order: the
+# same numbers to the last bit).
+def _has_status(a: Sequence[Sample], b: Sequence[Sample]) -> bool:
+    return any(map(isinstance, a, itertools.repeat(str))) or any(map(isinstance, b, itertools.repeat(str)))
+
+
 def _log_ratios(a: Sequence[float], b: Sequence[float], direction: Better) -> list[float]:
-    sign = 1.0 if direction is Better.LOWER else -1.0
-    return [sign * math.log(y / x) for x, y in zip(a, b, strict=True)]
+    if len(a) != len(b):
+        raise ValueError("log ratios need paired samples")
+    logs = map(math.log, map(operator.truediv, b, a))
+    return list(logs) if direction is Better.LOWER else list(map(operator.neg, logs))
+
+
+def _successive(d: Sequence[float]) -> list[float]:
+    """``residuals`` of log ratios already taken."""
+    return list(map(operator.truediv, map(operator.sub, d[1:], d), itertools.repeat(math.sqrt(2))))
 
 
 def residuals(a: Sequence[Sample], b: Sequence[Sample], direction: Better = Better.LOWER) -> list[float]:
     """The noise an A/B saw, free of its level: successive differences of its log ratios over sqrt(2) (each has the
     spread of one log ratio whatever the change; slow drift cancels too). Empty for statuses."""
-    if any(isinstance(s, str) for s in (*a, *b)):
+    if _has_status(a, b):
         return []
-    d = _log_ratios([float(x) for x in a], [float(y) for y in b], direction)
-    return [(y - x) / math.sqrt(2) for x, y in itertools.pairwise(d)]
+    return _successive(_log_ratios([float(x) for x in a], [float(y) for y in b], direction))
+
+
+def _chi2_quantile(q: float, dof: float) -> float:
+    """The chi-squared quantile, as scipy.stats.chi2.ppf computes it (2 P^-1(dof / 2, q), P the regularised lower
+    incomplete gamma) without that method's argument checks and broadcasting: a decision takes one or two per look,
+    and the generic ppf cost more than the rest of the look together."""
+    return 2.0 * float(gammaincinv(dof / 2, q))
 
 
 # Gaussian consistency of the clipped second moment: E[min(z^2, c^2)] for a standard normal z.
@@ -265,7 +287,7 @@ _CLIPPED_MOMENT = _PHI_C - 2 * SCALE_CLIP * math.exp(-SCALE_CLIP**2 / 2) / math.
 
 def _overruled(prior: NoisePrior, variance: float, m: int) -> bool:
     """The pairs' ``m`` residuals (of ``variance``) are noisier than the prior beyond its PRIOR_REJECT quantile."""
-    return m >= 2 and variance > prior.scale**2 * float(chi2.ppf(PRIOR_REJECT, m)) / m
+    return m >= 2 and variance > prior.scale**2 * _chi2_quantile(PRIOR_REJECT, m) / m
 
 
 def noise_scale(res: Sequence[float], prior: NoisePrior | None = None) -> float | None:
@@ -281,22 +303,18 @@ def noise_scale(res: Sequence[float], prior: NoisePrior | None = None) -> float 
         return None
     if m == 0:
         variance = 0.0
-    elif m < ROBUST_MIN or (rough := 1.4826 * statistics.median(abs(r) for r in res)) == 0.0:
+    elif m < ROBUST_MIN or (rough := 1.4826 * statistics.median(map(abs, res))) == 0.0:
         # Too few for a median to set a clip (one small residual would clip the rest): the plain root mean square,
         # which an outlier can only make larger (slower, never bolder).
-        variance = sum(r * r for r in res) / m
+        variance = sum(map(operator.mul, res, res)) / m
     else:
         clip = SCALE_CLIP * rough
-        variance = sum(min(r * r, clip * clip) for r in res) / m / _CLIPPED_MOMENT
+        variance = sum(map(min, map(operator.mul, res, res), itertools.repeat(clip * clip))) / m / _CLIPPED_MOMENT
     weight = float(m)
     if prior is not None and not _overruled(prior, variance, m):
         variance = (m * variance + prior.weight * prior.scale**2) / (m + prior.weight)
         weight += prior.weight
-    return math.sqrt(variance) * math.sqrt(weight / float(chi2.ppf(SCALE_QUANTILE, weight)))
-
-
-def _t_llr(d: Sequence[float], level: float, scale: float) -> float:
-    return float(_t_llrs(np.asarray(d, dtype=float), np.asarray([level]), scale)[0])
+    return math.sqrt(variance) * math.sqrt(weight / _chi2_quantile(SCALE_QUANTILE, weight))
 
 
 MIXTURE_TOP = math.log(1000.0)  # the largest level (log ratio) the mixture weighs: a 1000-fold change
@@ -321,7 +339,7 @@ def _t_llrs(d: np.ndarray, levels: np.ndarray, scale: float) -> np.ndarray:
     k = (T_DOF + 1) / 2
     x_level = levels[:, None] / scale
     half = np.sqrt(x_level * x_level + 4 * T_DOF) / 2
-    x = np.clip(d[None, :] / scale, x_level / 2 - half, x_level / 2 + half)
+    x = np.minimum(np.maximum(d[None, :] / scale, x_level / 2 - half), x_level / 2 + half)  # np.clip, cheaper
     return k * (np.log1p(x * x / T_DOF) - np.log1p((x - x_level) ** 2 / T_DOF)).sum(axis=1)
 
 
@@ -331,13 +349,14 @@ def decide(a: Sequence[Sample], b: Sequence[Sample], policy: AbPolicy, final: bo
     ``noise``: residuals (``residuals``) of earlier A/Bs of the same builds' machine, pooled into the scale."""
     if len(a) != len(b) or not a:
         raise ValueError("an A/B decision needs the same positive number of samples on both sides")
-    if any(isinstance(s, str) for s in (*a, *b)):
+    if _has_status(a, b):
         return _decide_status(a, b, policy, final)
-    if any(float(s) <= 0 for s in (*a, *b)):
+    fa, fb = list(map(float, a)), list(map(float, b))
+    if any(map((0.0).__ge__, fa)) or any(map((0.0).__ge__, fb)):  # x <= 0
         raise ValueError("A/B samples must be positive (times, speedups, throughputs)")
-    d = _log_ratios([float(x) for x in a], [float(y) for y in b], policy.direction)
+    d = _log_ratios(fa, fb, policy.direction)
     change = math.expm1(statistics.median(d)) * 100.0
-    pooled = [*noise, *residuals(a, b, policy.direction)]
+    pooled = [*noise, *_successive(d)]
     scale = noise_scale(pooled, policy.prior)
     pairs = len(d)
     why = "at the cap" if final else "measuring more"
@@ -347,12 +366,12 @@ def decide(a: Sequence[Sample], b: Sequence[Sample], policy: AbPolicy, final: bo
     level = math.log1p(policy.boundary_pct / 100.0)
     if scale == 0.0:  # identical ratios (a deterministic measurement): the side of the line is the answer
         llr = math.inf if d[0] > level / 2 else -math.inf
-    else:
-        llr = _t_llr(d, level, scale)
+    else:  # the boundary's ratio, and (not exact) the mixture's levels in the same call: the boundary is the first
+        each = _t_llrs(np.asarray(d), np.asarray([level]) if policy.exact else _mixture_levels(level), scale)
+        llr = float(each[0])
     llr_same = llr  # "same": at A's level rather than at the boundary (the nearest change that counts)
     if not policy.exact and math.isfinite(llr):
         # a mixture of likelihood ratios is a likelihood ratio (Wald's bound holds): most weight on the boundary
-        each = _t_llrs(np.asarray(d), _mixture_levels(level), scale)
         weights = np.full(len(each), MIXTURE_WIDE / max(1, len(each) - 1))
         weights[0] = 1.0 - MIXTURE_WIDE if len(each) > 1 else 1.0
         top = float(each.max())
@@ -397,7 +416,7 @@ Measure = Callable[[AbSide, int], Sample]  # (side, index of that side's sample)
 
 def change_half_width_pct(a: Sequence[Sample], b: Sequence[Sample], direction: Better) -> float:
     """About the 95 % half-width of the change estimate, %: two standard errors of the mean log ratio."""
-    if any(isinstance(s, str) for s in (*a, *b)):
+    if _has_status(a, b):
         return 0.0  # statuses: a failure rate, no change to settle (the deterministic case is decided at once)
     if len(a) < 2:
         return math.inf

@@ -44,7 +44,8 @@ _HEX_DIGEST = re.compile(r"\b[0-9a-f]{32,64}\b")
 _TORCHINDUCTOR_TMP = re.compile(r"/[^\s'\"]*/torchinductor_[^\s/'\"]+")
 _KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.(\w+)\(", re.MULTILINE)
 _KERNEL_END = re.compile(r"^(?:'''|\"\"\").*$", re.MULTILINE)  # the closing line, arguments after the quotes too
-# The C++ kernel profile names a kernel ``graph_<id>_<name>`` (torch/_inductor/codegen/cpp.py: RECORD_FUNCTION).
+# Inductor's own C++ kernel profile (cpp.enable_kernel_profile, which perfdash's worker compiled with until 2026-11-29)
+# names a kernel ``graph_<id>_<name>`` (torch/_inductor/codegen/cpp.py: RECORD_FUNCTION); files written then still do.
 _PROFILE_PREFIX = re.compile(r"^graph_\d+_")
 
 

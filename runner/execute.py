@@ -477,7 +477,7 @@ def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) ->
         captured: list[Captured] = []
 
         def first_compile_setup() -> None:
-            captured.append(compiling.enter_context(capture(job.device)) if inductor else Captured())
+            captured.append(compiling.enter_context(capture()) if inductor else Captured())
             if inductor and job.warm_compile_pool:
                 start_compile_pool()
 

@@ -13,7 +13,7 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 # The pid of the process that started this one: set by the parent in the child's environment, so a child whose
@@ -35,6 +35,13 @@ def die_with_parent(expected_parent: int | None) -> None:
         return
     if expected_parent is not None and os.getppid() != expected_parent:
         os._exit(_SIGNAL_EXIT_BASE + signal.SIGKILL)
+
+
+def dies_with_this_process() -> Callable[[], None]:
+    """A ``preexec_fn`` that arms the death signal in a child that cannot arm its own (a program perfdash does not
+    own, such as PyTorch's harness, or ``nice`` in front of it): set between fork and exec, it survives the exec."""
+    parent = os.getpid()
+    return lambda: die_with_parent(parent)
 
 
 def parent_from_environment() -> int | None:

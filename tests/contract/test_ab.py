@@ -7,8 +7,20 @@ import random
 
 import numpy as np
 import pytest
+from scipy.stats import chi2
 
-from perfdash.ab import PRIOR_FIRST_LOOK, AbPolicy, NoisePrior, balanced_order, decide, noise_scale, run_ab
+from perfdash.ab import (
+    PRIOR_FIRST_LOOK,
+    PRIOR_REJECT,
+    SCALE_QUANTILE,
+    AbPolicy,
+    NoisePrior,
+    _chi2_quantile,
+    balanced_order,
+    decide,
+    noise_scale,
+    run_ab,
+)
 from perfdash.metric_registry import Better
 from perfdash.noise import robust_cv
 
@@ -183,6 +195,14 @@ def test_statuses_compare_failure_rates():
     assert decide(["pass"] * 4, ["fail_accuracy"] * 4, policy).answer == "different"
     assert decide(["pass"] * 4, ["pass"] * 4, policy).answer == "same"
     assert decide(["pass"] * 4, ["pass", "pass", "crash", "pass"], policy).answer == "unknown"
+
+
+def test_the_scale_bound_takes_scipy_s_chi_squared_quantile_to_the_last_bit():
+    """noise_scale calls the special function behind scipy.stats.chi2.ppf directly (for speed): the same numbers, so
+    a scipy that computes the quantile another way fails here rather than moving decisions unnoticed."""
+    for q in (SCALE_QUANTILE, PRIOR_REJECT):
+        for dof in (0.368, 2, 5.5, 11.04, 31, 180):
+            assert _chi2_quantile(q, dof) == float(chi2.ppf(q, dof)), (q, dof)
 
 
 def test_samples_must_pair_up_and_be_positive():
