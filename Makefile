@@ -17,12 +17,12 @@ export TMPDIR := $(PERFDASH_CACHE_DIR)/tmp
 # `make test` runs pytest on PYTEST_WORKERS pytest-xdist workers, the tests grouped by tests/conftest.py (a file, or a
 # folder whose session fixtures build images or compile, runs on one worker, in collection order: tests/runner last);
 # PYTEST_WORKERS=1 runs them all in one process.
-# Default 1 until the grouping is seen to take effect on the workers (docs/testing.md).
+# Default 1 until whole runs on two workers have passed more than once (docs/testing.md).
 PYTEST_WORKERS ?= 1
 ifeq ($(PYTEST_WORKERS),1)
 PYTEST_PARALLEL := -p no:xdist
 else
-PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
 endif
 
 .PHONY: help setup run test lint clean

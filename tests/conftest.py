@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
-# `make test` runs on pytest-xdist workers with --dist loadgroup: the tests of one group run on one worker, in order.
-# A file is a group (its module fixtures are paid once); these folders are one group each: tests/containers builds the
-# podman images in session fixtures and serves wheels on a fixed port, tests/hf_vision's session fixture is a real
-# compile run that two workers would each pay.
-ONE_GROUP_FOLDERS = ("containers", "hf_vision")
+# `make test PYTEST_WORKERS=2` runs on pytest-xdist workers, one file's tests on one worker (its module fixtures paid
+# once), and each of these folders on one worker: tests/containers builds the podman images in session fixtures and
+# serves wheels on a fixed port, tests/hf_vision's session fixture is a real compile run two workers would each pay.
+ONE_WORKER_FOLDERS = ("containers", "hf_vision")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 
@@ -31,15 +30,21 @@ def pytest_configure(config: pytest.Config) -> None:
                        "GIT_COMMITTER_NAME": "perfdash tests", "GIT_COMMITTER_EMAIL": "tests@perfdash.invalid"})
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks into the node ids
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    tests = Path(__file__).parent
-    for item in items:
-        if not item.path.is_relative_to(tests):
-            continue
-        path = item.path.relative_to(tests)
-        group = path.parts[0] if path.parts[0] in ONE_GROUP_FOLDERS else path.as_posix()
-        item.add_marker(pytest.mark.xdist_group(group))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """pytest-xdist's scheduler, given whole files or folders (ONE_WORKER_FOLDERS) in collection order. xdist's own
+    ``--dist loadgroup`` does not group with pytest 9.2 here (xdist 3.8 renames ``item._nodeid``, which pytest 9.2 no
+    longer reads: tests of one group ran on both workers), so the scope is this scheduler's rule instead."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileOrFolderScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            parts = path.split("/")
+            if len(parts) > 2 and parts[0] == "tests" and parts[1] in ONE_WORKER_FOLDERS:
+                return "/".join(parts[:2])
+            return path
+
+    return FileOrFolderScheduling(config, log)
 
 
 def _load(name: str, path: Path):
