@@ -12,7 +12,7 @@
   oneDNN/MKL calls as their aten ops), on CUDA the device kernels (Triton and library kernels). Inductor's C++
   kernels are named for those steps only (``named_cpp_kernels``). They are not compiled with
   ``cpp.enable_kernel_profile`` (a RECORD_FUNCTION compiled into each kernel), as the worker did until 2026-11-29:
-  that put 18 % more CPU time into dcgan's compile (its C++ compiles 35 % more) and a profiler hook into every
+  that made the C++ compiler's CPU time 1.17-1.26x on dcgan and 1.49x on phlippe_densenet and put a hook into every
   kernel call of the timed loop, so the compile latency and the timed model were not what PyTorch's harness or a
   user gets (bench/README.md).
 """
