@@ -94,9 +94,9 @@ def _named(name: str, kernel: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextmanager
-def named_cpp_kernels() -> Iterator[int]:
+def named_cpp_kernels() -> Iterator[None]:
     """While inside, every C++ kernel of the output code Inductor loaded in this process runs under a profiler event
-    named after it (its name in the output code, as the fingerprint names it); yields how many. The output code
+    named after it (its name in the output code, as the fingerprint names it). The output code
     calls its kernels through module globals (``cpp_fused_relu_0 = async_compile.cpp_pybinding(...)``, loaded as a
     built-in named ``kernel``), so wrapping those globals names them without compiling anything again; the wrapper's
     own cost lands in the profiled steps only, never in the timed loop."""
@@ -110,7 +110,7 @@ def named_cpp_kernels() -> Iterator[int]:
                 namespace[name] = _named(name, value)
                 wrapped.append((namespace, name, value))
     try:
-        yield len(wrapped)
+        yield
     finally:
         for namespace, name, value in wrapped:
             namespace[name] = value

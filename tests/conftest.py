@@ -30,6 +30,8 @@ def pytest_configure(config: pytest.Config) -> None:
                        "GIT_COMMITTER_NAME": "perfdash tests", "GIT_COMMITTER_EMAIL": "tests@perfdash.invalid"})
 
 
+# Optional: the serial run (`-p no:xdist`) has no xdist hooks to validate this one against.
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """pytest-xdist's scheduler, given whole files or folders (ONE_WORKER_FOLDERS) in collection order. xdist's own
     ``--dist loadgroup`` does not group with pytest 9.2 here (xdist 3.8 renames ``item._nodeid``, which pytest 9.2 no
