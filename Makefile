@@ -16,9 +16,13 @@ export TMPDIR := $(PERFDASH_CACHE_DIR)/tmp
 
 # `make test` runs pytest on PYTEST_WORKERS pytest-xdist workers, the tests grouped by tests/conftest.py (a file, or a
 # folder whose session fixtures build images or compile, runs on one worker, in collection order: tests/runner last);
-# PYTEST_WORKERS=1 runs them all in one process.
-# Default 1 until whole runs on two workers have passed more than once (docs/testing.md).
+# PYTEST_WORKERS=1 runs them all in one process. Default 2 (two whole runs passed on two workers, docs/testing.md);
+# 1 when the tests are given a database of their own (PERFDASH_TEST_DATABASE_URL): each worker would migrate it.
+ifdef PERFDASH_TEST_DATABASE_URL
 PYTEST_WORKERS ?= 1
+else
+PYTEST_WORKERS ?= 2
+endif
 ifeq ($(PYTEST_WORKERS),1)
 PYTEST_PARALLEL := -p no:xdist
 else
