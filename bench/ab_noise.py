@@ -42,6 +42,7 @@ from pydantic import BaseModel
 
 from perfdash.confidence import latency_interval, speedup_interval
 from runner.lifeline import dies_with_this_process
+from runner.manifest import cpu_model, cpu_vector_isa
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "bench" / "data" / "ab_noise_models.toml"
@@ -231,7 +232,8 @@ def analyse(raw_dir: Path, command: str, run_args: Sequence[str] = ()) -> AbNois
             continue
         rows.append(noise_row(model, "speedup", [r.speedup for r in runs], [r.speedup_ci for r in runs]))
         rows.append(noise_row(model, "abs_latency", [r.latency_ms for r in runs], [r.latency_ci for r in runs]))
-    return AbNoise(machine="this machine's 2-core AMD CPU (AVX2 only), shared with other jobs",
+    return AbNoise(machine=f"{os.cpu_count()} cores of {cpu_model()}, {cpu_vector_isa()} (the load beside it: see the "
+                           "command's notes)",
                    configuration=f"perfdash run --suite {SUITE} --models-file {MODELS.relative_to(ROOT)} "
                                  "--performance --batch-size 4 (inductor, float32, inference, cpu, default repeats)"
                                  + (f" {' '.join(run_args)}" if run_args else ""),

@@ -39,6 +39,21 @@ def cpu_model() -> str:
     return match.group(1).strip() if match else "unknown"
 
 
+def cpu_vector_isa(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The widest x86 vector extension /proc/cpuinfo lists (AMX, AVX-512, AVX2), or "unknown": benches name the
+    machine they measured on with it, since Inductor's CPU kernels (and their speed) depend on it."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "unknown"
+    match = re.search(r"^flags\s*:\s*(.+)$", text, re.MULTILINE)
+    flags = set(match.group(1).split()) if match else set()
+    for flag, name in (("amx_tile", "AMX"), ("avx512f", "AVX-512"), ("avx2", "AVX2")):
+        if flag in flags:
+            return name
+    return "unknown"
+
+
 def gpu_info() -> tuple[str | None, str | None]:
     """(GPU name, driver version) from nvidia-smi, or (None, None)."""
     try:
