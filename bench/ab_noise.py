@@ -33,9 +33,10 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
@@ -174,25 +175,31 @@ class RunValue:
     latency_ci: tuple[float, float] | None
 
 
-def read_runs(raw_dir: Path) -> dict[str, list[RunValue]]:
-    """Per model, the runs in the order they were measured (a run where the model failed is left out)."""
-    per_model: dict[str, list[RunValue]] = {}
+def sample_rows(raw_dir: Path) -> Iterator[dict[str, Any]]:
+    """Each model's samples row of each run, runs in the order they were measured; a model that failed (no pairs)
+    is left out."""
     for run in sorted(raw_dir.glob("run_*")):
         samples = run / SAMPLES_FILE
         if not samples.exists():
             continue
         for line in samples.read_text().splitlines():
             row = json.loads(line)
-            eager, compiled, process = row["eager_ms"], row["compiled_ms"], row.get("process") or ()
-            if not eager or not compiled:
-                continue
-            speedup = statistics.median(eager) / statistics.median(compiled)
-            ci = speedup_interval(eager, compiled, process=process)
-            latency_ci = latency_interval(compiled, process=process)
-            per_model.setdefault(row["name"], []).append(RunValue(
-                speedup=speedup, latency_ms=statistics.median(compiled),
-                speedup_ci=(ci.low, ci.high) if ci else None,
-                latency_ci=(latency_ci.low, latency_ci.high) if latency_ci else None))
+            if row["eager_ms"] and row["compiled_ms"]:
+                yield row
+
+
+def read_runs(raw_dir: Path) -> dict[str, list[RunValue]]:
+    """Per model, the runs in the order they were measured (a run where the model failed is left out)."""
+    per_model: dict[str, list[RunValue]] = {}
+    for row in sample_rows(raw_dir):
+        eager, compiled, process = row["eager_ms"], row["compiled_ms"], row.get("process") or ()
+        speedup = statistics.median(eager) / statistics.median(compiled)
+        ci = speedup_interval(eager, compiled, process=process)
+        latency_ci = latency_interval(compiled, process=process)
+        per_model.setdefault(row["name"], []).append(RunValue(
+            speedup=speedup, latency_ms=statistics.median(compiled),
+            speedup_ci=(ci.low, ci.high) if ci else None,
+            latency_ci=(latency_ci.low, latency_ci.high) if latency_ci else None))
     return per_model
 
 

@@ -23,7 +23,6 @@ Nothing is measured here: it reads the raw runs (``run_*/<samples file>``) only.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.ab_noise import SAMPLES_FILE
+from bench.ab_noise import sample_rows
 
 
 @dataclass(frozen=True)
@@ -50,17 +49,10 @@ class RunPairs:
 def read_pairs(raw_dir: Path) -> dict[str, list[RunPairs]]:
     """Per model, its pairs in each run, in the order the runs were measured (failed models left out)."""
     per_model: dict[str, list[RunPairs]] = {}
-    for run in sorted(raw_dir.glob("run_*")):
-        samples = run / SAMPLES_FILE
-        if not samples.exists():
-            continue
-        for line in samples.read_text().splitlines():
-            row = json.loads(line)
-            if not row["eager_ms"] or not row["compiled_ms"]:
-                continue
-            process = row.get("process") or [0] * len(row["eager_ms"])
-            per_model.setdefault(row["name"], []).append(RunPairs(
-                np.asarray(row["eager_ms"], float), np.asarray(row["compiled_ms"], float), np.asarray(process, int)))
+    for row in sample_rows(raw_dir):
+        process = row.get("process") or [0] * len(row["eager_ms"])
+        per_model.setdefault(row["name"], []).append(RunPairs(
+            np.asarray(row["eager_ms"], float), np.asarray(row["compiled_ms"], float), np.asarray(process, int)))
     return per_model
 
 
