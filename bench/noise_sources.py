@@ -13,7 +13,12 @@ Each run's pairs carry the worker process that timed them. Per model this prints
   (a drift of the machine over the measurement), and the CV without the outlying runs (more than 3 robust SDs from
   the median: a minute the machine was busy with something else);
 - the between-run CV of other estimators of the same speedup, from the same pairs (median of the per-process
-  speedups, their geometric mean, the median of the per-pair ratios), so a better estimator shows as a smaller CV.
+  speedups, their geometric mean, the median of the per-pair ratios), so a better estimator shows as a smaller CV;
+- where the runs measured it (``contention`` in the samples, runner/contention.py), what competed with each worker's
+  timed loop for the CPU beside how far that worker's speedup lay from the model's median: the rank correlation of
+  the two, the most any process of an outlying run saw, and the between-run CV if the processes above a limit of
+  steal or pressure had been measured again (left out here) — whether a run can recognise its own outlying
+  measurement from outside the model before a rule re-measures it.
 
     python -m bench.noise_sources --raw-dir /tmp/ab_noise_runs_processes_3
 
@@ -25,25 +30,45 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import spearmanr
 
 from bench.ab_noise import sample_rows
+
+# A worker's timed loop counts as contended above either share (the defaults of --steal-limit, --pressure-limit): a
+# loop that lost 1 % of the machine to the hypervisor, or waited for a CPU 5 % of its wall time, against a quiet
+# machine's near-zero.
+STEAL_LIMIT = 0.01
+PRESSURE_LIMIT = 0.05
 
 
 @dataclass(frozen=True)
 class RunPairs:
-    """One model's pairs in one run, with the worker process of each."""
+    """One model's pairs in one run, with the worker process of each and, where measured, what competed with each
+    worker's timed loop (worker -> share of the machine stolen, share of the loop's wall time under CPU pressure)."""
 
     eager: np.ndarray
     compiled: np.ndarray
     process: np.ndarray
+    steal: dict[int, float] = field(default_factory=dict)
+    pressure: dict[int, float] = field(default_factory=dict)
+
+    def workers(self) -> np.ndarray:
+        return np.unique(self.process)
 
     def process_speedups(self) -> np.ndarray:
         return np.array([np.median(self.eager[self.process == p]) / np.median(self.compiled[self.process == p])
-                         for p in np.unique(self.process)])
+                         for p in self.workers()])
+
+    def without(self, dropped: set[int]) -> RunPairs:
+        """The run as if the ``dropped`` workers had not been kept (their pairs left out)."""
+        keep = ~np.isin(self.process, sorted(dropped))
+        return RunPairs(self.eager[keep], self.compiled[keep], self.process[keep],
+                        {w: v for w, v in self.steal.items() if w not in dropped},
+                        {w: v for w, v in self.pressure.items() if w not in dropped})
 
 
 def read_pairs(raw_dir: Path) -> dict[str, list[RunPairs]]:
@@ -51,8 +76,11 @@ def read_pairs(raw_dir: Path) -> dict[str, list[RunPairs]]:
     per_model: dict[str, list[RunPairs]] = {}
     for row in sample_rows(raw_dir):
         process = row.get("process") or [0] * len(row["eager_ms"])
+        contention = row.get("contention") or ()
         per_model.setdefault(row["name"], []).append(RunPairs(
-            np.asarray(row["eager_ms"], float), np.asarray(row["compiled_ms"], float), np.asarray(process, int)))
+            np.asarray(row["eager_ms"], float), np.asarray(row["compiled_ms"], float), np.asarray(process, int),
+            steal={c["process"]: c["steal_share"] for c in contention if c.get("steal_share") is not None},
+            pressure={c["process"]: c["pressure_share"] for c in contention if c.get("pressure_share") is not None}))
     return per_model
 
 
@@ -123,6 +151,96 @@ def sources(model: str, runs: Sequence[RunPairs]) -> Sources:
         estimator_cv_pct={name: _cv_pct([f(r) for r in runs]) for name, f in ESTIMATORS.items()})
 
 
+@dataclass(frozen=True)
+class ContentionReading:
+    """One model's worker processes against what competed with their timed loops (only runs that measured it)."""
+
+    model: str
+    workers: int  # worker loops with a contention reading
+    steal_median: float
+    steal_max: float
+    pressure_median: float
+    pressure_max: float
+    # Spearman's rank correlation of each worker's distance from the model's median speedup (|log|) with its steal
+    # and its pressure share, and the two-sided p-value of each; nan when a share never varies.
+    steal_rho: float
+    steal_p: float
+    pressure_rho: float
+    pressure_p: float
+    outlying_runs_worst: dict[int, tuple[float, float]]  # outlying run -> the most steal and pressure of its workers
+    contended_workers: int  # above the limits
+    # the median distance (|log|, %) from the model's median speedup of the contended workers and of the others
+    contended_distance_pct: float
+    quiet_distance_pct: float
+    cv_without_contended_pct: float  # the between-run CV with those workers' pairs left out
+
+
+def contention_reading(model: str, runs: Sequence[RunPairs], outlying_runs: Sequence[int],
+                       steal_limit: float = STEAL_LIMIT, pressure_limit: float = PRESSURE_LIMIT
+                       ) -> ContentionReading | None:
+    """None when no run of the model measured contention (files from before runner/contention.py)."""
+    measured = [r for r in runs if r.steal or r.pressure]
+    if not measured:
+        return None
+    center = float(np.median(np.concatenate([np.log(r.process_speedups()) for r in measured])))
+    distance, steal, pressure = [], [], []
+    for r in measured:
+        for worker, speedup in zip(r.workers(), r.process_speedups(), strict=True):
+            distance.append(abs(math.log(speedup) - center))
+            steal.append(r.steal.get(int(worker), 0.0))
+            pressure.append(r.pressure.get(int(worker), 0.0))
+    is_contended = [s > steal_limit or p > pressure_limit for s, p in zip(steal, pressure, strict=True)]
+
+    def median_distance_pct(contended_ones: bool) -> float:
+        picked = [d for d, c in zip(distance, is_contended, strict=True) if c == contended_ones]
+        return float(np.median(picked)) * 100 if picked else math.nan
+
+    def rank(shares: list[float]) -> tuple[float, float]:
+        if len(set(shares)) < 2 or len(set(distance)) < 2:
+            return math.nan, math.nan
+        result = spearmanr(distance, shares)
+        return float(result.statistic), float(result.pvalue)
+
+    def contended(r: RunPairs) -> set[int]:
+        return {int(w) for w in r.workers()
+                if r.steal.get(int(w), 0.0) > steal_limit or r.pressure.get(int(w), 0.0) > pressure_limit}
+
+    # a run whose every worker was contended keeps them all: a rule would measure it again, not drop it
+    cleaned = [r.without(drop) if (drop := contended(r)) and drop != set(map(int, r.workers())) else r for r in runs]
+    pooled = [ESTIMATORS["pooled median ratio (perfdash)"](r) for r in cleaned]
+    steal_rho, steal_p = rank(steal)
+    pressure_rho, pressure_p = rank(pressure)
+    return ContentionReading(
+        model=model, workers=len(distance),
+        steal_median=float(np.median(steal)), steal_max=max(steal),
+        pressure_median=float(np.median(pressure)), pressure_max=max(pressure),
+        steal_rho=steal_rho, steal_p=steal_p, pressure_rho=pressure_rho, pressure_p=pressure_p,
+        outlying_runs_worst={i: (max(runs[i].steal.values(), default=0.0), max(runs[i].pressure.values(), default=0.0))
+                             for i in outlying_runs},
+        contended_workers=sum(len(contended(r)) for r in runs),
+        contended_distance_pct=median_distance_pct(True), quiet_distance_pct=median_distance_pct(False),
+        cv_without_contended_pct=_cv_pct(pooled) if len(pooled) > 1 else math.nan)
+
+
+def print_contention(readings: Sequence[ContentionReading], steal_limit: float, pressure_limit: float) -> None:
+    print()
+    print("what competed with each worker's timed loop (shares; rho: Spearman's, against the worker's distance from "
+          "the median speedup)")
+    print(f"{'model':24} {'workers':>7} {'steal med/max':>15} {'pressure med/max':>17} {'rho steal (p)':>15} "
+          f"{'rho pressure (p)':>17} {'contended':>9} {'off% c/q':>11} {'CV% without':>11}  "
+          "outlying runs: worst steal/pressure")
+    for c in readings:
+        worst = "; ".join(f"run {i}: {s:.4f}/{p:.4f}" for i, (s, p) in c.outlying_runs_worst.items()) or "-"
+        print(f"{c.model:24} {c.workers:>7} {c.steal_median:>7.4f}/{c.steal_max:<7.4f} "
+              f"{c.pressure_median:>8.4f}/{c.pressure_max:<8.4f} {c.steal_rho:>6.2f} ({c.steal_p:.3f}) "
+              f"{c.pressure_rho:>8.2f} ({c.pressure_p:.3f}) {c.contended_workers:>9} "
+              f"{c.contended_distance_pct:>5.2f}/{c.quiet_distance_pct:<5.2f} {c.cv_without_contended_pct:>11.2f}"
+              f"  {worst}")
+    print(f"(contended: steal share > {steal_limit:g} or pressure share > {pressure_limit:g}; 'off% c/q': the median "
+          "distance of contended / quiet workers from the median speedup; 'CV% without': the between-run CV of the "
+          "speedup with the contended workers' pairs left out, as if measured again)")
+
+
 def print_sources(rows: Sequence[Sources]) -> None:
     print(f"{'model':24} {'runs':>4} {'K':>2} {'between-run CV%':>15} {'process CV%':>11} "
           f"{'/sqrt(K)':>8} {'run-level CV%':>13} {'detrended CV%':>13} {'no outliers CV%':>15}  outlying runs")
@@ -140,12 +258,21 @@ def print_sources(rows: Sequence[Sources]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--raw-dir", type=Path, required=True, help="bench.ab_noise's raw runs (run_*/...)")
+    parser.add_argument("--steal-limit", type=float, default=STEAL_LIMIT,
+                        help="a worker's loop is contended above this share of the machine stolen (%(default)s)")
+    parser.add_argument("--pressure-limit", type=float, default=PRESSURE_LIMIT,
+                        help="... or above this share of its wall time under CPU pressure (%(default)s)")
     args = parser.parse_args(argv)
     per_model = read_pairs(args.raw_dir)
-    rows = [sources(m, runs) for m, runs in sorted(per_model.items()) if len(runs) >= 3]
-    if not rows:
+    models = [(m, runs) for m, runs in sorted(per_model.items()) if len(runs) >= 3]
+    if not models:
         raise SystemExit(f"{args.raw_dir}: fewer than 3 runs of any model")
+    rows = [sources(m, runs) for m, runs in models]
     print_sources(rows)
+    readings = [c for (m, runs), row in zip(models, rows, strict=True)
+                if (c := contention_reading(m, runs, row.outlying_runs, args.steal_limit, args.pressure_limit))]
+    if readings:
+        print_contention(readings, args.steal_limit, args.pressure_limit)
     return 0
 
 

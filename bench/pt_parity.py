@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -53,6 +54,7 @@ from bench.machine_calibration import (
 from bench.pt_lists import LIST_FILES, MIN_SAMPLE, ListedModel, ListError, read_list, sample_suite
 from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR
 from runner.lifeline import dies_with_this_process
+from runner.options import DEFAULT_WARMUP
 
 REPO = Path(__file__).resolve().parents[1]
 # Issue 18's five models at the batch sizes of the recorded "before" table (small enough for a 2-core machine).
@@ -63,6 +65,7 @@ METRICS = ("speedup", "abs_latency", "compilation_latency", "compression_ratio",
 # The issue's targets: (metric, allowed relative difference of perfdash / PyTorch from 1).
 TARGETS = {"speedup": 0.05, "abs_latency": 0.05, "compilation_latency": 0.10, "compression_ratio": 0.10}
 SIDES = ("pytorch", "perfdash")
+TIMED_OUT = "timed out"  # how a run past --timeout begins its error
 # Sampled models run at these batch sizes (issue 32's settings for a 2-core machine) unless --batch-size is given.
 SAMPLE_BATCH = {"timm_models": 8, "huggingface": 2, "torchbench": 4}
 # The models parity was tuned on (issue 18's five, DEFAULT_MODELS): a sample never draws them.
@@ -236,7 +239,7 @@ def run_one(args: argparse.Namespace, side: str, model: Model, kind: str, rnd: i
             if proc.returncode:
                 result.error = f"exit {proc.returncode} (log: {run_dir / 'log.txt'})"
         except subprocess.TimeoutExpired:
-            result.error = f"timed out after {args.timeout:.0f} s"
+            result.error = f"{TIMED_OUT} after {args.timeout:.0f} s"
     result.wall_s = time.perf_counter() - start
     result.load_after = os.getloadavg()[0]
     csvs = [out_csv] if side == "pytorch" else sorted((run_dir / "out").glob(f"*_{kind}.csv"))
@@ -424,6 +427,62 @@ def account_table(models: list[Model], results: list[RunResult]) -> list[str]:
     return lines
 
 
+def compile_rounds(model: Model, results: list[RunResult]) -> list[float]:
+    """perfdash's compile latency over PyTorch's in each round that measured both (the two runs of a round ran one
+    after the other, so the machine's slower spells fall mostly between rounds, not between the sides)."""
+    per_round: dict[int, dict[str, float]] = {}
+    for r in results:
+        if r.model == model.label and r.kind == "performance" and \
+                (value := number(r.row, "compilation_latency")) is not None:
+            per_round.setdefault(r.round, {})[r.side] = value
+    return [sides["perfdash"] / sides["pytorch"] for _, sides in sorted(per_round.items())
+            if sides.get("pytorch") and "perfdash" in sides]
+
+
+def warmup_blocks_per_compile_second(model: Model, results: list[RunResult]) -> float | None:
+    """Seconds of the two warm-up blocks whose difference compile latency is (DEFAULT_WARMUP eager steps and as many
+    compiled ones, from PyTorch's medians) per second of that compile latency: a step noise of x % moves one round's
+    compile latency by about this many times x %."""
+    rows = [r.row for r in results if r.model == model.label and r.side == "pytorch" and r.kind == "performance"]
+    speedup = median([v for row in rows if (v := number(row, "speedup")) is not None])
+    compiled_ms = median([v for row in rows if (v := number(row, "abs_latency")) is not None])
+    compile_s = median([v for row in rows if (v := number(row, "compilation_latency")) is not None])
+    if speedup is None or compiled_ms is None or not compile_s:
+        return None
+    return DEFAULT_WARMUP * compiled_ms * (1 + speedup) / 1000 / compile_s
+
+
+def compile_verdict(ratios: list[float]) -> str:
+    """Settled within the compile target, or outside it on one side, when every round agrees; unsettled when the
+    rounds disagree (one within and one outside, or outside on both sides: more rounds decide the median); not
+    measured without a round."""
+    if not ratios:
+        return "not measured"
+    places = {"within" if within_target("compilation_latency", ratio, 1.0) else
+              "above" if ratio > 1 else "below" for ratio in ratios}
+    if len(places) > 1:
+        return "unsettled"
+    return "within" if places == {"within"} else "outside"
+
+
+def compile_account_table(models: list[Model], results: list[RunResult]) -> list[str]:
+    """Per cell, compile latency's ratio in each round beside how much warm-up stepping it is the difference of, and
+    whether the rounds agree on the verdict; then the counts."""
+    lines = ["| model | compile perfdash / PyTorch, each round | median | warm-up blocks s per compile s | rounds |",
+             "|---|---|---|---|---|"]
+    counts: dict[str, int] = {}
+    for model in models:
+        ratios = compile_rounds(model, results)
+        verdict = compile_verdict(ratios)
+        counts[verdict] = counts.get(verdict, 0) + 1
+        blocks = warmup_blocks_per_compile_second(model, results)
+        lines.append(f"| {model.label} | {', '.join(f'{r:.3f}' for r in ratios) or '–'} | {fmt(median(ratios))} | "
+                     f"{fmt(blocks, 2)} | {verdict} |")
+    lines += ["", "Compile latency cells: " + ", ".join(f"{counts.get(v, 0)} {v}" for v in
+                                                          ("within", "outside", "unsettled", "not measured")) + "."]
+    return lines
+
+
 def rounds_table(results: list[RunResult]) -> list[str]:
     lines = ["| round | side | model | speedup | abs_latency ms | compile s | compression | eager_peak_mem | "
              "dynamo_peak_mem | machine ms before → after | wall s | load before → after |",
@@ -469,7 +528,13 @@ def report(args: argparse.Namespace, models: list[Model], results: list[RunResul
                "figure / PyTorch's, medians over the rounds (above 1: the machine was slower while perfdash ran); "
                "abs_latency ÷ machine = the ratio with each run's latency divided by its own calibration figure; "
                f"moved: more than ±{MOVE_TOLERANCE:.0%}.", "", *account_table(models, results), ""]
-    return "\n".join(head + shares + machine + summary_table(models, results, first_use)
+    compile_part = [f"Compile latency by round: PyTorch's compilation_latency is the compiled warm-up block "
+                    f"({DEFAULT_WARMUP} steps, the compile included) less the eager one ({DEFAULT_WARMUP} steps), so "
+                    "a model whose steps are long carries their noise into it (the blocks' seconds per compile "
+                    f"second); within / outside ±{TARGETS['compilation_latency']:.0%} when every round agrees, "
+                    "unsettled when the rounds fall on both sides of the target (one more round decides it).", "",
+                    *compile_account_table(models, results), ""]
+    return "\n".join(head + shares + machine + compile_part + summary_table(models, results, first_use)
                      + ["", "Every round:", ""] + rounds_table(results)) + "\n"
 
 
@@ -518,12 +583,56 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# PyTorch's performance process holds a model's weights three times (the loaded model, the timed deep copy, the
+# eager warm-up's copy of that: benchmarks/dynamo/common.py, bench/README.md "Peak memory"), and so does perfdash's.
+WEIGHT_COPIES = 3
+
+
+def _hf_weight_bytes(entries: list[tuple[str, str, dict[str, object]]]) -> dict[str, int]:
+    """Each (name, builder, options) huggingface entry's weight bytes, built on the meta device (runs in a child)."""
+    from runner.suites.base import ModelSpec
+    from runner.suites.builders import hf_weight_bytes
+
+    return {name: hf_weight_bytes(ModelSpec(name=name, batch_size=1, builder=builder, options=options))
+            for name, builder, options in entries}
+
+
+def hf_weight_sizes(entries: list[tuple[str, str, dict[str, object]]]) -> dict[str, int]:
+    """``_hf_weight_bytes`` in a spawned child, which exits with what it imported."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as child:
+        return child.submit(_hf_weight_bytes, entries).result()
+
+
+def too_large_here(listed: list[ListedModel], memory_bytes: int | None = None) -> dict[str, str]:
+    """The listed huggingface models whose weights, held WEIGHT_COPIES times, exceed this machine's memory, each
+    with its size: both sides would be killed for memory while timing them (BlenderbotForCausalLM: two OOM kills at
+    22.8 GB on a 24 GiB machine, bench/README.md), and the kills take the machine's page cache with them. Sizes are
+    counted from perfdash's own list entries on the meta device, in a child process: torch and transformers stay
+    out of the bench's process, which lives for hours."""
+    from runner.suites import get_suite
+
+    suite = get_suite("huggingface")
+    specs = {m.name: m for model_list in ("default", "extended") if model_list in suite.model_lists()
+             for m in suite.models(model_list=model_list)}
+    entries = [(m.name, specs[m.name].builder, dict(specs[m.name].options)) for m in listed if m.name in specs]
+    sizes = hf_weight_sizes(entries) if entries else {}
+    memory = memory_bytes or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {name: f"its weights, {size / 1e9:.1f} GB, held {WEIGHT_COPIES} times as both harnesses hold them, exceed "
+                  f"this machine's {memory / 2**30:.0f} GiB of memory"
+            for name, size in sizes.items() if WEIGHT_COPIES * size > memory}
+
+
 def unrunnable_here(suite: str, listed: list[ListedModel]) -> dict[str, str]:
-    """The listed TorchBench models that cannot be built on this machine, each with why: not in the installed
+    """The listed models that cannot run on this machine, each with why. TorchBench's: not in the installed
     TorchBench at all, input data their install.py downloads that this machine's TorchBench tree lacks, or pretrained
-    weights their build downloads (runner.torchbench_weights; this machine has no network and no hub cache). They
-    fail on both sides here (perfdash records model_fail_to_load naming the data or the download), so a sample never
-    draws them."""
+    weights their build downloads (runner.torchbench_weights; this machine has no network and no hub cache); they
+    fail on both sides here (perfdash records model_fail_to_load naming the data or the download). Hugging Face's:
+    too large for this machine's memory (``too_large_here``). A sample never draws them."""
+    if suite == "huggingface":
+        return too_large_here(listed)
     if suite != "torchbench":
         return {}
     from runner.suites.torchbench import installed_tree, missing_data
@@ -576,6 +685,58 @@ def draw_lines(args: argparse.Namespace) -> list[str]:
     return lines
 
 
+def run_rounds(args: argparse.Namespace, models: list[Model], work: Path,
+               run: Callable[..., RunResult] = run_one,
+               calibrate: Callable[[argparse.Namespace, Path], Calibration | None] = calibrate_machine,
+               first_use_of: Callable[[argparse.Namespace, Path], tuple[float, float] | None] = first_use_cost,
+               ) -> tuple[list[RunResult], list[tuple[float, float]], list[float]]:
+    """Every round of every model on both sides (``run``, ``calibrate`` and ``first_use_of``: what runs them,
+    replaceable in tests), each result appended to ``work``/results.jsonl as it comes; the results, the first-use
+    costs and the loads seen."""
+    results: list[RunResult] = []
+    first_use: list[tuple[float, float]] = []
+    loads = [os.getloadavg()[0]]
+    raw = (work / "results.jsonl").open("a")
+    # A model one of whose runs ran past --timeout is not run again, on either side or in a later round: it cannot be
+    # measured on this machine within the timeout, and every further try would cost the timeout again.
+    gave_up: dict[str, str] = {}
+    for rnd in range(1, args.rounds + 1):
+        if (cost := first_use_of(args, work)) is not None:
+            first_use.append(cost)
+            raw.write(json.dumps({"round": rnd, "inductor_import_s": cost[0], "inductor_first_use_s": cost[1]}) + "\n")
+        for i, model in enumerate(models):
+            order = SIDES if (rnd + i) % 2 else tuple(reversed(SIDES))  # swap who goes first each round
+            kinds = ["performance"] + (["accuracy"] if rnd == 1 and not args.no_accuracy else [])
+            for kind in kinds:
+                # Before the first side, between the two (the first's after, the second's before), after the second.
+                calibration = calibrate(args, work) \
+                    if kind == "performance" and model.label not in gave_up else None
+                for side in order:
+                    skipped = model.label in gave_up
+                    if skipped:
+                        res = RunResult(side, model.label, rnd, kind, error=f"not run: {gave_up[model.label]}",
+                                        load_before=os.getloadavg()[0], load_after=os.getloadavg()[0])
+                    else:
+                        res = run(args, side, model, kind, rnd, work)
+                        if res.error.startswith(TIMED_OUT):
+                            gave_up[model.label] = f"its {side} {kind} run in round {rnd} {res.error}"
+                    if kind == "performance" and not skipped:
+                        res.calibration_before = calibration
+                        res.calibration_after = calibration = calibrate(args, work)
+                    results.append(res)
+                    loads += [res.load_before, res.load_after]
+                    raw.write(json.dumps(asdict(res)) + "\n")
+                    raw.flush()
+                    shown = res.row.get("speedup") or res.row.get("accuracy") or res.error
+                    machine = " → ".join(fmt(c.figure_ms if c else None, 1)
+                                         for c in (res.calibration_before, res.calibration_after))
+                    print(f"round {rnd} {side:8} {kind:11} {model.label}: {shown} ({res.wall_s:.0f} s, load "
+                          f"{res.load_after:.2f}{f', machine {machine} ms' if kind == 'performance' else ''})",
+                          file=sys.stderr)
+    raw.close()
+    return results, first_use, loads
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.sampled, args.left_out = {}, {}
@@ -604,35 +765,7 @@ def main(argv: list[str] | None = None) -> int:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="pt-parity-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"runs write under {work}", file=sys.stderr)
-    results: list[RunResult] = []
-    first_use: list[tuple[float, float]] = []
-    loads = [os.getloadavg()[0]]
-    raw = (work / "results.jsonl").open("a")
-    for rnd in range(1, args.rounds + 1):
-        if (cost := first_use_cost(args, work)) is not None:
-            first_use.append(cost)
-            raw.write(json.dumps({"round": rnd, "inductor_import_s": cost[0], "inductor_first_use_s": cost[1]}) + "\n")
-        for i, model in enumerate(models):
-            order = SIDES if (rnd + i) % 2 else tuple(reversed(SIDES))  # swap who goes first each round
-            kinds = ["performance"] + (["accuracy"] if rnd == 1 and not args.no_accuracy else [])
-            for kind in kinds:
-                # Before the first side, between the two (the first's after, the second's before), after the second.
-                calibration = calibrate_machine(args, work) if kind == "performance" else None
-                for side in order:
-                    res = run_one(args, side, model, kind, rnd, work)
-                    if kind == "performance":
-                        res.calibration_before = calibration
-                        res.calibration_after = calibration = calibrate_machine(args, work)
-                    results.append(res)
-                    loads += [res.load_before, res.load_after]
-                    raw.write(json.dumps(asdict(res)) + "\n")
-                    raw.flush()
-                    shown = res.row.get("speedup") or res.row.get("accuracy") or res.error
-                    machine = " → ".join(fmt(c.figure_ms if c else None, 1)
-                                         for c in (res.calibration_before, res.calibration_after))
-                    print(f"round {rnd} {side:8} {kind:11} {model.label}: {shown} ({res.wall_s:.0f} s, load "
-                          f"{res.load_after:.2f}{f', machine {machine} ms' if kind == 'performance' else ''})",
-                          file=sys.stderr)
+    results, first_use, loads = run_rounds(args, models, work)
     text = report(args, models, results, first_use, loads)
     print(text)
     if args.out:

@@ -597,6 +597,48 @@ def completed_models(path: Path) -> set[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class LoopContention:
+    """What competed with one worker's timed loop for the CPU (runner.contention reads it from Linux around the loop).
+
+    ``steal_share``: the share of all CPUs' time that the hypervisor gave to someone else (/proc/stat ``steal``), the
+    machine's own noise on a VM, which nothing on the guest can see otherwise; ``pressure_share``: the share of the
+    loop's wall time in which some runnable task waited for a CPU (/proc/pressure/cpu ``some``): other work on this
+    machine, or more threads than cores; ``involuntary_switches``: how often the worker's threads were preempted
+    (getrusage). A figure the kernel does not report is None. ``process``: the worker (as ``ModelSamples.process``).
+    """
+
+    process: int
+    wall_s: float
+    steal_share: float | None = None
+    pressure_share: float | None = None
+    involuntary_switches: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.process < 0 or not math.isfinite(self.wall_s) or self.wall_s < 0:
+            raise ValueError("contention needs a worker index and a finite non-negative wall time")
+        for label, share in (("steal_share", self.steal_share), ("pressure_share", self.pressure_share)):
+            if share is not None and (not math.isfinite(share) or not 0.0 <= share <= 1.0):
+                raise ValueError(f"{label} must be a share of time")
+        if self.involuntary_switches is not None and self.involuntary_switches < 0:
+            raise ValueError("involuntary_switches counts, it is never negative")
+
+    def to_json(self) -> dict[str, float | int | None]:
+        return {"process": self.process, "wall_s": round(self.wall_s, 4),
+                "steal_share": None if self.steal_share is None else round(self.steal_share, 5),
+                "pressure_share": None if self.pressure_share is None else round(self.pressure_share, 5),
+                "involuntary_switches": self.involuntary_switches}
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> LoopContention:
+        switches = data.get("involuntary_switches")
+        return cls(process=int(data["process"]),  # type: ignore[call-overload]
+                   wall_s=float(data["wall_s"]),  # type: ignore[arg-type]
+                   steal_share=_optional_float(data.get("steal_share")),
+                   pressure_share=_optional_float(data.get("pressure_share")),
+                   involuntary_switches=None if switches is None else int(switches))  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True, slots=True)
 class ModelSamples:
     """perfdash's own per-model record: raw per-iteration timings, ms (interleaved: eager_ms[i] and compiled_ms[i] ran
     back to back), and perfdash's activation peak, GB of 10^9 bytes: the peak of one warm step above what was in use
@@ -621,10 +663,16 @@ class ModelSamples:
     # empty for one process. perfdash.confidence resamples by it: what differs between processes also differs between
     # runs. Written only when set, so a one-process file reads (and hashes) as before.
     process: tuple[int, ...] = ()
+    # What competed with each worker's timed loop for the CPU (one entry per worker that timed, in order; absent in
+    # older files): bench/noise_sources.py reads it beside the runs it calls outlying.
+    contention: tuple[LoopContention, ...] = ()
 
     def __post_init__(self) -> None:
         if self.process and (len(self.process) != len(self.eager_ms) or min(self.process) < 0):
             raise ValueError("process must hold one non-negative worker index per pair")
+        workers = [c.process for c in self.contention]
+        if len(set(workers)) != len(workers) or not set(workers) <= (set(self.process) or {0}):
+            raise ValueError("contention holds at most one entry per worker that timed pairs")
         if len(self.kernel_times) > MAX_KERNEL_TIMES or len(self.code_source or "") > MAX_SOURCE_CHARS:
             raise ValueError("kernel_times and code_source are bounded")
         for label, values in (("eager_ms", self.eager_ms), ("compiled_ms", self.compiled_ms)):
@@ -648,7 +696,7 @@ class ModelSamples:
 
     def to_json(self) -> str:
         out = {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)
-               if f.name not in _GENERATED_CODE_FIELDS}
+               if f.name not in _SELF_WRITTEN_FIELDS}
         # written only when measured, so a samples file without them reads (and hashes) as before
         if self.code is not None:
             out["code"] = self.code.to_json()
@@ -658,6 +706,8 @@ class ModelSamples:
             out["code_source"] = self.code_source
         if not self.process:
             del out["process"]
+        if self.contention:
+            out["contention"] = [c.to_json() for c in self.contention]
         return json.dumps(out)
 
     @classmethod
@@ -672,10 +722,12 @@ class ModelSamples:
                    code=CodeFingerprint.from_json(data["code"]) if data.get("code") else None,
                    kernel_times=tuple(KernelTime.from_json(k) for k in data.get("kernel_times") or ()),
                    code_source=str(data["code_source"]) if data.get("code_source") else None,
-                   process=tuple(int(p) for p in data.get("process") or ()))
+                   process=tuple(int(p) for p in data.get("process") or ()),
+                   contention=tuple(LoopContention.from_json(c) for c in data.get("contention") or ()))
 
 
-_GENERATED_CODE_FIELDS = ("code", "kernel_times", "code_source")
+# Fields to_json writes itself (nested records, or only when measured), not through the generic loop.
+_SELF_WRITTEN_FIELDS = ("code", "kernel_times", "code_source", "contention")
 
 
 def throughput(batch_size: int, step_ms: Sequence[float], world_size: int = 1) -> float | None:

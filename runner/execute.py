@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import os
 import random
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -43,7 +44,8 @@ from runner import accuracy as acc
 from runner.backends import BACKEND_SPECS
 from runner.backends.worker import LazyBackendModel
 from runner.check_settings import accuracy_settings
-from runner.generated_code import Captured, capture, kernel_profile
+from runner.contention import ContentionMeter
+from runner.generated_code import Captured, capture, kernel_profile, profile_steps
 from runner.measure import TORCH_DTYPES, PeakMemory, autocast, timed, warmup
 from runner.optimizer import make_optimizer
 from runner.protocol import (
@@ -416,7 +418,8 @@ def _diagnose(timed: Timed, job: Job, phases: Phases, cut: dict[str, str]) -> Pe
     kernels: tuple[KernelTime, ...] = ()
     with phases.enter(PHASE_KERNEL_PROFILE):
         try:
-            kernels = kernel_profile(timed.compiled_step, job.device)
+            step_s = statistics.median(timed.performance.compiled_ms) / 1000
+            kernels = kernel_profile(timed.compiled_step, job.device, steps=profile_steps(step_s))
         except Exception as exc:  # noqa: BLE001 - a profile that fails only leaves the kernel table empty
             cut[PHASE_KERNEL_PROFILE] = f"raised {type(exc).__name__}: {exc}"[:2000]
             print(f"kernel profile failed: {type(exc).__name__}: {exc}", flush=True)
@@ -501,11 +504,12 @@ def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) ->
         eager_ms: list[float] = []
         compiled_ms: list[float] = []
         start = time.perf_counter()
-        for _ in range(job.repeat):
-            seconds, _ = timed(eager_step, job.device)
-            eager_ms.append(seconds * 1000)
-            seconds, _ = timed(compiled_step, job.device)
-            compiled_ms.append(seconds * 1000)
+        with ContentionMeter() as contention:  # read around the loop, nothing inside it
+            for _ in range(job.repeat):
+                seconds, _ = timed(eager_step, job.device)
+                eager_ms.append(seconds * 1000)
+                seconds, _ = timed(compiled_step, job.device)
+                compiled_ms.append(seconds * 1000)
         phases.record("timed_loop_wall", time.perf_counter() - start)
         phases.record("timed", (sum(eager_ms) + sum(compiled_ms)) / 1000)
     performance = Performance(eager_ms=tuple(eager_ms), compiled_ms=tuple(compiled_ms),
@@ -514,6 +518,7 @@ def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) ->
                               dynamo_peak_mem=compiled_warm.peak_mem if torch_allocator or job.device == "cpu"
                               else None,
                               eager_activation_peak_mem=eager_activation,
-                              dynamo_activation_peak_mem=dynamo_activation, stats=GraphStats(**stats))
+                              dynamo_activation_peak_mem=dynamo_activation, stats=GraphStats(**stats),
+                              contention=(contention.result,) if contention.result is not None else ())
     return Timed(performance=performance, compiled_step=compiled_step, code=code if inductor else None)
 

@@ -33,7 +33,19 @@ import torch
 
 from perfdash.generated_code import CodeFingerprint, KernelTime, fingerprint, normalise, pack_source, top_kernels
 
-PROFILE_STEPS = 3  # compiled steps under the profiler
+PROFILE_STEPS = 3  # compiled steps under the profiler, at most
+# Seconds of profiled steps enough for the kernel table: a step this long holds every kernel many times over, and
+# more steps of it only add to the model's wall time (pytorch_unet: 4 steps of 5.5 s made perfdash's wall longer than
+# PyTorch's harness's, which profiles nothing; issue 42's harness-cost target).
+PROFILE_BUDGET_S = 1.0
+
+
+def profile_steps(step_s: float, budget_s: float = PROFILE_BUDGET_S, most: int = PROFILE_STEPS) -> int:
+    """How many compiled steps of ``step_s`` seconds (the timed loop's median) to profile: as many as fit in
+    ``budget_s``, at least one, at most ``most``."""
+    if not step_s > 0:
+        return most
+    return max(1, min(most, int(budget_s / step_s)))
 
 
 def _roots() -> list[str]:

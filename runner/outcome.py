@@ -136,7 +136,7 @@ def interpret(outcome: WorkerOutcome, *, name: str, batch_size: int, dev: str, w
                                    eager_throughput=throughput(batch_size, perf.eager_ms, world_size),
                                    compiled_throughput=throughput(batch_size, perf.compiled_ms, world_size),
                                    code=perf.code, kernel_times=perf.kernel_times, code_source=perf.code_source,
-                                   process=perf.process)
+                                   process=perf.process, contention=perf.contention)
     # The accuracy row carries the check's own counters and compile time, as PyTorch's accuracy CSV does.
     check_stats, check_compile_s = GraphStats(), None
     if result is not None and result.accuracy_stats is not None:
@@ -165,7 +165,8 @@ def pool_processes(first: Performance, later: Sequence[tuple[int, Performance]])
     parts = [(0, first), *later]
     return replace(first, eager_ms=tuple(v for _, p in parts for v in p.eager_ms),
                    compiled_ms=tuple(v for _, p in parts for v in p.compiled_ms),
-                   process=tuple(index for index, p in parts for _ in p.eager_ms))
+                   process=tuple(index for index, p in parts for _ in p.eager_ms),
+                   contention=tuple(replace(c, process=index) for index, p in parts for c in p.contention))
 
 
 def with_timed_results(outcome: WorkerOutcome, performance: Performance) -> WorkerOutcome:

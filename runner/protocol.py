@@ -18,7 +18,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from perfdash.contract import GraphStats
+from perfdash.contract import GraphStats, LoopContention
 from perfdash.generated_code import CodeFingerprint, KernelTime
 from runner.suites.base import ModelSpec, Tolerance
 
@@ -140,6 +140,9 @@ class Performance:
     # the worker process of each pair when the parent pooled several (runner.outcome.pool_processes); a worker
     # never sets it
     process: tuple[int, ...] = ()
+    # what competed with the timed loop for the CPU (runner.contention): one entry from a worker, one per worker
+    # that timed once pooled
+    contention: tuple[LoopContention, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.eager_ms or len(self.eager_ms) != len(self.compiled_ms):
@@ -194,6 +197,7 @@ class WorkerResult:
                 "code": CodeFingerprint.from_json(perf["code"]) if perf.get("code") else None,
                 "kernel_times": tuple(KernelTime(**k) for k in perf.get("kernel_times") or ()),
                 "process": tuple(perf.get("process") or ()),
+                "contention": tuple(LoopContention(**c) for c in perf.get("contention") or ()),
                 "stats": GraphStats(**(perf.get("stats") or {}))}) if perf else None,
             accuracy=data.get("accuracy"),
             failure=Failure(**failure) if failure else None,

@@ -185,21 +185,8 @@ def build_hf(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
     part of the measured graph. Options: ``config`` overrides config fields (tiny test models), ``seq_len`` the
     sequence length PyTorch's ``get_sequence_length`` gives the model's name.
     """
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import transformers
-
-    options = dict(spec.options)
-    seq_len = int(options.pop("seq_len", hf_sequence_length(spec.name)))
-    overrides = dict(options.pop("config", {}))
-    if options:
-        raise SuiteError(f"{spec.name}: unknown hf options {sorted(options)} (expected seq_len, config)")
-    cls = getattr(transformers, spec.builder_target, None)
-    if cls is None:
-        raise ModelLoadError(f"transformers {transformers.__version__} has no class {spec.builder_target!r}")
+    cls, config, seq_len = _hf_class_and_config(spec)
     try:
-        config = cls.config_class(**overrides)
-        if cls.__name__ in _PAD_TOKEN_ZERO or cls.__name__.startswith(("Roberta", "Marian")):
-            config.pad_token_id = 0  # PyTorch: some models need a pad token to handle batch sizes above 1
         module = cls(config)
     except ImportError as exc:  # optional dependency of this model (e.g. sentencepiece, timm backbones)
         raise ModelLoadError(str(exc)) from exc
@@ -213,6 +200,41 @@ def build_hf(spec: ModelSpec, ctx: BuildContext) -> BuiltModel:
     kwargs = hf_inputs(spec.name, cls.__name__, module.config, ctx.batch_size, seq_len,
                        torch.Generator().manual_seed(0))
     return BuiltModel(module=module, kwargs=kwargs, loss=_hf_loss)
+
+
+def _hf_class_and_config(spec: ModelSpec) -> tuple[Any, Any, int]:
+    """The transformers class of a model entry, its config as build_hf builds the model from it, and the input
+    sequence length."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import transformers
+
+    options = dict(spec.options)
+    seq_len = int(options.pop("seq_len", hf_sequence_length(spec.name)))
+    overrides = dict(options.pop("config", {}))
+    if options:
+        raise SuiteError(f"{spec.name}: unknown hf options {sorted(options)} (expected seq_len, config)")
+    cls = getattr(transformers, spec.builder_target, None)
+    if cls is None:
+        raise ModelLoadError(f"transformers {transformers.__version__} has no class {spec.builder_target!r}")
+    try:
+        config = cls.config_class(**overrides)
+    except ImportError as exc:
+        raise ModelLoadError(str(exc)) from exc
+    if cls.__name__ in _PAD_TOKEN_ZERO or cls.__name__.startswith(("Roberta", "Marian")):
+        config.pad_token_id = 0  # PyTorch: some models need a pad token to handle batch sizes above 1
+    return cls, config, seq_len
+
+
+def hf_weight_bytes(spec: ModelSpec) -> int:
+    """Bytes of the parameters and buffers of the model build_hf builds for ``spec``, counted on the meta device:
+    nothing is allocated, so a model too large for the machine can be told before it is built."""
+    cls, config, _ = _hf_class_and_config(spec)
+    try:
+        with torch.device("meta"):
+            module = cls(config)
+    except ImportError as exc:
+        raise ModelLoadError(str(exc)) from exc
+    return sum(t.numel() * t.element_size() for t in (*module.parameters(), *module.buffers()))
 
 
 # Classes PyTorch builds with config.pad_token_id = 0 (besides every Roberta* and Marian* class).

@@ -9,28 +9,35 @@ import numpy as np
 import pytest
 
 from bench.ab_noise import SAMPLES_FILE
-from bench.noise_sources import read_pairs, sources
+from bench.noise_sources import contention_reading, read_pairs, sources
 
 
 def _write_runs(raw: Path, *, runs: int, k: int, run_sd: float, process_sd: float, seed: int = 7,
-                drift: float = 0.0, shifted: dict[int, float] | None = None) -> None:
+                drift: float = 0.0, shifted: dict[int, float] | None = None,
+                stolen: dict[tuple[int, int], tuple[float, float]] | None = None) -> None:
     """A/A runs of one model: true speedup 2.0, each run shifted by N(0, run_sd) in log (plus ``drift`` per run in
     run order, plus ``shifted[run]`` for a few runs), each of its k processes by N(0, process_sd) more, 10 pairs a
-    process with 0.5 % pair noise."""
+    process with 0.5 % pair noise. ``stolen``: with it, every worker's loop has a contention reading, quiet except
+    {(run, worker): (log shift of that worker's speedup, steal share)}."""
     rng = np.random.default_rng(seed)
     for index in range(runs):
         run_shift = rng.normal(0, run_sd) + drift * index + (shifted or {}).get(index, 0.0)
-        eager, compiled, process = [], [], []
+        eager, compiled, process, contention = [], [], [], []
         for p in range(k):
-            level = 2.0 * np.exp(run_shift + rng.normal(0, process_sd))
+            shift, steal = (stolen or {}).get((index, p), (0.0, 0.0))
+            level = 2.0 * np.exp(run_shift + rng.normal(0, process_sd) + shift)
             for _ in range(10):
                 c = 5.0 * np.exp(rng.normal(0, 0.005))
                 compiled.append(c)
                 eager.append(c * level * np.exp(rng.normal(0, 0.005)))
                 process.append(p)
+            contention.append({"process": p, "wall_s": 1.0, "steal_share": steal or float(rng.uniform(0, 0.002)),
+                               "pressure_share": float(rng.uniform(0, 0.01)), "involuntary_switches": 3})
         out = raw / f"run_{index:03d}"
         out.mkdir(parents=True)
         row = {"name": "m", "eager_ms": eager, "compiled_ms": compiled, "process": process}
+        if stolen is not None:
+            row["contention"] = contention
         (out / SAMPLES_FILE).write_text(json.dumps(row) + "\n")
 
 
@@ -62,3 +69,44 @@ def test_a_drift_is_taken_out_by_the_line_and_an_outlying_run_is_named(tmp_path:
     assert outlier.outlying_runs == (9,)
     assert outlier.between_run_cv_pct > 2.5
     assert outlier.cv_without_outlying_pct < 1.0
+
+
+def test_runs_without_contention_readings_give_none(tmp_path: Path) -> None:
+    _write_runs(tmp_path, runs=6, k=3, run_sd=0.0, process_sd=0.01)
+    assert contention_reading("m", read_pairs(tmp_path)["m"], ()) is None
+
+
+def test_workers_whose_loop_lost_the_cpu_are_found_and_leaving_them_out_restores_the_cv(tmp_path: Path) -> None:
+    """Two workers of run 5 and both later workers of run 6 lost 3 % of the machine to the hypervisor and read 10 %
+    slow, as resnet18's compiled loop read in runs 5 and 6 of the 2026-11-29 A/A block: the reading names them, ranks
+    steal with the distance from the median, and the CV without them is the quiet runs'."""
+    stolen = {(5, 0): (-0.10, 0.03), (5, 1): (-0.10, 0.03), (6, 1): (-0.10, 0.03), (6, 2): (-0.10, 0.03)}
+    _write_runs(tmp_path, runs=12, k=3, run_sd=0.0, process_sd=0.005, stolen=stolen)
+    runs = read_pairs(tmp_path)["m"]
+    s = sources("m", runs)
+    assert s.outlying_runs == (5, 6)
+    reading = contention_reading("m", runs, s.outlying_runs)
+    assert reading is not None and reading.workers == 36
+    assert reading.contended_workers == 4
+    assert reading.steal_max == pytest.approx(0.03)
+    assert reading.outlying_runs_worst[5][0] == pytest.approx(0.03)
+    # the contended workers lie 10 % off the median, the others within their 0.5 % scatter
+    assert reading.contended_distance_pct == pytest.approx(10.0, abs=1.5)
+    assert reading.quiet_distance_pct < 1.0
+    assert reading.steal_rho > 0.15  # 4 of 36 workers: the rank correlation says which way, not how sure
+    assert s.between_run_cv_pct > 2.0
+    assert reading.cv_without_contended_pct < 1.0
+
+
+def test_steal_that_does_not_move_the_speedup_is_not_ranked_with_it(tmp_path: Path) -> None:
+    """The same steal planted on workers whose speedup it left alone: no rank correlation, and leaving them out
+    changes nothing (the reading cannot make a quiet series look quieter)."""
+    stolen = {(r, 0): (0.0, 0.03) for r in range(0, 12, 2)}
+    _write_runs(tmp_path, runs=12, k=3, run_sd=0.0, process_sd=0.005, stolen=stolen)
+    runs = read_pairs(tmp_path)["m"]
+    s = sources("m", runs)
+    reading = contention_reading("m", runs, s.outlying_runs)
+    assert reading is not None and reading.contended_workers == 6
+    assert abs(reading.steal_rho) < 0.4
+    assert reading.contended_distance_pct < 1.0
+    assert reading.cv_without_contended_pct == pytest.approx(s.between_run_cv_pct, abs=0.5)

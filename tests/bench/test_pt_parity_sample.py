@@ -94,8 +94,9 @@ def test_sample_suite_from_the_copy(tmp_path: Path) -> None:
         sample_suite(tmp_path / "elsewhere", "timm_models", 15, seed=3)
 
 
-def test_sampled_models_never_draw_the_tuned_ones(tmp_path: Path) -> None:
+def test_sampled_models_never_draw_the_tuned_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = harness_copy(tmp_path)
+    monkeypatch.setattr(pt_parity, "hf_weight_sizes", lambda entries: {})  # sizes: the test below
     for seed in range(10):
         args = pt_parity.build_parser().parse_args(["--pytorch-dir", str(root), "--sample-suite", "timm_models",
                                                     "--sample-suite", "huggingface", "--seed", str(seed)])
@@ -188,3 +189,65 @@ def test_unrunnable_here_holds_the_torchvision_models() -> None:
     # PyTorch's CPU list still names it; the pinned TorchBench no longer holds it (both sides fail to load it)
     assert why["attention_is_all_you_need_pytorch"].startswith("not in TorchBench ")
     assert pt_parity.unrunnable_here("timm_models", listed) == {}
+
+
+def test_a_huggingface_model_too_large_for_the_machine_is_left_out() -> None:
+    """Weights counted on the meta device from perfdash's own entries (nothing allocated): on a machine of 1 GB,
+    DistilBertForMaskedLM (about 0.27 GB, three times 0.8 GB) fits and BertForMaskedLM (about 0.44 GB) does not; a
+    name perfdash's lists lack is not judged."""
+    listed = [ListedModel(n, 2) for n in ("DistilBertForMaskedLM", "BertForMaskedLM", "NotAModelForMaskedLM")]
+    why = pt_parity.too_large_here(listed, memory_bytes=10**9)
+    assert set(why) == {"BertForMaskedLM"}
+    assert why["BertForMaskedLM"].startswith("its weights, 0.4 GB, held 3 times")
+    assert pt_parity.too_large_here(listed, memory_bytes=64 * 10**9) == {}
+
+
+def _perf(side: str, rnd: int, compile_s: float, abs_ms: float = 5889.0, speedup: float = 1.231) -> RunResult:
+    return RunResult(side=side, model="torchbench:pytorch_unet", round=rnd, kind="performance",
+                     row={"compilation_latency": str(compile_s), "abs_latency": str(abs_ms), "speedup": str(speedup)})
+
+
+def test_compile_cells_are_judged_round_by_round() -> None:
+    """pytorch_unet's compile latency on 2026-11-29 (tb12): 9.78 / 12.39 s in round 1 and 14.91 / 12.19 s in round
+    2, outside ±10 % on both sides of it in turn; the median is within, and the rounds say it is unsettled."""
+    model = Model("torchbench", "pytorch_unet", 2)
+    results = [_perf("pytorch", 1, 12.39), _perf("perfdash", 1, 9.78), _perf("pytorch", 2, 12.19),
+               _perf("perfdash", 2, 14.91), RunResult(side="perfdash", model=model.label, round=2, kind="accuracy")]
+    ratios = pt_parity.compile_rounds(model, results)
+    assert ratios == pytest.approx([9.78 / 12.39, 14.91 / 12.19])
+    assert pt_parity.compile_verdict(ratios) == "unsettled"
+    assert pt_parity.compile_verdict([0.95, 1.08]) == "within"
+    assert pt_parity.compile_verdict([1.15, 1.2]) == "outside"
+    assert pt_parity.compile_verdict([0.97, 1.2]) == "unsettled"
+    assert pt_parity.compile_verdict([]) == "not measured"
+    # 5 eager steps of 7.25 s and 5 compiled of 5.89 s are 65.7 s of stepping under a compile latency of about 12.3 s
+    blocks = pt_parity.warmup_blocks_per_compile_second(model, results)
+    assert blocks == pytest.approx(5 * 5.889 * 2.231 / 12.29, rel=1e-3)
+    table = "\n".join(pt_parity.compile_account_table([model], results))
+    assert "| torchbench:pytorch_unet | 0.789, 1.223 | 1.006 | 5.35 | unsettled |" in table
+    assert "Compile latency cells: 0 within, 0 outside, 1 unsettled, 0 not measured." in table
+
+
+def test_a_model_that_ran_past_the_timeout_is_not_run_again(tmp_path: Path) -> None:
+    """dinov2 at batch 8 took 11 s a step here: its first run timed out, and each further try (the other side, the
+    accuracy runs, round 2) would cost the timeout again. The bench runs it no more and says why on every cell."""
+    args = pt_parity.build_parser().parse_args(["--pytorch-dir", str(tmp_path), "--rounds", "2", "--timeout", "900"])
+    slow, quick = Model("timm_models", "slow", 8), Model("timm_models", "quick", 8)
+    ran: list[tuple[int, str, str, str]] = []
+
+    def run(args: object, side: str, model: Model, kind: str, rnd: int, work: Path) -> RunResult:
+        ran.append((rnd, side, model.name, kind))
+        if model is slow:
+            return RunResult(side, model.label, rnd, kind, error="timed out after 900 s")
+        return RunResult(side, model.label, rnd, kind, row={"speedup": "1.5", "accuracy": "pass"})
+
+    results, first_use, _ = pt_parity.run_rounds(args, [slow, quick], tmp_path, run=run,
+                                                 calibrate=lambda args, work: None,
+                                                 first_use_of=lambda args, work: None)
+    assert [r for r in ran if r[2] == "slow"] == [(1, "pytorch", "slow", "performance")]
+    assert len([r for r in ran if r[2] == "quick"]) == 6  # two sides: performance twice, accuracy once
+    skipped = [r for r in results if r.model == slow.label and r.error.startswith("not run:")]
+    assert len(skipped) == 5
+    assert skipped[0].error == "not run: its pytorch performance run in round 1 timed out after 900 s"
+    assert first_use == []
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 12

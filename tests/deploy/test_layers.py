@@ -131,7 +131,8 @@ RUNNER_LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"runner.options", "runner.manifest", "runner.outcome", "runner.process",
                "runner.distributed"}),                                              # its parts: options, processes
     frozenset({"runner.worker", "runner.execute", "runner.measure", "runner.accuracy", "runner.check_settings",
-               "runner.generated_code", "runner.optimizer", "runner.backends.worker", "runner.backends.onnx",
+               "runner.generated_code", "runner.contention", "runner.optimizer", "runner.backends.worker",
+               "runner.backends.onnx",
                "runner.backends.openvino", "runner.backends.tensorrt"}),           # the worker (imports torch)
     frozenset({"runner.backends", "runner.suites"}),                                # the backends, the suites
     frozenset({"runner", "runner.protocol", "runner.suites.base", "runner.allocator", "runner.gpu_settings",

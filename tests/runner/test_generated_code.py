@@ -13,6 +13,7 @@ from perfdash.contract import ModelSamples, read_samples
 from perfdash.generated_code import unpack_source
 from perfdash.manifest import Manifest
 from runner.api import RunReport, run_suite
+from runner.generated_code import PROFILE_STEPS, profile_steps
 from runner.inductor_overrides import ENV_NAME, encode, parse
 from runner.options import RunOptions
 
@@ -97,3 +98,13 @@ def test_inductor_config_flags_are_checked_and_sorted() -> None:
         {"cpp.simdlen": 256, "max_autotune": True, "cpp.cxx": "g++"}
     with pytest.raises(ValueError, match="NAME=VALUE"):
         encode(["simdlen"])
+
+
+def test_a_long_step_is_profiled_fewer_times() -> None:
+    """The profile takes as many compiled steps as fit in its budget, at least one and at most PROFILE_STEPS: a
+    5.5 s step (pytorch_unet) is profiled once instead of three times, a millisecond step as before."""
+    assert profile_steps(0.002) == PROFILE_STEPS
+    assert profile_steps(0.4) == 2
+    assert profile_steps(0.55) == 1
+    assert profile_steps(5.5) == 1
+    assert profile_steps(0.0) == PROFILE_STEPS  # no timing to go by: as before

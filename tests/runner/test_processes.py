@@ -38,6 +38,9 @@ def test_three_processes_give_one_row_from_their_pooled_pairs(three: RunReport) 
     (samples,) = read_samples(three.paths.samples)
     # 7 iterations split 3, 2, 2: as many pairs as one worker would time, each marked with its worker
     assert samples.process == (0, 0, 0, 1, 1, 2, 2)
+    # each worker read what competed with its timed loop, kept under its own index
+    assert [c.process for c in samples.contention] == [0, 1, 2]
+    assert all(c.wall_s > 0 and c.involuntary_switches is not None for c in samples.contention)
     assert len(samples.eager_ms) == len(samples.compiled_ms) == 7
     (row,) = read_performance_csv(three.paths.performance)
     assert row.speedup == pytest.approx(statistics.median(samples.eager_ms) / statistics.median(samples.compiled_ms),
@@ -97,6 +100,7 @@ def test_one_process_is_as_before(tmp_path: Path) -> None:
     assert "process" not in json.loads(line)  # the samples file of one worker is the format it always was
     (samples,) = read_samples(report.paths.samples)
     assert samples.process == () and len(samples.eager_ms) == 3
+    assert [c.process for c in samples.contention] == [0]  # one worker, one reading
     manifest = Manifest.read(report.paths.manifest)
     assert manifest.config.processes == 1
     assert "later_processes" not in manifest.model_phases["tiny_mlp"].seconds
