@@ -45,7 +45,7 @@ from runner.backends import BACKEND_SPECS
 from runner.backends.worker import LazyBackendModel
 from runner.check_settings import accuracy_settings
 from runner.contention import ContentionMeter
-from runner.generated_code import Captured, capture, kernel_profile, profile_steps
+from runner.generated_code import Captured, capture, kernel_profile, profile_steps, profile_warm_call
 from runner.measure import TORCH_DTYPES, PeakMemory, autocast, timed, warmup
 from runner.optimizer import make_optimizer
 from runner.protocol import (
@@ -419,7 +419,8 @@ def _diagnose(timed: Timed, job: Job, phases: Phases, cut: dict[str, str]) -> Pe
     with phases.enter(PHASE_KERNEL_PROFILE):
         try:
             step_s = statistics.median(timed.performance.compiled_ms) / 1000
-            kernels = kernel_profile(timed.compiled_step, job.device, steps=profile_steps(step_s))
+            kernels = kernel_profile(timed.compiled_step, job.device, steps=profile_steps(step_s),
+                                     warm_call=profile_warm_call(step_s))
         except Exception as exc:  # noqa: BLE001 - a profile that fails only leaves the kernel table empty
             cut[PHASE_KERNEL_PROFILE] = f"raised {type(exc).__name__}: {exc}"[:2000]
             print(f"kernel profile failed: {type(exc).__name__}: {exc}", flush=True)

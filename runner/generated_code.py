@@ -48,6 +48,12 @@ def profile_steps(step_s: float, budget_s: float = PROFILE_BUDGET_S, most: int =
     return max(1, min(most, int(budget_s / step_s)))
 
 
+def profile_warm_call(step_s: float, budget_s: float = PROFILE_BUDGET_S) -> bool:
+    """Whether the profile starts with its warm-up call: not for a step of ``budget_s`` or more, against which the
+    profiler's first-event costs (milliseconds) are nothing, and which would double the profile's cost."""
+    return not step_s >= budget_s
+
+
 def _roots() -> list[str]:
     """Directories whose paths may appear in output code: Inductor's and Triton's caches, the temporary dir, home,
     the working directory."""
@@ -128,22 +134,26 @@ def named_cpp_kernels() -> Iterator[None]:
             namespace[name] = value
 
 
-def kernel_profile(step: Callable[[], Any], device: str, steps: int = PROFILE_STEPS) -> tuple[KernelTime, ...]:
+def kernel_profile(step: Callable[[], Any], device: str, steps: int = PROFILE_STEPS,
+                   warm_call: bool = True) -> tuple[KernelTime, ...]:
     """The top kernels of ``steps`` profiled calls of ``step`` (already warm).
 
-    One more call runs first under the profiler's warm-up (recorded by nothing): the profiler's own first-event costs
-    land there instead of in a kernel's time. Without it, a library kernel's first profiled call read up to 100x its
-    later ones (mkl::_mkl_linear of a tiny MLP: 2,180 us per step in one process, 18 us in the next)."""
+    With ``warm_call`` one more call runs first under the profiler's warm-up (recorded by nothing): the profiler's own
+    first-event costs land there instead of in a kernel's time. Without it, a library kernel's first profiled call
+    read up to 100x its later ones (mkl::_mkl_linear of a tiny MLP: 2,180 us per step in one process, 18 us in the
+    next). Those costs are milliseconds: a step of a second or more (``profile_warm_call``) goes without."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile, schedule
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with (
         named_cpp_kernels() if device == "cpu" else nullcontext(),
-        profile(activities=activities, schedule=schedule(wait=0, warmup=1, active=steps, repeat=1)) as prof,
+        profile(activities=activities,
+                schedule=schedule(wait=0, warmup=1 if warm_call else 0, active=steps, repeat=1)) as prof,
     ):
-        step()  # the profiler's warm-up call
-        prof.step()
+        if warm_call:
+            step()  # the profiler's warm-up call
+            prof.step()
         if device == "cuda":
             torch.cuda.synchronize()
         start = time.perf_counter()

@@ -13,7 +13,7 @@ from perfdash.contract import ModelSamples, read_samples
 from perfdash.generated_code import unpack_source
 from perfdash.manifest import Manifest
 from runner.api import RunReport, run_suite
-from runner.generated_code import PROFILE_STEPS, profile_steps
+from runner.generated_code import PROFILE_STEPS, kernel_profile, profile_steps, profile_warm_call
 from runner.inductor_overrides import ENV_NAME, encode, parse
 from runner.options import RunOptions
 
@@ -108,3 +108,21 @@ def test_a_long_step_is_profiled_fewer_times() -> None:
     assert profile_steps(0.55) == 1
     assert profile_steps(5.5) == 1
     assert profile_steps(0.0) == PROFILE_STEPS  # no timing to go by: as before
+    # the profiler's warm-up call only where its first-event costs could weigh: not before a second-long step
+    assert profile_warm_call(0.002) and profile_warm_call(0.5) and profile_warm_call(0.0)
+    assert not profile_warm_call(1.4)
+
+
+def test_a_profile_without_its_warm_up_call_calls_the_step_only_for_its_steps() -> None:
+    import torch
+
+    calls: list[int] = []
+    weight = torch.randn(8, 8)
+
+    def step() -> torch.Tensor:
+        calls.append(1)
+        return torch.mm(weight, weight)
+
+    assert kernel_profile(step, "cpu", steps=1, warm_call=False)  # a kernel table all the same
+    assert len(calls) == 1
+    assert kernel_profile(step, "cpu", steps=2) and len(calls) == 1 + 3
