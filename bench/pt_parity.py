@@ -696,44 +696,44 @@ def run_rounds(args: argparse.Namespace, models: list[Model], work: Path,
     results: list[RunResult] = []
     first_use: list[tuple[float, float]] = []
     loads = [os.getloadavg()[0]]
-    raw = (work / "results.jsonl").open("a")
-    # A model one of whose runs ran past --timeout is not run again, on either side or in a later round: it cannot be
-    # measured on this machine within the timeout, and every further try would cost the timeout again.
-    gave_up: dict[str, str] = {}
-    for rnd in range(1, args.rounds + 1):
-        if (cost := first_use_of(args, work)) is not None:
-            first_use.append(cost)
-            raw.write(json.dumps({"round": rnd, "inductor_import_s": cost[0], "inductor_first_use_s": cost[1]}) + "\n")
-        for i, model in enumerate(models):
-            order = SIDES if (rnd + i) % 2 else tuple(reversed(SIDES))  # swap who goes first each round
-            kinds = ["performance"] + (["accuracy"] if rnd == 1 and not args.no_accuracy else [])
-            for kind in kinds:
-                # Before the first side, between the two (the first's after, the second's before), after the second.
-                calibration = calibrate(args, work) \
-                    if kind == "performance" and model.label not in gave_up else None
-                for side in order:
-                    skipped = model.label in gave_up
-                    if skipped:
-                        res = RunResult(side, model.label, rnd, kind, error=f"not run: {gave_up[model.label]}",
-                                        load_before=os.getloadavg()[0], load_after=os.getloadavg()[0])
-                    else:
-                        res = run(args, side, model, kind, rnd, work)
-                        if res.error.startswith(TIMED_OUT):
-                            gave_up[model.label] = f"its {side} {kind} run in round {rnd} {res.error}"
-                    if kind == "performance" and not skipped:
-                        res.calibration_before = calibration
-                        res.calibration_after = calibration = calibrate(args, work)
-                    results.append(res)
-                    loads += [res.load_before, res.load_after]
-                    raw.write(json.dumps(asdict(res)) + "\n")
-                    raw.flush()
-                    shown = res.row.get("speedup") or res.row.get("accuracy") or res.error
-                    machine = " → ".join(fmt(c.figure_ms if c else None, 1)
-                                         for c in (res.calibration_before, res.calibration_after))
-                    print(f"round {rnd} {side:8} {kind:11} {model.label}: {shown} ({res.wall_s:.0f} s, load "
-                          f"{res.load_after:.2f}{f', machine {machine} ms' if kind == 'performance' else ''})",
-                          file=sys.stderr)
-    raw.close()
+    with (work / "results.jsonl").open("a") as raw:
+        # A model one of whose runs ran past --timeout is not run again, on either side or in a later round: it cannot
+        # be measured on this machine within the timeout, and every further try would cost the timeout again.
+        gave_up: dict[str, str] = {}
+        for rnd in range(1, args.rounds + 1):
+            if (cost := first_use_of(args, work)) is not None:
+                first_use.append(cost)
+                raw.write(json.dumps({"round": rnd, "inductor_import_s": cost[0],
+                                      "inductor_first_use_s": cost[1]}) + "\n")
+            for i, model in enumerate(models):
+                order = SIDES if (rnd + i) % 2 else tuple(reversed(SIDES))  # swap who goes first each round
+                kinds = ["performance"] + (["accuracy"] if rnd == 1 and not args.no_accuracy else [])
+                for kind in kinds:
+                    # Before the first side, between the two (the first's after, the second's before), after the second.
+                    calibration = calibrate(args, work) \
+                        if kind == "performance" and model.label not in gave_up else None
+                    for side in order:
+                        skipped = model.label in gave_up
+                        if skipped:
+                            res = RunResult(side, model.label, rnd, kind, error=f"not run: {gave_up[model.label]}",
+                                            load_before=os.getloadavg()[0], load_after=os.getloadavg()[0])
+                        else:
+                            res = run(args, side, model, kind, rnd, work)
+                            if res.error.startswith(TIMED_OUT):
+                                gave_up[model.label] = f"its {side} {kind} run in round {rnd} {res.error}"
+                        if kind == "performance" and not skipped:
+                            res.calibration_before = calibration
+                            res.calibration_after = calibration = calibrate(args, work)
+                        results.append(res)
+                        loads += [res.load_before, res.load_after]
+                        raw.write(json.dumps(asdict(res)) + "\n")
+                        raw.flush()
+                        shown = res.row.get("speedup") or res.row.get("accuracy") or res.error
+                        machine = " → ".join(fmt(c.figure_ms if c else None, 1)
+                                             for c in (res.calibration_before, res.calibration_after))
+                        print(f"round {rnd} {side:8} {kind:11} {model.label}: {shown} ({res.wall_s:.0f} s, load "
+                              f"{res.load_after:.2f}{f', machine {machine} ms' if kind == 'performance' else ''})",
+                              file=sys.stderr)
     return results, first_use, loads
 
 
