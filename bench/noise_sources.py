@@ -18,7 +18,10 @@ Each run's pairs carry the worker process that timed them. Per model this prints
   timed loop for the CPU beside how far that worker's speedup lay from the model's median: the rank correlation of
   the two, the most any process of an outlying run saw, and the between-run CV if the processes above a limit of
   steal or pressure had been measured again (left out here) — whether a run can recognise its own outlying
-  measurement from outside the model before a rule re-measures it.
+  measurement from outside the model before a rule re-measures it;
+- who the pressure came from (where the runs read it): over the loops above the pressure limit and the others, how
+  much of the machine anything but the worker used, how many of the worker's own threads were busy, and the
+  processes named busiest beside the loops, by name, with the CPU seconds they took.
 
     python -m bench.noise_sources --raw-dir /tmp/ab_noise_runs_processes_3
 
@@ -241,6 +244,66 @@ def print_contention(readings: Sequence[ContentionReading], steal_limit: float, 
           "speedup with the contended workers' pairs left out, as if measured again)")
 
 
+@dataclass(frozen=True)
+class LoopGroup:
+    """Worker loops on one side of the pressure limit, and who competed with them."""
+
+    loops: int
+    pressure_median: float
+    others_share_median: float  # nan without a reading
+    own_busy_threads_median: float
+    busiest: list[tuple[str, float, int]]  # (process name, CPU seconds beside these loops, loops it was named in)
+
+
+def _process_name(entry: str) -> str:
+    """"name (pid) 0.31 s" -> name (the name may itself hold spaces and parentheses)."""
+    return entry.rsplit(" (", 1)[0]
+
+
+def _seconds(entry: str) -> float:
+    return float(entry.rsplit(" ", 2)[-2])
+
+
+def who_competed(raw_dir: Path, pressure_limit: float = PRESSURE_LIMIT, top: int = 5) -> dict[str, LoopGroup]:
+    """The worker loops of every model and run, split at ``pressure_limit`` ("contended" above, "quiet" at or
+    below), each group with who else used the CPU beside its loops; groups without a reading of who are left out
+    (files from before the readings)."""
+    loops: dict[str, list[dict]] = {"contended": [], "quiet": []}
+    for row in sample_rows(raw_dir):
+        for c in row.get("contention") or ():
+            if c.get("pressure_share") is not None and c.get("others_cpu_share") is not None:
+                loops["contended" if c["pressure_share"] > pressure_limit else "quiet"].append(c)
+    out = {}
+    for group, readings in loops.items():
+        if not readings:
+            continue
+        seconds: dict[str, float] = {}
+        named: dict[str, int] = {}
+        for c in readings:
+            for entry in c.get("busiest_others") or ():
+                name = _process_name(entry)
+                seconds[name] = seconds.get(name, 0.0) + _seconds(entry)
+                named[name] = named.get(name, 0) + 1
+        threads = [c["own_busy_threads"] for c in readings if c.get("own_busy_threads") is not None]
+        out[group] = LoopGroup(
+            loops=len(readings), pressure_median=float(np.median([c["pressure_share"] for c in readings])),
+            others_share_median=float(np.median([c["others_cpu_share"] for c in readings])),
+            own_busy_threads_median=float(np.median(threads)) if threads else math.nan,
+            busiest=sorted(((n, s, named[n]) for n, s in seconds.items()), key=lambda t: -t[1])[:top])
+    return out
+
+
+def print_who(groups: dict[str, LoopGroup], pressure_limit: float) -> None:
+    print()
+    print(f"who competed with the timed loops (split at pressure share {pressure_limit:g}; others: the share of all "
+          "CPUs' time anything but the worker used; threads: the worker's own busy threads)")
+    for name, g in groups.items():
+        busiest = "; ".join(f"{n} {s:.1f} s in {k} loops" for n, s, k in g.busiest) or "-"
+        print(f"{name:10} {g.loops:>4} loops, pressure median {g.pressure_median:.3f}, others median "
+              f"{g.others_share_median:.3f}, threads median {g.own_busy_threads_median:g}; busiest beside them: "
+              f"{busiest}")
+
+
 def print_sources(rows: Sequence[Sources]) -> None:
     print(f"{'model':24} {'runs':>4} {'K':>2} {'between-run CV%':>15} {'process CV%':>11} "
           f"{'/sqrt(K)':>8} {'run-level CV%':>13} {'detrended CV%':>13} {'no outliers CV%':>15}  outlying runs")
@@ -273,6 +336,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if (c := contention_reading(m, runs, row.outlying_runs, args.steal_limit, args.pressure_limit))]
     if readings:
         print_contention(readings, args.steal_limit, args.pressure_limit)
+    if groups := who_competed(args.raw_dir, args.pressure_limit):
+        print_who(groups, args.pressure_limit)
     return 0
 
 

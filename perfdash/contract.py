@@ -595,6 +595,9 @@ def completed_models(path: Path) -> set[str]:
 # --------------------------------------------------------------------------------------------------------------------
 # Raw samples
 
+# The other processes a LoopContention names: the few that took the CPU, not a process table.
+MAX_BUSIEST_OTHERS = 3
+
 
 @dataclass(frozen=True, slots=True)
 class LoopContention:
@@ -605,6 +608,10 @@ class LoopContention:
     loop's wall time in which some runnable task waited for a CPU (/proc/pressure/cpu ``some``): other work on this
     machine, or more threads than cores; ``involuntary_switches``: how often the worker's threads were preempted
     (getrusage). A figure the kernel does not report is None. ``process``: the worker (as ``ModelSamples.process``).
+    Who the pressure came from: ``others_cpu_share``, the share of all CPUs' time that anything but the worker used
+    (every busy tick of /proc/stat less the worker's own CPU time); ``busiest_others``, the processes that used most of
+    it, each "name (pid) seconds"; ``own_busy_threads``, how many of the worker's threads each used a tenth of the
+    loop or more (more than the cores: the worker competes with itself).
     """
 
     process: int
@@ -612,30 +619,50 @@ class LoopContention:
     steal_share: float | None = None
     pressure_share: float | None = None
     involuntary_switches: int | None = None
+    others_cpu_share: float | None = None
+    busiest_others: tuple[str, ...] = ()
+    own_busy_threads: int | None = None
 
     def __post_init__(self) -> None:
         if self.process < 0 or not math.isfinite(self.wall_s) or self.wall_s < 0:
             raise ValueError("contention needs a worker index and a finite non-negative wall time")
-        for label, share in (("steal_share", self.steal_share), ("pressure_share", self.pressure_share)):
+        for label, share in (("steal_share", self.steal_share), ("pressure_share", self.pressure_share),
+                             ("others_cpu_share", self.others_cpu_share)):
             if share is not None and (not math.isfinite(share) or not 0.0 <= share <= 1.0):
                 raise ValueError(f"{label} must be a share of time")
-        if self.involuntary_switches is not None and self.involuntary_switches < 0:
-            raise ValueError("involuntary_switches counts, it is never negative")
+        for label, count in (("involuntary_switches", self.involuntary_switches),
+                             ("own_busy_threads", self.own_busy_threads)):
+            if count is not None and count < 0:
+                raise ValueError(f"{label} counts, it is never negative")
+        if len(self.busiest_others) > MAX_BUSIEST_OTHERS:
+            raise ValueError(f"busiest_others names at most {MAX_BUSIEST_OTHERS} processes")
 
-    def to_json(self) -> dict[str, float | int | None]:
-        return {"process": self.process, "wall_s": round(self.wall_s, 4),
-                "steal_share": None if self.steal_share is None else round(self.steal_share, 5),
-                "pressure_share": None if self.pressure_share is None else round(self.pressure_share, 5),
-                "involuntary_switches": self.involuntary_switches}
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "process": self.process, "wall_s": round(self.wall_s, 4),
+            "steal_share": None if self.steal_share is None else round(self.steal_share, 5),
+            "pressure_share": None if self.pressure_share is None else round(self.pressure_share, 5),
+            "involuntary_switches": self.involuntary_switches}
+        # written only when read, so a file from before them reads (and hashes) as before
+        if self.others_cpu_share is not None:
+            out["others_cpu_share"] = round(self.others_cpu_share, 5)
+        if self.busiest_others:
+            out["busiest_others"] = list(self.busiest_others)
+        if self.own_busy_threads is not None:
+            out["own_busy_threads"] = self.own_busy_threads
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> LoopContention:
-        switches = data.get("involuntary_switches")
+        switches, threads = data.get("involuntary_switches"), data.get("own_busy_threads")
         return cls(process=int(data["process"]),  # type: ignore[call-overload]
                    wall_s=float(data["wall_s"]),  # type: ignore[arg-type]
                    steal_share=_optional_float(data.get("steal_share")),
                    pressure_share=_optional_float(data.get("pressure_share")),
-                   involuntary_switches=None if switches is None else int(switches))  # type: ignore[call-overload]
+                   involuntary_switches=None if switches is None else int(switches),  # type: ignore[call-overload]
+                   others_cpu_share=_optional_float(data.get("others_cpu_share")),
+                   busiest_others=tuple(str(o) for o in data.get("busiest_others") or ()),  # type: ignore[attr-defined]
+                   own_busy_threads=None if threads is None else int(threads))  # type: ignore[call-overload]
 
 
 @dataclass(frozen=True, slots=True)

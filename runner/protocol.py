@@ -197,7 +197,7 @@ class WorkerResult:
                 "code": CodeFingerprint.from_json(perf["code"]) if perf.get("code") else None,
                 "kernel_times": tuple(KernelTime(**k) for k in perf.get("kernel_times") or ()),
                 "process": tuple(perf.get("process") or ()),
-                "contention": tuple(LoopContention(**c) for c in perf.get("contention") or ()),
+                "contention": tuple(LoopContention.from_json(c) for c in perf.get("contention") or ()),
                 "stats": GraphStats(**(perf.get("stats") or {}))}) if perf else None,
             accuracy=data.get("accuracy"),
             failure=Failure(**failure) if failure else None,

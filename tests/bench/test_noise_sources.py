@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bench.ab_noise import SAMPLES_FILE
-from bench.noise_sources import contention_reading, read_pairs, sources
+from bench.noise_sources import contention_reading, read_pairs, sources, who_competed
 
 
 def _write_runs(raw: Path, *, runs: int, k: int, run_sd: float, process_sd: float, seed: int = 7,
@@ -110,3 +110,32 @@ def test_steal_that_does_not_move_the_speedup_is_not_ranked_with_it(tmp_path: Pa
     assert abs(reading.steal_rho) < 0.4
     assert reading.contended_distance_pct < 1.0
     assert reading.cv_without_contended_pct == pytest.approx(s.between_run_cv_pct, abs=0.5)
+
+
+def test_who_competed_splits_the_loops_at_the_pressure_limit_and_sums_the_busiest_by_name(tmp_path: Path) -> None:
+    def loop(process: int, pressure: float, others: float, threads: int, busiest: list[str]) -> dict:
+        return {"process": process, "wall_s": 2.0, "steal_share": 0.0, "pressure_share": pressure,
+                "involuntary_switches": 5, "others_cpu_share": others, "busiest_others": busiest,
+                "own_busy_threads": threads}
+
+    runs = [
+        [loop(0, 0.30, 0.20, 2, ["cc1plus (901) 0.60 s", "python3 (12) 0.10 s"]), loop(1, 0.02, 0.01, 2, [])],
+        [loop(0, 0.25, 0.18, 3, ["cc1plus (950) 0.50 s"]), loop(1, 0.01, 0.02, 2, ["kdamond.0 (77) 0.02 s"])],
+        # a file from before the readings of who: left out of both groups
+        [{"process": 0, "wall_s": 2.0, "steal_share": 0.0, "pressure_share": 0.4, "involuntary_switches": 1}],
+    ]
+    for index, contention in enumerate(runs):
+        out = tmp_path / f"run_{index:03d}"
+        out.mkdir()
+        row = {"name": "m", "eager_ms": [2.0, 2.0], "compiled_ms": [1.0, 1.0], "process": [0, 1][:len(contention)],
+               "contention": contention}
+        (out / SAMPLES_FILE).write_text(json.dumps(row) + "\n")
+    groups = who_competed(tmp_path, pressure_limit=0.15)
+    contended, quiet = groups["contended"], groups["quiet"]
+    assert (contended.loops, quiet.loops) == (2, 2)
+    assert contended.others_share_median == pytest.approx(0.19)
+    assert contended.own_busy_threads_median == 2.5
+    # the compiler named in both contended loops, under two pids, comes first with its seconds summed
+    assert contended.busiest[0] == ("cc1plus", pytest.approx(1.1), 2)
+    assert quiet.busiest == [("kdamond.0", pytest.approx(0.02), 1)]
+    assert who_competed(tmp_path / "nothing") == {}

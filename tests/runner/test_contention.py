@@ -32,7 +32,9 @@ full avg10=0.00 avg60=0.00 avg300=0.00 total=0
 def test_the_aggregate_cpu_line_gives_all_ticks_and_the_stolen_ones() -> None:
     ticks = parse_cpu_ticks(STAT)
     # guest time is already in user and nice: the total is the first eight fields
-    assert ticks == CpuTicks(total=1219760 + 4019 + 169700 + 794105 + 5322 + 0 + 2231 + 1160, steal=1160)
+    # busy: user, nice, system, irq, softirq (not idle, iowait or steal)
+    assert ticks == CpuTicks(total=1219760 + 4019 + 169700 + 794105 + 5322 + 0 + 2231 + 1160, steal=1160,
+                             busy=1219760 + 4019 + 169700 + 0 + 2231)
     assert parse_cpu_ticks("cpu  1 2 3 4\n") is None  # no steal field
     assert parse_cpu_ticks("intr 1 2\n") is None
 
@@ -131,3 +133,66 @@ def test_the_pool_keeps_each_workers_reading_under_its_index_and_the_worker_prot
     assert [(c.process, c.steal_share) for c in pooled.contention] == [(0, 0.0), (2, 0.05)]
     sent = WorkerResult(name="m", batch_size=1, performance=pooled)
     assert WorkerResult.from_dict(json.loads(sent.to_json())) == sent
+
+
+def test_a_task_stat_line_gives_its_name_and_cpu_ticks_however_odd_the_name() -> None:
+    # proc(5): pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime ...
+    line = "4242 (pt_main (thread) x) R 1 4242 4242 0 -1 4194304 100 0 0 0 731 42 0 0 20 0 3 0\n"
+    assert contention.parse_task_stat(line) == ("pt_main (thread) x", 773)
+    assert contention.parse_task_stat("4242 (cut") is None
+    assert contention.parse_task_stat("") is None
+
+
+def test_the_busiest_others_leave_out_the_worker_and_the_idle() -> None:
+    before = {1: ("init", 10), 7: ("worker", 0), 8: ("inductor_pool", 100), 9: ("idle", 5), 10: ("gone", 3)}
+    after = {1: ("init", 12), 7: ("worker", 900), 8: ("inductor_pool", 160), 9: ("idle", 5), 11: ("new", 40)}
+    assert contention.busiest(before, after, exclude=7, tick_s=0.01) == ("inductor_pool (8) 0.60 s",
+                                                                         "init (1) 0.02 s")
+    assert contention.busiest(before, after, exclude=7, tick_s=0.01, limit=1) == ("inductor_pool (8) 0.60 s",)
+
+
+def test_busy_threads_count_those_that_ran_a_tenth_of_the_loop() -> None:
+    before = {100: ("python", 0), 101: ("python", 0), 102: ("python", 0)}
+    after = {100: ("python", 95), 101: ("python", 30), 102: ("python", 5), 103: ("python", 20)}
+    # a 2 s loop, 10 ms ticks: 0.95 s, 0.30 s and a thread born during the loop with 0.20 s are busy; 0.05 s is not
+    assert contention.busy_threads(before, after, wall_s=2.0, tick_s=0.01) == 3
+
+
+def test_others_share_is_the_busy_time_the_worker_did_not_use() -> None:
+    before, after = CpuTicks(total=1000, steal=0, busy=500), CpuTicks(total=1400, steal=0, busy=800)
+    # 300 busy ticks of 400, 250 of them the worker's: 50 / 400
+    assert contention.others_share(before, after, own_ticks=250) == pytest.approx(0.125)
+    assert contention.others_share(before, after, own_ticks=400) == 0.0  # tick rounding never goes negative
+    assert contention.others_share(before, before, own_ticks=0) is None
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="no /proc here")
+def test_a_process_burning_beside_the_loop_is_named_and_its_share_counted() -> None:
+    """On this machine's real /proc: one CPU-bound process beside a loop that sleeps is the busiest other, and the
+    others' share is at least a good part of one CPU."""
+    context = multiprocessing.get_context("fork")
+    burner = context.Process(target=_burn, args=(1.2,))
+    burner.start()
+    try:
+        with ContentionMeter() as meter:
+            time.sleep(1.0)
+    finally:
+        burner.join()
+    result = meter.result
+    assert result is not None and burner.pid is not None
+    assert any(f"({burner.pid})" in other for other in result.busiest_others)
+    cpus = os.cpu_count() or 1
+    assert result.others_cpu_share is not None and result.others_cpu_share > 0.5 / cpus
+    assert result.own_busy_threads == 0  # the loop slept
+
+
+def test_the_new_readings_round_trip_and_older_files_read_as_before() -> None:
+    reading = LoopContention(process=0, wall_s=1.0, pressure_share=0.2, others_cpu_share=0.15,
+                             busiest_others=("cc1plus (77) 0.30 s",), own_busy_threads=3)
+    assert LoopContention.from_json(json.loads(json.dumps(reading.to_json()))) == reading
+    plain = LoopContention(process=0, wall_s=1.0)
+    assert set(plain.to_json()) == {"process", "wall_s", "steal_share", "pressure_share", "involuntary_switches"}
+    with pytest.raises(ValueError, match="at most"):
+        LoopContention(process=0, wall_s=1.0, busiest_others=("a", "b", "c", "d"))
+    with pytest.raises(ValueError, match="never negative"):
+        LoopContention(process=0, wall_s=1.0, own_busy_threads=-1)

@@ -41,6 +41,10 @@ def test_three_processes_give_one_row_from_their_pooled_pairs(three: RunReport) 
     # each worker read what competed with its timed loop, kept under its own index
     assert [c.process for c in samples.contention] == [0, 1, 2]
     assert all(c.wall_s > 0 and c.involuntary_switches is not None for c in samples.contention)
+    # ... and who else used the CPU beside it, through the worker protocol and the samples file (the others' share
+    # needs a clock tick inside the loop, as the steal share does: a loop of a few milliseconds may have none)
+    assert all(c.own_busy_threads is not None and (c.others_cpu_share is None) == (c.steal_share is None)
+               for c in samples.contention)
     assert len(samples.eager_ms) == len(samples.compiled_ms) == 7
     (row,) = read_performance_csv(three.paths.performance)
     assert row.speedup == pytest.approx(statistics.median(samples.eager_ms) / statistics.median(samples.compiled_ms),
