@@ -190,6 +190,10 @@ class RunConfig(BaseModel):
     # Like repeat, not an axis of the series (perfdash.axes): it changes how noisy a result is, not what it measures
     # (the pooled median of the same number of pairs), so runs of either count are points of one series.
     processes: Annotated[int, json_int(1, 65536)] = 1
+    # pyperf's minimum time (``perfdash run --min-loop-seconds``): a model whose ``repeat`` pairs take less kept timing
+    # pairs until its loops had lasted this long; 0: exactly ``repeat`` pairs, as PyTorch's harness. Not an axis
+    # either: more pairs of the same steps make a result less noisy, not different.
+    min_loop_s: Annotated[float, Field(ge=0.0, le=86_400.0)] = 0.0
     total_partitions: Annotated[int, json_int(1, INT32_MAX)] = 1
     partition_id: Annotated[int, json_int(0, INT32_MAX)] = 0
     env: dict[str, str] = Field(default_factory=dict)  # settings such as TORCHINDUCTOR_FREEZING

@@ -195,7 +195,8 @@ def make_job(options: RunOptions, suite: Suite, spec: ModelSpec) -> Job:
     timed_batch_size = options.batch_size or spec.default_batch_size(options.mode)
     only_checked = options.run_accuracy and not options.run_performance
     batch_size = accuracy_batch_size if only_checked and accuracy_batch_size is not None else timed_batch_size
-    return Job(**model_settings(options), suite=suite.name, spec=spec, batch_size=batch_size,
+    settings = {**model_settings(options), "min_loop_s": options.min_loop_s / options.processes}
+    return Job(**settings, suite=suite.name, spec=spec, batch_size=batch_size,
                accuracy=options.run_accuracy, performance=options.run_performance, tolerance=tolerance,
                accuracy_batch_size=accuracy_batch_size)
 

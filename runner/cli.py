@@ -13,7 +13,7 @@ from perfdash.axes import AXIS, add_choice_flags, run_axis_values
 from runner.allocator import ALLOCATORS, DEFAULT_ALLOCATOR
 from runner.backends import QUANTIZE_CHOICES, RUNNABLE_BACKENDS
 from runner.options import DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, RunOptions
-from runner.protocol import DEFAULT_DIAGNOSTIC_BUDGET_S
+from runner.protocol import DEFAULT_DIAGNOSTIC_BUDGET_S, MAX_TIMED_PAIRS
 from runner.suites import available_suites
 
 
@@ -77,6 +77,11 @@ def register(subparsers: Any) -> None:
                            "--repeat, and pool their pairs into one result (pyperf's method: what differs between "
                            "processes averages out); compile latency and peak memory are the first (cold) worker's "
                            "(default %(default)s)")
+    meas.add_argument("--min-loop-seconds", type=float, default=0.0, metavar="SECONDS", dest="min_loop_s",
+                      help="pyperf's minimum time: a model whose --repeat pairs take less than SECONDS (its workers "
+                           "together) goes on timing eager/compiled pairs until they have, up to "
+                           f"{MAX_TIMED_PAIRS} pairs a worker; a tiny model's result then rests on hundreds of pairs "
+                           "instead of 30 (default 0: exactly --repeat pairs, as PyTorch's harness)")
     meas.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS", help="per model")
     meas.add_argument("--diagnostic-budget", type=float, default=DEFAULT_DIAGNOSTIC_BUDGET_S, metavar="SECONDS",
                       help="seconds each diagnostic after the timed loop (kernel profile, code fingerprint) may take; "
@@ -93,7 +98,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
         **run_axis_values(args), output_dir=args.output_dir, only=args.only, filters=tuple(args.filter),
         excludes=tuple(args.exclude), repeat=args.repeat, warmup=args.warmup, processes=args.processes,
-        timeout_s=args.timeout,
+        min_loop_s=args.min_loop_s, timeout_s=args.timeout,
         diagnostic_budget_s=args.diagnostic_budget,
         accuracy=args.accuracy, performance=args.performance, total_partitions=args.total_partitions,
         partition_id=args.partition_id, cold_start=args.cold_start, models_file=args.models_file,

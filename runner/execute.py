@@ -66,6 +66,7 @@ from runner.protocol import (
     Job,
     Performance,
     WorkerResult,
+    loop_continues,
 )
 from runner.suites.builders import BuildContext, BuiltModel, build
 
@@ -506,7 +507,7 @@ def _measure(base: Prepared, job: Job, phases: Phases, notes: dict[str, str]) ->
         compiled_ms: list[float] = []
         start = time.perf_counter()
         with ContentionMeter() as contention:  # read around the loop, nothing inside it
-            for _ in range(job.repeat):
+            while loop_continues(len(eager_ms), time.perf_counter() - start, job.repeat, job.min_loop_s):
                 seconds, _ = timed(eager_step, job.device)
                 eager_ms.append(seconds * 1000)
                 seconds, _ = timed(compiled_step, job.device)

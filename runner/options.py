@@ -45,6 +45,9 @@ class RunOptions(RunAxes):
     # worker processes per model's performance (pyperf's method): each times its share of ``repeat``, the result pools
     # them (process_repeats, runner.outcome.pool_processes); 1: one worker, as PyTorch's harness
     processes: int = 1
+    # pyperf's minimum time: seconds of timed pairs per model (all its workers together) a model keeps timing pairs
+    # for once its ``repeat`` are done (runner.protocol.loop_continues); 0: exactly ``repeat``, as PyTorch's harness
+    min_loop_s: float = 0.0
     timeout_s: float = DEFAULT_TIMEOUT_S
     # seconds each diagnostic after the timed loop may take (kernel profile, fingerprint); an overrun is recorded
     diagnostic_budget_s: float = DEFAULT_DIAGNOSTIC_BUDGET_S
@@ -111,6 +114,7 @@ class RunOptions(RunAxes):
         return RunConfig(**run_axis_values(self), variant=self.variant, model_source=source,
                          cold_start=self.cold_start,
                          repeat=self.repeat, warmup=self.warmup, processes=self.processes,
+                         min_loop_s=self.min_loop_s,
                          total_partitions=self.total_partitions,
                          partition_id=self.partition_id, env=env)
 
@@ -161,6 +165,9 @@ def validate(options: RunOptions) -> tuple[Suite, list[ModelSpec]]:
     if not 1 <= options.processes <= max(options.repeat, 1):
         raise OptionsError(f"--processes must be in [1, --repeat ({options.repeat})]: each worker times at least one "
                            f"iteration, got {options.processes}")
+    if not 0 <= options.min_loop_s < options.timeout_s:
+        raise OptionsError(f"--min-loop-seconds must be in [0, --timeout ({options.timeout_s:g})), "
+                           f"got {options.min_loop_s:g}")
     if options.timeout_s <= 0:
         raise OptionsError(f"--timeout must be > 0 seconds, got {options.timeout_s}")
     if not 0 <= options.partition_id < options.total_partitions:

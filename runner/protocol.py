@@ -51,6 +51,21 @@ DIAGNOSTIC_PHASES = frozenset({PHASE_KERNEL_PROFILE, PHASE_FINGERPRINT})
 DEFAULT_DIAGNOSTIC_BUDGET_S = 300.0
 
 
+# The most pairs a worker's loop lengthened by a minimum time takes (a tiny step would otherwise fill the samples
+# file): at 2,000 the median ratio's sampling error is already a tenth of 30 pairs'.
+MAX_TIMED_PAIRS = 2000
+
+
+def loop_continues(pairs: int, elapsed_s: float, repeat: int, min_loop_s: float) -> bool:
+    """Whether a timed loop that has timed ``pairs`` eager/compiled pairs in ``elapsed_s`` takes another: until
+    ``repeat``, then (pyperf's minimum time) while it has lasted less than ``min_loop_s``, up to MAX_TIMED_PAIRS
+    (or ``repeat`` when that is more). A fixed count would give a 1 ms model's result 30 pairs' noise where a second
+    of timing costs nothing beside its compile."""
+    if pairs < repeat:
+        return True
+    return elapsed_s < min_loop_s and pairs < max(repeat, MAX_TIMED_PAIRS)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelSettings:
     """What every model's job takes from its run as the run has it: the run's options (runner.options.RunOptions)
@@ -67,6 +82,9 @@ class ModelSettings:
     threads: int | None
     repeat: int
     warmup: int
+    # once ``repeat`` pairs are timed, go on until the loop has lasted this long (loop_continues); a
+    # worker of ``--processes K`` gets its share, the run's figure / K (runner.api.make_job)
+    min_loop_s: float = 0.0
     quantize: str | None = None  # onnxruntime's int8-dynamic (runner.backends)
     # Inductor on CUDA without CUDA graphs (the no_cudagraphs variant); the environment's TORCHINDUCTOR_CUDAGRAPHS
     # says the same to Inductor's configuration, this tells the worker to keep a compile mode from turning them on.

@@ -67,7 +67,8 @@ class RunBundle:
 _MANIFEST_FIELDS_SINCE_V1 = ("environment", "memory_definitions", "backend", "torch_requested", "night",
                              "model_phases", "compile_latency_definition")
 # configuration fields added since, with the value that means "as before"
-_CONFIG_FIELDS_SINCE_V1: dict[str, object] = {"warmup": None, "processes": 1, "world_size": 1,
+_CONFIG_FIELDS_SINCE_V1: dict[str, object] = {"warmup": None, "processes": 1, "min_loop_s": 0.0,
+                                               "world_size": 1,
                                                "distributed_backend": None,
                                                "model_source": None}
 
