@@ -22,6 +22,9 @@ that cannot be built here: missing input data, downloaded pretrained weights), a
 draw and what it left out (with why) are printed, and the report adds the share of cells within the issue's targets
 per metric.
 
+Every finished run is appended to ``--workdir``/results.jsonl as it ends. A sampled run of two rounds takes hours
+on a small machine; stopped part-way, the same command with ``--resume`` keeps what it finished and runs the rest.
+
 DIR is a checkout of PyTorch's benchmarks/dynamo (never part of this repository); bench/README.md says how to get
 one and what this compares.
 """
@@ -579,6 +582,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per run (default 1800)")
     p.add_argument("--nice", type=int, default=5, help="niceness of every run (default 5)")
     p.add_argument("--workdir", type=Path, help="where runs write (default: a new temporary directory, kept)")
+    p.add_argument("--resume", action="store_true",
+                   help="go on from what an earlier, stopped run of the same --workdir (and the same other flags) "
+                        "finished: its results are kept as they were, the runs it did not finish run now")
     p.add_argument("--out", type=Path, help="also write the markdown report here")
     return p
 
@@ -685,23 +691,68 @@ def draw_lines(args: argparse.Namespace) -> list[str]:
     return lines
 
 
+RESULTS_FILE = "results.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """What an earlier run of the same ``--workdir`` finished before it stopped (``--resume``): its results by
+    (side, model, round, kind) and each round's first-use cost."""
+
+    results: dict[tuple[str, str, int, str], RunResult]
+    first_use: dict[int, tuple[float, float]]
+
+
+def read_finished(work: Path) -> Finished:
+    """The results.jsonl of ``work`` as a stopped run left it: one line per finished run or first-use cost, written
+    as each came, so a run cut off mid-way wrote nothing and runs again. A last line cut off mid-write is dropped;
+    any other line that does not read stops the resume with its file and line."""
+    path = work / RESULTS_FILE
+    lines = path.read_text().splitlines() if path.is_file() else []
+    results: dict[tuple[str, str, int, str], RunResult] = {}
+    first_use: dict[int, tuple[float, float]] = {}
+    for number, line in enumerate(lines, start=1):
+        try:
+            data = json.loads(line)
+            if "inductor_import_s" in data:
+                first_use[int(data["round"])] = (float(data["inductor_import_s"]),
+                                                 float(data["inductor_first_use_s"]))
+                continue
+            for name in ("calibration_before", "calibration_after"):
+                if data.get(name) is not None:
+                    data[name] = Calibration(**data[name])
+            result = RunResult(**data)
+        except (ValueError, TypeError, KeyError) as exc:
+            if number == len(lines):
+                print(f"{path}:{number}: a line cut off mid-write, dropped: that run runs again", file=sys.stderr)
+                break
+            raise SystemExit(f"{path}:{number}: not a result of bench.pt_parity ({exc}); cannot resume") from None
+        results[(result.side, result.model, result.round, result.kind)] = result
+    return Finished(results, first_use)
+
+
 def run_rounds(args: argparse.Namespace, models: list[Model], work: Path,
                run: Callable[..., RunResult] = run_one,
                calibrate: Callable[[argparse.Namespace, Path], Calibration | None] = calibrate_machine,
                first_use_of: Callable[[argparse.Namespace, Path], tuple[float, float] | None] = first_use_cost,
+               finished: Finished | None = None,
                ) -> tuple[list[RunResult], list[tuple[float, float]], list[float]]:
     """Every round of every model on both sides (``run``, ``calibrate`` and ``first_use_of``: what runs them,
     replaceable in tests), each result appended to ``work``/results.jsonl as it comes; the results, the first-use
-    costs and the loads seen."""
+    costs and the loads seen. ``finished``: what an earlier, stopped run of this workdir finished (``--resume``),
+    taken as it was instead of run again (a timeout in it still gives the model up)."""
     results: list[RunResult] = []
     first_use: list[tuple[float, float]] = []
     loads = [os.getloadavg()[0]]
-    with (work / "results.jsonl").open("a") as raw:
+    done = finished or Finished({}, {})
+    with (work / RESULTS_FILE).open("a") as raw:
         # A model one of whose runs ran past --timeout is not run again, on either side or in a later round: it cannot
         # be measured on this machine within the timeout, and every further try would cost the timeout again.
         gave_up: dict[str, str] = {}
         for rnd in range(1, args.rounds + 1):
-            if (cost := first_use_of(args, work)) is not None:
+            if rnd in done.first_use:
+                first_use.append(done.first_use[rnd])
+            elif (cost := first_use_of(args, work)) is not None:
                 first_use.append(cost)
                 raw.write(json.dumps({"round": rnd, "inductor_import_s": cost[0],
                                       "inductor_first_use_s": cost[1]}) + "\n")
@@ -710,10 +761,18 @@ def run_rounds(args: argparse.Namespace, models: list[Model], work: Path,
                 kinds = ["performance"] + (["accuracy"] if rnd == 1 and not args.no_accuracy else [])
                 for kind in kinds:
                     # Before the first side, between the two (the first's after, the second's before), after the second.
-                    calibration = calibrate(args, work) \
-                        if kind == "performance" and model.label not in gave_up else None
+                    calibration, calibrated = None, False
                     for side in order:
+                        earlier = done.results.get((side, model.label, rnd, kind))
+                        if earlier is not None:
+                            if earlier.error.startswith(TIMED_OUT):
+                                gave_up[model.label] = f"its {side} {kind} run in round {rnd} {earlier.error}"
+                            results.append(earlier)
+                            loads += [earlier.load_before, earlier.load_after]
+                            continue  # the side after it is calibrated anew: the machine may have moved since
                         skipped = model.label in gave_up
+                        if kind == "performance" and not skipped and not calibrated:
+                            calibration, calibrated = calibrate(args, work), True
                         if skipped:
                             res = RunResult(side, model.label, rnd, kind, error=f"not run: {gave_up[model.label]}",
                                             load_before=os.getloadavg()[0], load_after=os.getloadavg()[0])
@@ -765,7 +824,14 @@ def main(argv: list[str] | None = None) -> int:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="pt-parity-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"runs write under {work}", file=sys.stderr)
-    results, first_use, loads = run_rounds(args, models, work)
+    finished = None
+    if args.resume:
+        finished = read_finished(work)
+        print(f"resuming: {len(finished.results)} run(s) finished before are kept, the rest run", file=sys.stderr)
+    elif (work / RESULTS_FILE).is_file() and (work / RESULTS_FILE).stat().st_size:
+        raise SystemExit(f"{work / RESULTS_FILE} holds an earlier run's results: --resume to go on from them, or a "
+                         "new --workdir")
+    results, first_use, loads = run_rounds(args, models, work, finished=finished)
     text = report(args, models, results, first_use, loads)
     print(text)
     if args.out:
