@@ -42,6 +42,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from perfdash.confidence import latency_interval, speedup_interval
+from perfdash.noise import MIN_RUNS, robust_cv
 from runner.lifeline import dies_with_this_process
 from runner.manifest import cpu_model, cpu_vector_isa
 
@@ -69,6 +70,9 @@ class NoiseRow(BaseModel):
     pair_ratio_max_abs_pct: float  # the largest move from one run to the next, %
     within_run_cv_pct: float  # median over runs of the within-run 95 % interval's half-width / 1.96, %
     next_run_in_interval: float  # share of runs whose 95 % interval holds the next run's value
+    # share of runs whose series range (next_run_range, the robust CV of the other runs but these two)
+    # holds the next run's value; None with too few runs, and in files written before it
+    next_run_in_series_range: float | None = None
     values: tuple[float, ...]  # every run's value, in the order measured
 
 
@@ -207,6 +211,31 @@ def _pct(values: Sequence[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
+def next_run_range(value: float, cv: float, level: float = 0.95) -> tuple[float, float]:
+    """Where the next run of an unchanged series would fall if whole runs moved as a normal law of the series' noise
+    ``cv`` (its robust CV, perfdash.noise): value x exp(+-z sqrt(2) cv), a prediction interval in log space (the next
+    run and this one each carry one run's noise). A run's own confidence interval cannot be this: it sees its pairs,
+    not how far whole runs move; and even an exact one would hold the next run's value only P(|Z| < z / sqrt 2), 83 %
+    at 95 %."""
+    half = float(statistics.NormalDist().inv_cdf(0.5 + level / 2)) * math.sqrt(2) * cv
+    return value * math.exp(-half), value * math.exp(half)
+
+
+def next_in_series_range(values: Sequence[float]) -> float | None:
+    """How often the next run's value falls in the range the series' noise gives around a run
+    (next_run_range), the noise estimated from the other runs (all but the run and the next, so that
+    neither sets the range that tests it; in an A/A block every run is of the same code, as a series' history of
+    unchanged runs is). None with too few runs for an estimate."""
+    held = []
+    for i in range(len(values) - 1):
+        others = [v for j, v in enumerate(values) if j not in (i, i + 1)]
+        if len(others) < MIN_RUNS:
+            return None
+        low, high = next_run_range(values[i], robust_cv(others))
+        held.append(low <= values[i + 1] <= high)
+    return sum(held) / len(held) if held else None
+
+
 def noise_row(model: str, metric: str, values: Sequence[float], intervals: Sequence[tuple[float, float] | None]
               ) -> NoiseRow:
     """The between-run spread of one metric and how often a run's own 95 % interval holds the next run's value."""
@@ -227,6 +256,7 @@ def noise_row(model: str, metric: str, values: Sequence[float], intervals: Seque
         pair_ratio_max_abs_pct=float((math.exp(np.max(np.abs(pair_logs))) - 1) * 100),
         within_run_cv_pct=float(statistics.median(within) * 100) if within else math.nan,
         next_run_in_interval=sum(held) / len(held) if held else math.nan,
+        next_run_in_series_range=next_in_series_range(values),
         values=tuple(float(v) for v in values),
     )
 
@@ -249,11 +279,12 @@ def analyse(raw_dir: Path, command: str, run_args: Sequence[str] = ()) -> AbNois
 
 def print_table(noise: AbNoise) -> None:
     print(f"{'model':24} {'metric':12} {'runs':>4} {'median':>8} {'CV%':>6} {'rCV%':>6} {'p05':>6} {'p95':>6} "
-          f"{'max|d|%':>7} {'within%':>7} {'next in CI':>10}")
+          f"{'max|d|%':>7} {'within%':>7} {'next in CI':>10} {'in range':>8}")
     for r in noise.rows:
         print(f"{r.model:24} {r.metric:12} {r.runs:4d} {r.median:8.3f} {r.between_run_cv_pct:6.2f} "
               f"{r.between_run_robust_cv_pct:6.2f} {r.pair_ratio_p05:6.3f} {r.pair_ratio_p95:6.3f} "
-              f"{r.pair_ratio_max_abs_pct:7.1f} {r.within_run_cv_pct:7.2f} {r.next_run_in_interval:10.0%}")
+              f"{r.pair_ratio_max_abs_pct:7.1f} {r.within_run_cv_pct:7.2f} {r.next_run_in_interval:10.0%} "
+              f"{'–' if r.next_run_in_series_range is None else f'{r.next_run_in_series_range:.0%}':>8}")
     print(f"A/B noise (median between-run CV of the speedup over models): {noise.speedup_cv_pct:.2f} %; "
           f"of the latency: {noise.latency_cv_pct:.2f} %")
 
