@@ -25,6 +25,7 @@ processes (perfdash/confidence.py), as the service computes them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -149,9 +150,26 @@ def default_paths(run_args: Sequence[str]) -> tuple[Path, Path]:
 RUN_ARGS_FILE = "candidate_args.json"
 
 
-def measure(raw_dir: Path, runs: int, minutes: float, run_args: Sequence[str] = ()) -> None:
+# in a run's directory with --calibrate: the machine calibration right before and right after it
+CALIBRATION_FILES = ("calibration_before.json", "calibration_after.json")
+
+
+def write_calibration(path: Path) -> None:
+    """The machine calibration workload (bench.machine_calibration) timed now in a fresh process, into ``path``;
+    a calibration that fails is said on stderr and leaves no file (the runs go on)."""
+    from bench.machine_calibration import CalibrationError, calibrate
+
+    try:
+        path.write_text(json.dumps(dataclasses.asdict(calibrate([], os.environ.copy()))))
+    except CalibrationError as exc:
+        print(f"machine calibration: {exc}", file=sys.stderr)
+
+
+def measure(raw_dir: Path, runs: int, minutes: float, run_args: Sequence[str] = (), calibrate: bool = False) -> None:
     """``runs`` runs of ``perfdash run`` one after the other (stopping early after ``minutes``); runs already in
-    ``raw_dir`` count, if they were measured with the same ``run_args``."""
+    ``raw_dir`` count, if they were measured with the same ``run_args``. ``calibrate``: time the machine calibration
+    workload right before and after each run (a few seconds each), so that bench.noise_sources can set a run's move
+    beside the machine's own."""
     raw_dir.mkdir(parents=True, exist_ok=True)
     recorded = raw_dir / RUN_ARGS_FILE
     if recorded.exists() and json.loads(recorded.read_text()) != list(run_args):
@@ -162,9 +180,14 @@ def measure(raw_dir: Path, runs: int, minutes: float, run_args: Sequence[str] = 
     done = len(list(raw_dir.glob("run_*")))
     while done < runs and time.monotonic() < deadline:
         out = raw_dir / f"run_{done:03d}"
+        if calibrate:
+            out.mkdir(parents=True, exist_ok=True)
+            write_calibration(out / CALIBRATION_FILES[0])
         started = time.monotonic()
         proc = subprocess.run(run_argv(out, run_args), capture_output=True, text=True, env=os.environ.copy(),
                               check=False, preexec_fn=dies_with_this_process())  # killed with the bench
+        if calibrate:
+            write_calibration(out / CALIBRATION_FILES[1])
         print(f"run {done}: rc={proc.returncode} {time.monotonic() - started:.0f}s", flush=True)
         if proc.returncode != 0:
             print(proc.stderr[-2000:], file=sys.stderr)
@@ -300,6 +323,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="where the raw runs go (default: $TMPDIR/ab_noise_runs, with the --run-arg flags "
                              "appended to the name)")
     parser.add_argument("--analyse-only", action="store_true")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="time the machine calibration workload before and after each run (bench.noise_sources "
+                             "sets each run's move beside the machine's)")
     parser.add_argument("--output", type=Path,
                         help=f"default: {OUTPUT.relative_to(ROOT)}, with the --run-arg flags appended to the name")
     args = parser.parse_args(argv)
@@ -307,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.raw_dir = args.raw_dir or default_raw
     args.output = args.output or default_output
     if not args.analyse_only:
-        measure(args.raw_dir, args.runs, args.minutes, args.run_arg)
+        measure(args.raw_dir, args.runs, args.minutes, args.run_arg, calibrate=args.calibrate)
     elif (recorded := args.raw_dir / RUN_ARGS_FILE).exists() and not args.run_arg:
         args.run_arg = json.loads(recorded.read_text())  # analysing a candidate's runs: say which candidate
     noise = analyse(args.raw_dir, "python -m bench.ab_noise " + " ".join(argv if argv is not None else sys.argv[1:]),

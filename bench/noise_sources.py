@@ -21,7 +21,11 @@ Each run's pairs carry the worker process that timed them. Per model this prints
   measurement from outside the model before a rule re-measures it;
 - who the pressure came from (where the runs read it): over the loops above the pressure limit and the others, how
   much of the machine anything but the worker used, how many of the worker's own threads were busy, and the
-  processes named busiest beside the loops, by name, with the CPU seconds they took.
+  processes named busiest beside the loops, by name, with the CPU seconds they took;
+- the machine beside each run (where bench/ab_noise.py ran with ``--calibrate``): the calibration workload's figure
+  around the run (bench.machine_calibration, the mean of before and after), its rank correlation with the run's
+  speedup and latency, and each outlying run's figure against the median run's: whether a run that moved was a
+  machine that moved, which a reference timed beside the model would recognise.
 
     python -m bench.noise_sources --raw-dir /tmp/ab_noise_runs_processes_3
 
@@ -31,6 +35,7 @@ Nothing is measured here: it reads the raw runs (``run_*/<samples file>``) only.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +44,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from bench.ab_noise import sample_rows
+from bench.ab_noise import SAMPLES_FILE, sample_rows
 
 # A worker's timed loop counts as contended above either share (the defaults of --steal-limit, --pressure-limit): a
 # loop that lost 1 % of the machine to the hypervisor, or waited for a CPU 5 % of its wall time, against a quiet
@@ -304,6 +309,66 @@ def print_who(groups: dict[str, LoopGroup], pressure_limit: float) -> None:
               f"{busiest}")
 
 
+@dataclass(frozen=True)
+class MachineBeside:
+    """One model's runs against the machine calibration around each (runs with both a value and a figure)."""
+
+    model: str
+    runs: int
+    rho_speedup: float  # Spearman's, machine figure against the run's speedup
+    p_speedup: float
+    rho_latency: float  # ... against the run's compiled latency
+    p_latency: float
+    outlying: tuple[tuple[int, float, float], ...]  # (run, speedup / median, machine figure / median)
+
+
+def machine_beside(raw_dir: Path, outlying: dict[str, tuple[int, ...]]) -> list[MachineBeside]:
+    """Per model, the rank correlation of the machine's figure around each run with the run's speedup and latency,
+    and where each of the model's ``outlying`` runs (indices among its runs, as sources() names them) stood; empty
+    when no run has a calibration (bench.ab_noise without --calibrate)."""
+    from bench.ab_noise import CALIBRATION_FILES
+    from bench.machine_calibration import Calibration, machine_figure
+
+    per_model: dict[str, list[tuple[float, float, float | None]]] = {}
+    for run in sorted(raw_dir.glob("run_*")):
+        samples = run / SAMPLES_FILE
+        if not samples.exists():
+            continue
+        calibrations = [Calibration(**json.loads(path.read_text())) if path.exists() else None
+                        for path in (run / name for name in CALIBRATION_FILES)]
+        figure = machine_figure(*calibrations)
+        for line in samples.read_text().splitlines():
+            row = json.loads(line)
+            if row["eager_ms"] and row["compiled_ms"]:
+                compiled = float(np.median(row["compiled_ms"]))
+                per_model.setdefault(row["name"], []).append(
+                    (float(np.median(row["eager_ms"])) / compiled, compiled, figure))
+    found = []
+    for model, runs in sorted(per_model.items()):
+        measured = [(i, s, c, f) for i, (s, c, f) in enumerate(runs) if f is not None]
+        if len(measured) < 3:
+            continue
+        speedups, latencies, figures = (np.array([m[k] for m in measured]) for k in (1, 2, 3))
+        rho_s, p_s = spearmanr(figures, speedups)
+        rho_c, p_c = spearmanr(figures, latencies)
+        index = {i: n for n, (i, *_rest) in enumerate(measured)}
+        out = tuple((i, float(speedups[index[i]] / np.median(speedups)), float(figures[index[i]] / np.median(figures)))
+                    for i in outlying.get(model, ()) if i in index)
+        found.append(MachineBeside(model, len(measured), float(rho_s), float(p_s), float(rho_c), float(p_c), out))
+    return found
+
+
+def print_machine(rows: Sequence[MachineBeside]) -> None:
+    print()
+    print("the machine beside each run (bench.machine_calibration around it; rho: Spearman's, figure against value)")
+    print(f"{'model':24} {'runs':>4} {'rho speedup (p)':>16} {'rho latency (p)':>16}  outlying runs: speedup / machine "
+          "against the median run")
+    for m in rows:
+        outlying = "; ".join(f"run {i}: {s:.3f} / {f:.3f}" for i, s, f in m.outlying) or "-"
+        print(f"{m.model:24} {m.runs:>4} {m.rho_speedup:>7.2f} ({m.p_speedup:.3f}) {m.rho_latency:>7.2f} "
+              f"({m.p_latency:.3f})  {outlying}")
+
+
 def print_sources(rows: Sequence[Sources]) -> None:
     print(f"{'model':24} {'runs':>4} {'K':>2} {'between-run CV%':>15} {'process CV%':>11} "
           f"{'/sqrt(K)':>8} {'run-level CV%':>13} {'detrended CV%':>13} {'no outliers CV%':>15}  outlying runs")
@@ -338,6 +403,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_contention(readings, args.steal_limit, args.pressure_limit)
     if groups := who_competed(args.raw_dir, args.pressure_limit):
         print_who(groups, args.pressure_limit)
+    if machine := machine_beside(args.raw_dir, {row.model: row.outlying_runs for row in rows}):
+        print_machine(machine)
     return 0
 
 

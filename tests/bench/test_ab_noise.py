@@ -73,3 +73,12 @@ def test_the_series_range_is_a_prediction_interval_of_the_next_run() -> None:
     shifted = [v * (0.92 if i % 6 == 0 else 1.0) for i, v in enumerate(steady)]
     assert (ab_noise.next_in_series_range(shifted) or 1) < 0.85
     assert ab_noise.next_in_series_range(steady[:6]) is None  # too few other runs for an estimate
+
+
+def test_a_calibration_around_a_run_is_a_real_timing_the_analysis_reads(tmp_path: Path) -> None:
+    from bench.machine_calibration import Calibration
+
+    path = tmp_path / ab_noise.CALIBRATION_FILES[0]
+    ab_noise.write_calibration(path)  # the fixed workload, timed in a fresh interpreter
+    calibration = Calibration(**json.loads(path.read_text()))
+    assert calibration.side_threads_ms > 0 and calibration.single_thread_ms > 0 and calibration.threads >= 1

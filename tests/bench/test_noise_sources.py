@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.ab_noise import SAMPLES_FILE
-from bench.noise_sources import contention_reading, read_pairs, sources, who_competed
+from bench.ab_noise import CALIBRATION_FILES, SAMPLES_FILE
+from bench.noise_sources import contention_reading, machine_beside, read_pairs, sources, who_competed
 
 
 def _write_runs(raw: Path, *, runs: int, k: int, run_sd: float, process_sd: float, seed: int = 7,
@@ -139,3 +139,30 @@ def test_who_competed_splits_the_loops_at_the_pressure_limit_and_sums_the_busies
     assert contended.busiest[0] == ("cc1plus", pytest.approx(1.1), 2)
     assert quiet.busiest == [("kdamond.0", pytest.approx(0.02), 1)]
     assert who_competed(tmp_path / "nothing") == {}
+
+
+def _calibrate(raw: Path, figures: dict[int, float]) -> None:
+    """Calibration files around each run, as bench.ab_noise --calibrate writes them: ``figures[run]`` before and
+    after (the conv2d part, the one the account reads)."""
+    for run, figure in figures.items():
+        for name in CALIBRATION_FILES:
+            (raw / f"run_{run:03d}" / name).write_text(json.dumps(
+                {"single_thread_ms": 3.0, "side_threads_ms": figure, "threads": 2, "wall_s": 2.0, "at": 0.0}))
+
+
+def test_a_run_that_moved_with_the_machine_is_set_beside_its_calibration(tmp_path: Path) -> None:
+    # the machine slows down run by run (its calibration figure rises) while the speedup drifts down with it
+    _write_runs(tmp_path, runs=12, k=1, run_sd=0.0, process_sd=0.002, drift=-0.01, shifted={7: -0.12})
+    _calibrate(tmp_path, {run: 2.0 * (1 + 0.01 * run) * (1.12 if run == 7 else 1.0) for run in range(12)})
+    (found,) = machine_beside(tmp_path, {"m": (7,)})
+    assert found.runs == 12
+    assert found.rho_speedup < -0.9 and found.p_speedup < 0.01
+    ((run, speedup, machine),) = found.outlying
+    assert run == 7 and speedup < 0.9 and machine > 1.1  # the outlying run was an outlying machine
+
+
+def test_runs_measured_without_calibration_say_nothing_of_the_machine(tmp_path: Path) -> None:
+    _write_runs(tmp_path, runs=6, k=1, run_sd=0.01, process_sd=0.01)
+    assert machine_beside(tmp_path, {}) == []
+    _calibrate(tmp_path, {0: 2.0, 1: 2.1})  # two calibrated runs are too few for a rank correlation
+    assert machine_beside(tmp_path, {}) == []
