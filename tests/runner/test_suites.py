@@ -266,10 +266,11 @@ def test_a_job_carries_the_runs_settings_through_the_worker_protocol() -> None:
     spec = suite.models()[0]
     options = RunOptions(suite="timm_models", device="cuda", dtype="bfloat16", mode="training", backend="aot_eager",
                          compile_mode="max-autotune", dynamic_shapes=True, threads=3, repeat=7, warmup=2,
-                         quantize="int8-dynamic", disable_cudagraphs=True, diagnostic_budget_s=12.5, accuracy=True)
+                         quantize="int8-dynamic", disable_cudagraphs=True, diagnostic_budget_s=12.5, accuracy=True,
+                         min_loop_s=2.5)
     job = Job.from_json(make_job(options, suite, spec).to_json())
     assert {setting.name: getattr(job, setting.name) for setting in fields(ModelSettings)} == {
         "device": "cuda", "dtype": "bfloat16", "mode": "training", "backend": "aot_eager",
         "compile_mode": "max-autotune", "dynamic_shapes": True, "threads": 3, "repeat": 7, "warmup": 2,
-        "quantize": "int8-dynamic", "disable_cudagraphs": True, "diagnostic_budget_s": 12.5}
+        "quantize": "int8-dynamic", "disable_cudagraphs": True, "diagnostic_budget_s": 12.5, "min_loop_s": 2.5}
     assert (job.suite, job.spec, job.accuracy, job.performance) == ("timm_models", spec, True, False)
