@@ -202,31 +202,40 @@ class RunValue:
     latency_ci: tuple[float, float] | None
 
 
+def run_samples(run: Path) -> Iterator[dict[str, Any]]:
+    """Each model's samples row of one run; a model that failed (no pairs) is left out."""
+    samples = run / SAMPLES_FILE
+    if not samples.exists():
+        return
+    for line in samples.read_text().splitlines():
+        row = json.loads(line)
+        if row["eager_ms"] and row["compiled_ms"]:
+            yield row
+
+
 def sample_rows(raw_dir: Path) -> Iterator[dict[str, Any]]:
     """Each model's samples row of each run, runs in the order they were measured; a model that failed (no pairs)
     is left out."""
     for run in sorted(raw_dir.glob("run_*")):
-        samples = run / SAMPLES_FILE
-        if not samples.exists():
-            continue
-        for line in samples.read_text().splitlines():
-            row = json.loads(line)
-            if row["eager_ms"] and row["compiled_ms"]:
-                yield row
+        yield from run_samples(run)
+
+
+def run_value(row: dict[str, Any]) -> RunValue:
+    """One model's speedup and compiled latency in one run, with their within-run 95 % intervals."""
+    eager, compiled, process = row["eager_ms"], row["compiled_ms"], row.get("process") or ()
+    ci = speedup_interval(eager, compiled, process=process)
+    latency_ci = latency_interval(compiled, process=process)
+    return RunValue(speedup=statistics.median(eager) / statistics.median(compiled),
+                    latency_ms=statistics.median(compiled),
+                    speedup_ci=(ci.low, ci.high) if ci else None,
+                    latency_ci=(latency_ci.low, latency_ci.high) if latency_ci else None)
 
 
 def read_runs(raw_dir: Path) -> dict[str, list[RunValue]]:
     """Per model, the runs in the order they were measured (a run where the model failed is left out)."""
     per_model: dict[str, list[RunValue]] = {}
     for row in sample_rows(raw_dir):
-        eager, compiled, process = row["eager_ms"], row["compiled_ms"], row.get("process") or ()
-        speedup = statistics.median(eager) / statistics.median(compiled)
-        ci = speedup_interval(eager, compiled, process=process)
-        latency_ci = latency_interval(compiled, process=process)
-        per_model.setdefault(row["name"], []).append(RunValue(
-            speedup=speedup, latency_ms=statistics.median(compiled),
-            speedup_ci=(ci.low, ci.high) if ci else None,
-            latency_ci=(latency_ci.low, latency_ci.high) if latency_ci else None))
+        per_model.setdefault(row["name"], []).append(run_value(row))
     return per_model
 
 
