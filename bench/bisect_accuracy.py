@@ -8,8 +8,9 @@ an outlier 30 % slower: a busy machine), and ``measured``: the between-run devia
 bench/ab_noise.py's A/A runs of the harness (``--noise-file``: bench/data/ab_noise.json, measured on a quiet machine,
 or bench/data/ab_noise_busy.json, under load, or one of ``perfdash run --processes 3``; the compiled latency's
 consecutive-run log deviations, each model's median removed, pooled over its models, drawn at random;
-``--measured-metric speedup``: the speedup's). "null" histories have no regression: the right answer is "not
-reproduced".
+``--measured-metric speedup``: the speedup's; or bench/duet_noise.py's file, whose ``--duet-part`` draws either a
+duet's deviations, two builds measured at once, or its sequential solo runs'). "null" histories have no
+regression: the right answer is "not reproduced".
 
 perfbisect runs as the CLI does (perfbisect.procedure.Bisector; every comparison the sequential paired A/B of
 perfdash/ab.py: a paired SPRT from 6 pairs (steps 2) to at most 160, alpha 0.01 per A/B; each step against the
@@ -31,6 +32,7 @@ reproduced the regression.
 
     python -m bench.bisect_accuracy [--histories 200] [--seed 5] [--sizes 16 64 256] [--threshold 5]
         [--series-noise none|history] [--noise-file FILE] [--measured-metric abs_latency|speedup]
+        [--duet-part duet|sequential]
 
 Figures in bench/README.md ("Bisection").
 """
@@ -38,6 +40,7 @@ Figures in bench/README.md ("Bisection").
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import random
 import statistics
@@ -54,7 +57,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.ab_noise import OUTPUT as AB_NOISE
-from bench.ab_noise import load_noise
+from bench.duet_noise import DuetPart, measured_residuals
 from perfdash.bisection import StepDecision
 from perfdash.noise import robust_cv
 from perfdash.verdicts import BisectionVerdictName
@@ -81,11 +84,13 @@ class Noise:
         return value * (1 + OUTLIER_SIZE) if rng.random() < OUTLIER_SHARE else value
 
 
-def noise_model(name: str, noise_file: Path = AB_NOISE, metric: str = "abs_latency") -> Noise:
+def noise_model(name: str, noise_file: Path = AB_NOISE, metric: str = "abs_latency", part: DuetPart = "duet"
+                ) -> Noise:
     """``metric``: whose between-run deviations the ``measured`` model draws (the simulated history is a latency
-    either way: lower is better; the deviations are symmetric in log space, so a speedup's serve as well)."""
+    either way: lower is better; the deviations are symmetric in log space, so a speedup's serve as well).
+    ``part``: of a bench/duet_noise.py file, the duet's draws or its sequential solo runs'."""
     if name == "measured":
-        return Noise(name, residuals=tuple(float(r) for r in load_noise(noise_file).residuals(metric)))
+        return Noise(name, residuals=tuple(float(r) for r in measured_residuals(noise_file, metric, part)))
     return Noise(name, cv=float(name.rstrip("%")) / 100)
 
 
@@ -200,7 +205,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-pairs", type=int, default=160)
     parser.add_argument("--noise-file", type=Path, default=AB_NOISE,
                         help="the \"measured\" noise model's file (bench/ab_noise.py's output; default the quiet "
-                             "machine's bench/data/ab_noise.json, bench/data/ab_noise_busy.json the loaded one's)")
+                             "machine's bench/data/ab_noise.json, bench/data/ab_noise_busy.json the loaded one's; "
+                             "or bench/duet_noise.py's, see --duet-part)")
+    parser.add_argument("--duet-part", choices=("duet", "sequential"), default="duet",
+                        help="of a bench/duet_noise.py noise file: draw the duet's deviations (two builds at once "
+                             "on mirrored CPU halves) or its sequential solo runs' (one after the other)")
     parser.add_argument("--measured-metric", choices=("abs_latency", "speedup"), default="abs_latency",
                         help="whose between-run deviations the \"measured\" model draws: the compiled latency's "
                              "(default) or the speedup's (what the nightly's speedup findings are bisected on)")
@@ -214,14 +223,17 @@ def main(argv: list[str] | None = None) -> int:
     table = Table(title=f"perfbisect vs single-sample fixed-10% rule ({args.histories} histories per row, threshold "
                         f"{args.threshold}%, sequential paired A/B from {policy.repeats} pairs to {policy.cap}, "
                         f"{BROKEN_SHARE:.0%} broken builds; measured noise: {args.noise_file.name}, "
-                        f"{args.measured_metric}; series noise: {args.series_noise})")
+                        f"{args.measured_metric}"
+                        + (f" ({args.duet_part})" if json.loads(args.noise_file.read_text()).get("kind") == "duet"
+                           else "")
+                        + f"; series noise: {args.series_noise})")
     for column in ("N", "noise", "regression", "correct", "wrong", "no name", "steps", "median meas.",
                    "conf./steps/verif.", "confirmed", "fixed-10% correct", "wrong ", "meas."):
         table.add_column(column, justify="right")
     started = time.perf_counter()
     for n in args.sizes:
         for name in args.noise:
-            noise = noise_model(name, args.noise_file, args.measured_metric)
+            noise = noise_model(name, args.noise_file, args.measured_metric, args.duet_part)
             for regression in (0.0, 0.05, 0.20):
                 rng = random.Random(f"{args.seed}-{n}-{name}-{regression}")
                 prior_rng = random.Random(f"{args.seed}-{n}-{name}-{regression}-series")

@@ -36,6 +36,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -110,13 +111,38 @@ class DuetRow(BaseModel):
     duet_robust_sd_pct: float
     halves_difference_pct: float  # the first half's value over the second's, median over cycles, % above 1
     duet_over_solo_pct: float  # the duet's median value over the solo runs' (what sharing the machine costs), %
+    # the draws themselves, as bench/bisect_accuracy.py samples them: one measurement's log deviation (a compared
+    # pair's log ratio over sqrt 2, its median taken out), sequential (consecutive solo runs) and duet (per cycle)
+    sequential_residuals: tuple[float, ...] = ()
+    duet_residuals: tuple[float, ...] = ()
+
+
+DuetPart = Literal["duet", "sequential"]
 
 
 class DuetNoise(BaseModel):
+    kind: Literal["duet"] = "duet"  # tells this file from bench.ab_noise's AbNoise
     machine: str
     configuration: str
     command: str
     rows: tuple[DuetRow, ...]
+
+    def residuals(self, metric: str, part: DuetPart = "duet") -> np.ndarray:
+        """The measured A/B noise of one measurement, pooled over the models (bench.ab_noise.AbNoise.residuals'
+        counterpart): a duet's or the sequential solo runs'."""
+        return np.concatenate([r.duet_residuals if part == "duet" else r.sequential_residuals
+                               for r in self.rows if r.metric == metric])
+
+
+def measured_residuals(path: Path, metric: str, part: DuetPart = "duet") -> np.ndarray:
+    """The A/B noise draws of a measured noise file, either kind: bench.ab_noise's (consecutive runs of the
+    nightly's configuration) or this bench's (``part`` of a duet block)."""
+    from bench.ab_noise import AbNoise
+
+    data = json.loads(path.read_text())
+    if data.get("kind") == "duet":
+        return DuetNoise.model_validate(data).residuals(metric, part)
+    return AbNoise.model_validate(data).residuals(metric)
 
 
 def _sd_pct(logs: np.ndarray) -> float:
@@ -137,7 +163,9 @@ def duet_row(model: str, metric: str, side_a: Sequence[float], side_b: Sequence[
     # side A over side B with the halves' difference taken out: what two identical builds differ by in a duet
     duet = np.where(np.asarray(a_on_first), a - b - halves, a - b + halves)
     sequential = np.diff(s)
-    return DuetRow(model=model, metric=metric, cycles=len(s),
+    return DuetRow(sequential_residuals=tuple((sequential - np.median(sequential)) / math.sqrt(2)),
+                   duet_residuals=tuple((duet - np.median(duet)) / math.sqrt(2)),
+                   model=model, metric=metric, cycles=len(s),
                    sequential_sd_pct=_sd_pct(sequential), sequential_robust_sd_pct=_robust_sd_pct(sequential),
                    duet_sd_pct=_sd_pct(duet), duet_robust_sd_pct=_robust_sd_pct(duet),
                    halves_difference_pct=(math.exp(halves) - 1) * 100,

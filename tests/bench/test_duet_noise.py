@@ -77,3 +77,24 @@ def test_analyse_reads_the_three_sides_by_cycle_and_skips_a_cycle_where_one_fail
     steps = np.log([2.02 / 2.00, 2.04 / 2.02, 2.08 / 2.04])
     assert speedup.sequential_sd_pct == pytest.approx(np.std(steps, ddof=1) / np.sqrt(2) * 100)
     assert {r.metric for r in noise.rows} == {"speedup", "abs_latency"}
+
+
+def test_the_simulations_draw_a_duet_files_duet_or_sequential_part_and_still_read_ab_noise_files(
+        tmp_path: Path) -> None:
+    from bench.bisect_accuracy import noise_model
+
+    a, b, solo, on_first = _cycles(40, shared_sd=0.05, own_sd=0.005, halves=1.03)
+    rows = (duet_noise.duet_row("m", "abs_latency", a, b, solo, on_first),
+            duet_noise.duet_row("m", "speedup", solo, solo, solo, on_first))
+    path = tmp_path / "duet.json"
+    path.write_text(duet_noise.DuetNoise(machine="x", configuration="y", command="z", rows=rows).model_dump_json())
+    duet = noise_model("measured", path, "abs_latency", "duet").residuals
+    sequential = noise_model("measured", path, "abs_latency", "sequential").residuals
+    assert len(duet) == 40 and len(sequential) == 39
+    # the duet's draws hold each side's own noise only (0.5 %), the sequential ones the shared move too (5 %)
+    assert float(np.std(duet)) < 0.01 < 0.03 < float(np.std(sequential))
+    assert abs(float(np.median(duet))) < 1e-12  # the halves' 3 % is not a deviation
+    ab_file = tmp_path / "ab.json"
+    ab_file.write_text(ab_noise.AbNoise(machine="x", configuration="y", command="z", rows=(
+        ab_noise.noise_row("m", "abs_latency", [1.0, 1.1, 1.0, 1.05], [(0.9, 1.2)] * 4),)).model_dump_json())
+    assert len(noise_model("measured", ab_file, "abs_latency").residuals) == 3
