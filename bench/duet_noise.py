@@ -42,6 +42,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from bench.ab_noise import ROOT, RunValue, run_argv, run_samples, run_value
+from perfdash.ab import duet_halves
 from runner.lifeline import die_with_parent
 from runner.manifest import cpu_model, cpu_vector_isa
 
@@ -51,12 +52,9 @@ CORES_FILE = "cores.json"  # per cycle, the CPUs side A ran on
 
 
 def halves(cpus: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The machine's CPUs as two mirrored halves (the first half and the rest; an odd CPU out is left unused)."""
-    ordered = sorted(cpus)
-    if len(ordered) < 2:
-        raise SystemExit("a duet needs at least two CPUs")
-    half = len(ordered) // 2
-    return tuple(ordered[:half]), tuple(ordered[half:2 * half])
+    """The machine's CPUs as perfbisect's duet splits them (perfdash.ab.duet_halves), each half in order."""
+    first, second = duet_halves(cpus)
+    return tuple(sorted(first)), tuple(sorted(second))
 
 
 def pinned_to(cpus: Sequence[int], parent: int) -> Callable[[], None]:

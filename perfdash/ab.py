@@ -412,6 +412,20 @@ def _decide_status(a: Sequence[Sample], b: Sequence[Sample], policy: AbPolicy, f
 
 
 Measure = Callable[[AbSide, int], Sample]  # (side, index of that side's sample) -> the sample
+# A duet's pair, both sides measured at the same time on mirrored halves of the machine: (index of the pair, whether A
+# runs on the first half) -> (A's sample, B's sample). The halves alternate as a sequential A/B's order does.
+MeasurePair = Callable[[int, bool], tuple[Sample, Sample]]
+
+
+def duet_halves(cpus: Sequence[int]) -> tuple[frozenset[int], frozenset[int]]:
+    """The CPUs as two mirrored halves for a duet (the first half and the rest; an odd CPU out is left unused).
+    A duet measures both builds at once, one on each half, so that what moves the whole machine for a while (the
+    host's caches, memory bandwidth, frequency) moves both and cancels in their ratio (bench/README.md, "Duet")."""
+    ordered = sorted(cpus)
+    if len(ordered) < 2:
+        raise ValueError("a duet needs at least two CPUs")
+    half = len(ordered) // 2
+    return frozenset(ordered[:half]), frozenset(ordered[half:2 * half])
 
 
 def change_half_width_pct(a: Sequence[Sample], b: Sequence[Sample], direction: Better) -> float:
@@ -426,7 +440,7 @@ def change_half_width_pct(a: Sequence[Sample], b: Sequence[Sample], direction: B
 
 def run_ab(measure: Measure, policy: AbPolicy, rng: random.Random, *, purpose: str, a: str, b: str,
            on_round: Callable[[AbRound], None] = lambda _r: None, noise: Sequence[float] = (),
-           carried: AbRecord | None = None) -> AbRecord:
+           carried: AbRecord | None = None, measure_pair: MeasurePair | None = None) -> AbRecord:
     """Measure A and B in balanced random pairs, look by look, until "different", "same" or the cap.
 
     ``measure(side, i)`` returns the i-th sample of a side; a caller that resumes returns stored samples for the
@@ -435,7 +449,9 @@ def run_ab(measure: Measure, policy: AbPolicy, rng: random.Random, *, purpose: s
     ``carried``: an earlier A/B of the same two sides (a bisection step of the culprit against its parent) whose
     pairs this one continues: they are its first pairs (in their order) and its first look is on them. Valid because
     the likelihood ratio is taken over every pair from the first: under "no change" the chance that it *ever* reaches
-    1 / alpha is at most alpha, whatever made the caller look at these sides (Ville's inequality)."""
+    1 / alpha is at most alpha, whatever made the caller look at these sides (Ville's inequality).
+    ``measure_pair``: a duet; each pair's two samples are measured at once by it (``measure`` is not called), A on
+    the first half of the machine in the pairs the order puts A first."""
     if carried is not None and (carried.a, carried.b) != (a, b):
         raise ValueError("only an A/B of the same two sides can be continued")
     samples: dict[AbSide, list[Sample]] = {"A": list(carried.samples_a) if carried else [],
@@ -455,7 +471,14 @@ def run_ab(measure: Measure, policy: AbPolicy, rng: random.Random, *, purpose: s
         while len(samples["A"]) < total:
             if not pending:
                 pending = balanced_order(2, rng)
-            for side in pending.pop():
+            sides = pending.pop()
+            if measure_pair is not None:
+                sample_a, sample_b = measure_pair(len(samples["A"]), sides[0] == "A")
+                samples["A"].append(sample_a)
+                samples["B"].append(sample_b)
+                order.extend(sides)
+                continue
+            for side in sides:
                 samples[side].append(measure(side, len(samples[side])))
                 order.append(side)
         result = decide(samples["A"], samples["B"], policy, final=number == len(looks), noise=noise)

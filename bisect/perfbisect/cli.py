@@ -19,6 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from perfdash.ab import duet_halves
 from perfdash.axes import AXIS, add_choice_flags, run_axis_values
 from perfdash.metric_registry import BISECT_METRICS, Better, better_of
 from perfdash.verdicts import BisectionVerdictName
@@ -63,6 +64,10 @@ def register(subparsers: Any) -> None:
     run.add_argument("--build-timeout", type=float, metavar="S", help="per build, seconds (timeout: skipped)")
     run.add_argument("--measure-timeout", type=float, metavar="S", help="per measurement, seconds")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.add_argument("--duet", action="store_true",
+                     help="measure each A/B's two commits at the same time, one on each half of the CPUs (a "
+                          "PyTorch-mode run gets as many threads as its half has CPUs): the machine's slow spells "
+                          "then move both sides and cancel (bench/README.md, \"Duet\"); default one at a time")
     pt = p.add_argument_group("PyTorch mode (perfdash run's configuration)")
     pt.add_argument("--suite", help="torchbench, huggingface, timm_models, hf_vision")
     pt.add_argument("--model", help="the model (perfdash run --only)")
@@ -233,6 +238,11 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
         del policy_identity["series_cv"], policy_identity["series_runs"]
     identity: dict[str, Any] = {"repo": str(repo), "good": good, "bad": bad, "build": args.build,
                                 "measure": args.measure, "policy": policy_identity}
+    duet = duet_halves(sorted(os.sched_getaffinity(0))) if args.duet else None
+    if duet is not None:
+        identity["duet"] = [sorted(half) for half in duet]  # a duet's pairs are not a sequential A/B's: never mixed
+        if args.threads is not None and args.threads > len(duet[0]):
+            raise ValueError(f"--duet gives each side {len(duet[0])} CPU(s): --threads {args.threads} does not fit")
     oracle: CommandOracle
     preferred: frozenset[str] = frozenset()
     if pytorch_mode:
@@ -263,7 +273,9 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
     state_path = (args.state or cache_dir / f"state-{good[:12]}-{bad[:12]}.json").resolve()
     state = BisectState.open(state_path, identity, resume=args.resume)
     log(f"{len(commits)} commits after {good[:10]} up to {bad[:10]}; state in {state_path}")
-    bisector = Bisector(oracle, policy, state, log)
+    if duet is not None:
+        log(f"duet: every A/B measures its two commits at once, on CPUs {sorted(duet[0])} and {sorted(duet[1])}")
+    bisector = Bisector(oracle, policy, state, log, duet=duet)
     try:
         outcome = (bisector.confirm_only(good, bad) if getattr(args, "confirm_only", False)
                    else bisector.run(good, commits, preferred))
@@ -272,7 +284,8 @@ def _bisect(args: argparse.Namespace, console: Any) -> Any:
                       f"{state_path}; rerun the same command with --resume to continue")
         raise
     report = build_report(outcome, lambda sha: commit_info(repo, sha), good, bad, policy, len(commits),
-                          _jenkins_url(), processes=args.processes if pytorch_mode else None)
+                          _jenkins_url(), processes=args.processes if pytorch_mode else None,
+                          duet=duet)
     report.print(console)
     if args.json:
         report.write_json(args.json)

@@ -13,7 +13,8 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,11 +31,16 @@ class CommandResult:
     seconds: float
 
 
-def run_command(cmd: str, cwd: Path, env: Mapping[str, str], timeout: float | None) -> CommandResult:
-    """Run ``cmd`` through the shell in its own process group, so a timeout kills the whole tree it started."""
-    started = time.monotonic()
-    proc = subprocess.Popen(cmd, shell=True, cwd=cwd, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+def _start(cmd: str, cwd: Path, env: Mapping[str, str], cpus: frozenset[int] | None = None
+           ) -> subprocess.Popen[str]:
+    """``cmd`` through the shell in its own process group (so a timeout kills the whole tree it started), on
+    ``cpus`` only when given (everything it starts inherits them)."""
+    return subprocess.Popen(cmd, shell=True, cwd=cwd, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True,
+                            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
+
+
+def _finish(proc: subprocess.Popen[str], started: float, timeout: float | None) -> CommandResult:
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
         return CommandResult(proc.returncode, stdout, stderr, time.monotonic() - started)
@@ -42,11 +48,44 @@ def run_command(cmd: str, cwd: Path, env: Mapping[str, str], timeout: float | No
         _kill_group(proc)
         stdout, stderr = proc.communicate()
         return CommandResult(None, stdout, stderr, time.monotonic() - started)
+
+
+def run_command(cmd: str, cwd: Path, env: Mapping[str, str], timeout: float | None) -> CommandResult:
+    """Run ``cmd`` through the shell in its own process group, so a timeout kills the whole tree it started."""
+    started = time.monotonic()
+    proc = _start(cmd, cwd, env)
+    try:
+        return _finish(proc, started, timeout)
     except KeyboardInterrupt:
         # The command runs in its own session (so a timeout can kill its children): Ctrl-C must reach it by hand.
         _kill_group(proc)
         proc.communicate()
         raise
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedCommand:
+    """One side of a duet: the command, where it runs, and the CPUs it is held to."""
+
+    cmd: str
+    cwd: Path
+    env: Mapping[str, str]
+    cpus: frozenset[int]
+
+
+def run_at_once(commands: Sequence[PlacedCommand], timeout: float | None) -> list[CommandResult]:
+    """Start every command at once, each on its own CPUs, and wait for all (each with its own ``timeout``; a thread
+    per command reads its pipes, so one side's output never blocks the other)."""
+    started = time.monotonic()
+    procs = [_start(c.cmd, c.cwd, c.env, c.cpus) for c in commands]
+    with ThreadPoolExecutor(max_workers=len(procs)) as pool:
+        futures = [pool.submit(_finish, proc, started, timeout) for proc in procs]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:
+            for proc in procs:  # Ctrl-C, or a reader that failed: no side outlives the duet
+                _kill_group(proc)
+            raise
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
@@ -112,9 +151,16 @@ class CommandOracle:
         tmp.write_text(json.dumps(record), encoding="utf-8")
         tmp.replace(record_path)
 
-    def measure(self, sha: str, index: int) -> Sample:
-        src = self.source(sha)
-        result = run_command(self.measure_cmd, src, self.env(sha, index), self.measure_timeout)
+    def placed(self, sha: str, index: int, cpus: frozenset[int] | None
+               ) -> tuple[PlacedCommand, Callable[[CommandResult], Sample]]:
+        """The measure command of ``sha``'s ``index``-th measurement, on ``cpus`` (all when None; the command reads
+        them as ``PERFBISECT_CPUS``), and what reads its sample off its result."""
+        env = self.env(sha, index)
+        if cpus:
+            env["PERFBISECT_CPUS"] = ",".join(map(str, sorted(cpus)))
+        return PlacedCommand(self.measure_cmd, self.source(sha), env, cpus or frozenset()), self._sample
+
+    def _sample(self, result: CommandResult) -> Sample:
         if result.returncode is None:
             raise MeasureFailed(f"timed out after {self.measure_timeout:g} s", status="timeout")
         try:
@@ -125,6 +171,23 @@ class CommandOracle:
             # A number printed before a crash is not a measurement.
             raise MeasureFailed(f"exit {result.returncode}: {_last_line(result.stderr)}", status=CRASH)
         return value
+
+    def measure(self, sha: str, index: int) -> Sample:
+        command, read = self.placed(sha, index, None)
+        return read(run_command(command.cmd, command.cwd, command.env, self.measure_timeout))
+
+    def measure_duet(self, sides: Sequence[tuple[str, int, frozenset[int]]]) -> list[Sample | MeasureFailed]:
+        """A duet: each (commit, its measurement index, its CPUs) measured at the same time as the others; a side
+        that failed is its MeasureFailed, in its place."""
+        prepared = [self.placed(sha, index, cpus) for sha, index, cpus in sides]
+        results = run_at_once([command for command, _ in prepared], self.measure_timeout)
+        samples: list[Sample | MeasureFailed] = []
+        for (_, read), result in zip(prepared, results, strict=True):
+            try:
+                samples.append(read(result))
+            except MeasureFailed as exc:
+                samples.append(exc)
+        return samples
 
 
 def _last_line(text: str) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from perfbisect.search import search
 from perfbisect.state import BisectState
@@ -60,6 +60,13 @@ class Oracle(Protocol):
 
     def measure(self, sha: str, index: int) -> Sample:
         """One measurement of the built ``sha``; ``index`` counts this commit's measurements from 0."""
+
+
+@runtime_checkable
+class DuetOracle(Oracle, Protocol):
+    def measure_duet(self, sides: Sequence[tuple[str, int, frozenset[int]]]) -> list[Sample | MeasureFailed]:
+        """Each (commit, its measurement index, its CPUs) measured at the same time as the others; a side that
+        failed is its MeasureFailed, in its place."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +107,13 @@ class Bisector:
     """One bisection of ``commits`` (oldest first, after ``good``; the last one is ``bad``)."""
 
     def __init__(self, oracle: Oracle, policy: Policy, state: BisectState,
-                 log: Callable[[str], None] = lambda _msg: None) -> None:
+                 log: Callable[[str], None] = lambda _msg: None,
+                 duet: tuple[frozenset[int], frozenset[int]] | None = None) -> None:
+        """``duet``: two halves of the machine's CPUs (perfdash.ab.duet_halves); every numeric A/B then measures
+        its two sides at the same time, one on each half (the oracle needs ``measure_duet``)."""
+        if duet is not None and not isinstance(oracle, DuetOracle):
+            raise ValueError("a duet needs an oracle that measures two commits at once (measure_duet)")
+        self.duet = duet
         self.oracle = oracle
         self.policy = policy
         self.state = state
@@ -111,6 +124,23 @@ class Bisector:
         self.noise_by_sides: dict[tuple[str, str], list[float]] = {}
 
     # -- measuring ---------------------------------------------------------------------------------------------
+
+    def _status(self, sha: str, index: int, value: Sample | MeasureFailed) -> Sample:
+        if isinstance(value, MeasureFailed):
+            self.log(f"{sha[:10]}: measurement {index + 1} failed: {value}")
+            return value.status
+        return value
+
+    def _measure_duet(self, a: str, b: str, a_on_first: bool) -> tuple[Sample, Sample]:
+        """One measurement of ``a`` and one of ``b`` at the same time, on the duet's halves."""
+        assert self.duet is not None and isinstance(self.oracle, DuetOracle)
+        first, second = self.duet
+        cpus_a, cpus_b = (first, second) if a_on_first else (second, first)
+        index_a, index_b = self.state.counts.get(a, 0), self.state.counts.get(b, 0)
+        value_a, value_b = self.oracle.measure_duet([(a, index_a, cpus_a), (b, index_b, cpus_b)])
+        self.state.counts[a], self.state.counts[b] = index_a + 1, index_b + 1
+        self.measurements += 2
+        return self._status(a, index_a, value_a), self._status(b, index_b, value_b)
 
     def _built(self, sha: str) -> str | None:
         """None when built; the reason it is skipped otherwise (remembered in the state)."""
@@ -156,6 +186,18 @@ class Bisector:
                 raise _StepCrashed(str(value))
             return value
 
+        def measure_pair(index: int, a_on_first: bool) -> tuple[Sample, Sample]:
+            if index >= len(stored["A"]) or index >= len(stored["B"]):  # a duet stores its pairs whole
+                del stored["A"][index:], stored["B"][index:]
+                sample_a, sample_b = self._measure_duet(a, b, a_on_first)
+                stored["A"].append(sample_a)
+                stored["B"].append(sample_b)
+                self.spent[purpose] = self.spent.get(purpose, 0) + 2
+                self.state.save()
+            if crash_on_b and is_status(stored["B"][index]):
+                raise _StepCrashed(str(stored["B"][index]))
+            return stored["A"][index], stored["B"][index]
+
         # The noise of the other A/Bs before this one (a continued A/B's own pairs are its own, not pooled twice).
         pooled = [r for sides, res in self.noise_by_sides.items() if sides != (a, b) for r in res]
         policy: AbPolicy = self.policy.ab(boundary_pct, pooled=bool(pooled), exact=exact)
@@ -166,7 +208,7 @@ class Bisector:
             policy = replace(policy, alpha=policy.alpha / 10, start=len(carried.samples_a) + 2,
                              cap=max(policy.cap, len(carried.samples_a) + 2))
         record = run_ab(measure, policy, random.Random(key), purpose=purpose, a=a, b=b, noise=tuple(pooled),
-                        carried=carried,
+                        carried=carried, measure_pair=measure_pair if self.duet else None,
                         on_round=lambda r: self.log(f"{purpose} {b[:10]} vs {a[:10]}, {r.pairs} pairs: {r.reason}"))
         self.noise_by_sides[(a, b)] = residuals(record.samples_a, record.samples_b, policy.direction)
         return record

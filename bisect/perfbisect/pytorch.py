@@ -18,12 +18,12 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from pathlib import Path
 
-from perfbisect.commands import CommandOracle, run_command
+from perfbisect.commands import CommandOracle, CommandResult, PlacedCommand
 from perfbisect.gitops import GitError, commit_info, git
 from perfbisect.procedure import CRASH, MeasureFailed
 from perfbisect.stats import Sample
@@ -208,7 +208,9 @@ class TorchOracle(CommandOracle):
         env["PERFBISECT_SITE"] = str(self.site(sha))
         return env
 
-    def measure(self, sha: str, index: int) -> Sample:
+    def placed(self, sha: str, index: int, cpus: frozenset[int] | None
+               ) -> tuple[PlacedCommand, Callable[[CommandResult], Sample]]:
+        """One ``perfdash run`` of the commit's torch; on ``cpus`` (a duet's half) with as many threads as CPUs."""
         if self.target is None:
             raise ValueError("TorchOracle needs a target")
         output_dir = self.commit_dir(sha) / "runs" / str(index)
@@ -221,14 +223,20 @@ class TorchOracle(CommandOracle):
             env["PERFDASH_TORCH_SPEC"] = sha
         else:
             env.pop("PERFDASH_TORCH_SPEC", None)
-        command = shlex.join([*self.run_cmd, *self.target.run_args(output_dir)])
+        # a duet's half runs as many threads as it has CPUs, unless the series names its own (the CLI checks it fits)
+        threads = ["--threads", str(len(cpus))] if cpus and self.target.threads is None else []
+        command = shlex.join([*self.run_cmd, *self.target.run_args(output_dir), *threads])
+        target = self.target
+
+        def read(result: CommandResult) -> Sample:
+            (output_dir / "run.log").write_text(result.stdout + result.stderr, encoding="utf-8")
+            if result.returncode is None:
+                raise MeasureFailed(f"perfdash run timed out after {self.measure_timeout:g} s", status="timeout")
+            try:
+                return target.read_metric(output_dir)
+            except MeasureFailed as exc:
+                tail = (result.stderr.strip().splitlines() or [""])[-1][-300:]
+                raise MeasureFailed(f"{exc} (exit {result.returncode}: {tail})", status=CRASH) from None
+
         # perfdash run must not pick the checkout's own torch/ folder up as a package: run it from the cache dir.
-        result = run_command(command, self.commit_dir(sha), env, self.measure_timeout)
-        (output_dir / "run.log").write_text(result.stdout + result.stderr, encoding="utf-8")
-        if result.returncode is None:
-            raise MeasureFailed(f"perfdash run timed out after {self.measure_timeout:g} s", status="timeout")
-        try:
-            return self.target.read_metric(output_dir)
-        except MeasureFailed as exc:
-            tail = (result.stderr.strip().splitlines() or [""])[-1][-300:]
-            raise MeasureFailed(f"{exc} (exit {result.returncode}: {tail})", status=CRASH) from None
+        return PlacedCommand(command, self.commit_dir(sha), env, cpus or frozenset()), read

@@ -50,6 +50,7 @@ class BisectReport:
     confirmation: AbRecord | None = None
     verification: AbRecord | None = None
     processes: int | None = None  # perfdash run --processes of every measurement (PyTorch mode; None: not passed)
+    duet: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # --duet: the two halves' CPUs (None: one at a time)
 
     def to_service(self) -> dict[str, Any]:
         """The body of ``POST /api/v1/bisections/{id}/result`` (the agreed contract, nothing more)."""
@@ -82,6 +83,7 @@ class BisectReport:
             good=self.good.to_json(), bad=self.bad.to_json(),
             change_pct=self.change_pct, p_value=self.p_value, commits_in_range=self.commits_in_range,
             measurements=self.measurements, processes=self.processes,
+            duet=[list(half) for half in self.duet] if self.duet else None,
             policy={"direction": self.policy.direction, "threshold_pct": self.policy.threshold_pct,
                     "alpha": self.policy.alpha, "repeats": self.policy.repeats, "max_pairs": self.policy.max_pairs,
                     "cap": self.policy.cap, "series_noise_pct": None if self.policy.series_cv is None
@@ -122,13 +124,15 @@ def _samples(samples: tuple[Sample, ...]) -> str:
 
 def build_report(outcome: BisectConclusion, commit: Callable[[str], Commit], good: str, bad: str, policy: Policy,
                  commits_in_range: int, jenkins_build_url: str | None = None,
-                 processes: int | None = None) -> BisectReport:
+                 processes: int | None = None, duet: tuple[frozenset[int], frozenset[int]] | None = None
+                 ) -> BisectReport:
     confirmation = outcome.confirmation
     culprit = commit(outcome.culprit) if outcome.culprit else None
     skipped = sum(s.decision == "skip" for s in outcome.steps)
     parts = [outcome.reason]
     if outcome.steps:
-        parts.append(f"{len(outcome.steps)} steps ({skipped} skipped), {outcome.measurements} measurements")
+        parts.append(f"{len(outcome.steps)} steps ({skipped} skipped), {outcome.measurements} measurements"
+                     + (" (measured in duets: two at a time)" if duet else ""))
     forced = sum(s.forced for s in outcome.steps)
     if forced:
         # Steps the A/B could not decide within its cap went to the nearer side: say so, with the remedy.
@@ -144,5 +148,5 @@ def build_report(outcome: BisectConclusion, commit: Callable[[str], Commit], goo
         measurements=outcome.measurements, summary="; ".join(parts), jenkins_build_url=jenkins_build_url,
         subjects={s.sha: commit(s.sha).subject for s in outcome.steps},
         confirmation=confirmation.record if confirmation else None, verification=outcome.verification,
-        processes=processes,
+        processes=processes, duet=(tuple(sorted(duet[0])), tuple(sorted(duet[1]))) if duet else None,
     )

@@ -16,7 +16,7 @@ from perfdash.contract import ModelSamples
 def test_the_halves_are_mirrored_and_a_single_cpu_is_refused() -> None:
     assert duet_noise.halves([3, 0, 2, 1]) == ((0, 1), (2, 3))
     assert duet_noise.halves([0, 1, 2]) == ((0,), (1,))
-    with pytest.raises(SystemExit, match="two CPUs"):
+    with pytest.raises(ValueError, match="two CPUs"):
         duet_noise.halves([0])
 
 
