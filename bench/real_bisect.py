@@ -211,6 +211,7 @@ def confirm_request_flags(scenario: Scenario, good_values: Sequence[float]) -> l
 
 
 def bisect(work: Path, scenario: Scenario, shas: list[str], stat_flags: list[str]) -> tuple[dict | None, str]:
+    """``stat_flags``: perfdash bisect's statistics (and ``--duet``) for this bisection."""
     out = work / "result.json"
     proc = subprocess.run(
         [sys.executable, "-m", "perfdash.cli", "bisect", "--repo", str(work / "repo"), "--good", shas[0], "--bad",
@@ -254,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, help="the model's batch size (default: the scenario's)")
     parser.add_argument("--model", choices=("model.py", "resnet.py"), help="--try: the model (default: modest's)")
     parser.add_argument("--candidate", action="append", help="--try: a setting to try instead of CANDIDATES")
+    parser.add_argument("--duet", action="store_true",
+                        help="perfdash bisect --duet: each A/B's two commits measured at once, one on each half of "
+                             "the CPUs (the nights are measured as before, on the whole machine)")
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="real_bisect_"))
     scenario = SCENARIOS[args.scenario]
@@ -282,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         stat_flags = confirm_request_flags(scenario, detection.values[:detection.good_nights])
         stat_flags += [f for flag, value in (("--repeats", args.repeats), ("--max-pairs", args.max_pairs))
                        if value for f in (flag, str(value))]
+    if args.duet:
+        stat_flags.append("--duet")
     result, log = bisect(work, scenario, shas, stat_flags)
     wall = time.monotonic() - started
     print(log)

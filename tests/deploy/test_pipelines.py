@@ -255,6 +255,7 @@ def test_bisect_pipeline_runs_the_request_on_its_agent(run_pipeline, extract_com
     assert _flag(args, "--token-file") == "/workspace@tmp/secretFiles/1/token"
     assert "--token" not in args
     assert _flag(args, "--processes") == record["params"]["PROCESSES"] == "1"  # one process per result by default
+    assert "--duet" not in args  # one side at a time by default
 
 
 def test_bisect_pipeline_passes_its_processes_to_every_measurement(run_pipeline, extract_commands) -> None:
@@ -263,6 +264,14 @@ def test_bisect_pipeline_passes_its_processes_to_every_measurement(run_pipeline,
     (line,) = [line for script in record["sh"] for line in script.splitlines() if "perfdash bisect" in line]
     (args,) = extract_commands(line)
     assert _flag(args, "--processes") == "3"
+
+
+def test_bisect_pipeline_measures_in_duets_when_asked(run_pipeline, extract_commands) -> None:
+    record = run_pipeline(BISECT, {"REQUEST_ID": "7", "DUET": True}, {"api/v1/bisections/": _bisection("cpu", 56)})
+    (line,) = [line for script in record["sh"] for line in script.splitlines() if "perfdash bisect" in line]
+    assert line.startswith("xeon-launch socket -- perfdash bisect ")
+    (args,) = extract_commands(line)
+    assert "--duet" in args
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
