@@ -174,3 +174,24 @@ def _cpu_list(text: str) -> set[int]:
         low, _, high = part.partition("-")
         cpus.update(range(int(low), int(high or low) + 1))
     return cpus
+
+
+def test_a_pytorch_mode_side_runs_as_many_threads_as_its_half_unless_the_series_names_them(tmp_path: Path) -> None:
+    import shlex
+
+    from perfbisect.pytorch import TorchOracle, TorchTarget
+
+    def command(target: TorchTarget, cpus: frozenset[int] | None) -> list[str]:
+        oracle = TorchOracle(repo=tmp_path, measure_cmd="", cache_dir=tmp_path / "cache", target=target)
+        placed, _ = oracle.placed("a" * 40, 0, cpus)
+        assert placed.cpus == (cpus or frozenset())
+        return shlex.split(placed.cmd)
+
+    def threads(argv: list[str]) -> list[str]:
+        return [argv[i + 1] for i, arg in enumerate(argv) if arg == "--threads"]
+
+    plain = TorchTarget(suite="timm_models", model="m")
+    assert threads(command(plain, None)) == []  # alone: the series' configuration, all cores
+    assert threads(command(plain, frozenset({2, 3}))) == ["2"]  # a duet's half of two CPUs
+    pinned = TorchTarget(suite="timm_models", model="m", threads=1)
+    assert threads(command(pinned, frozenset({2, 3}))) == ["1"]  # the series' own threads, once
