@@ -195,3 +195,13 @@ def test_a_pytorch_mode_side_runs_as_many_threads_as_its_half_unless_the_series_
     assert threads(command(plain, frozenset({2, 3}))) == ["2"]  # a duet's half of two CPUs
     pinned = TorchTarget(suite="timm_models", model="m", threads=1)
     assert threads(command(pinned, frozenset({2, 3}))) == ["1"]  # the series' own threads, once
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a duet needs two CPUs")
+def test_a_duet_refuses_series_threads_that_do_not_fit_its_half(perf_history, cache_dir, tmp_path, capsys) -> None:
+    half = len(duet_halves(sorted(os.sched_getaffinity(0)))[0])
+    code = main(["bisect", "--repo", str(perf_history.repo), "--good", perf_history.shas[0], "--bad",
+                 perf_history.shas[-1], "--suite", "timm_models", "--model", "m", "--threads", str(half + 1),
+                 "--cache-dir", str(cache_dir), "--duet"])
+    assert code != 0
+    assert f"--threads {half + 1} does not fit" in capsys.readouterr().err
