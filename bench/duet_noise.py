@@ -80,11 +80,15 @@ def measure(raw_dir: Path, cycles: int, minutes: float) -> None:
         i = len(cores)
         a_cpus, b_cpus = (first, second) if i % 2 == 0 else (second, first)
         started = time.monotonic()
-        procs = [subprocess.Popen(cycle_argv(raw_dir / side / f"run_{i:03d}", threads), env=os.environ.copy(),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                  preexec_fn=pinned_to(cpus, os.getpid()))
-                 for side, cpus in (("duet_a", a_cpus), ("duet_b", b_cpus))]
-        duet = [(p.wait(), p.stderr.read() if p.stderr else "") for p in procs]
+        logs = [raw_dir / side / f"run_{i:03d}.log" for side in ("duet_a", "duet_b")]
+        procs = []
+        for log, cpus in zip(logs, (a_cpus, b_cpus), strict=True):
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with log.open("w") as stderr_file:  # a file, not a pipe: a side that writes much never blocks on it
+                procs.append(subprocess.Popen(cycle_argv(log.with_suffix(""), threads), env=os.environ.copy(),
+                                              stdout=subprocess.DEVNULL, stderr=stderr_file,
+                                              preexec_fn=pinned_to(cpus, os.getpid())))
+        duet = [(p.wait(), log.read_text()) for p, log in zip(procs, logs, strict=True)]
         duet_s = time.monotonic() - started
         solo = subprocess.run(cycle_argv(raw_dir / "solo" / f"run_{i:03d}", threads), env=os.environ.copy(),
                               capture_output=True, text=True, check=False, preexec_fn=pinned_to(first, os.getpid()))
@@ -174,7 +178,7 @@ def duet_row(model: str, metric: str, side_a: Sequence[float], side_b: Sequence[
 def analyse(raw_dir: Path, command: str) -> DuetNoise:
     """The rows of the cycles where all three runs measured the model."""
     cores: list[list[int]] = json.loads((raw_dir / CORES_FILE).read_text())
-    first, _ = halves(sorted({c for cycle in cores for c in cycle}))
+    first = tuple(cores[0]) if cores else ()  # measure() puts side A on the first half in cycle 0
     per_side = {side: read_runs_by_cycle(raw_dir / side) for side in SIDES}
     rows = []
     for model in sorted(per_side["solo"]):
